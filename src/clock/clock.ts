@@ -1,0 +1,59 @@
+/**
+ * Time, as prazo sees it. Every component takes a `Clock` instead of reading time itself, so that a
+ * test can drive hours of retries, backoffs and deadlines in microseconds, deterministically.
+ *
+ * Two kinds of time, never mixed (SPEC D1):
+ * - `now()` is monotonic milliseconds: durations, remaining time, rate windows. It never jumps.
+ * - `epochNow()` is wall-clock epoch milliseconds: only for what crosses a process boundary
+ *   (the `x-deadline-epoch-ms` header, `Retry-After` dates).
+ */
+
+/** An armed timer. Opaque: pass it back to {@link Clock.clearTimer}. */
+export type Timer = { readonly __prazoTimer: unique symbol } | object;
+
+export interface TimerOptions {
+  /**
+   * When true the timer does not keep the process alive (Node's `unref`). Deadline signals use it; a
+   * backoff sleep must not (a process whose only pending work is a retry would exit silently).
+   */
+  readonly unref?: boolean;
+}
+
+export interface Clock {
+  /** Monotonic milliseconds (fractional allowed). Only differences are meaningful. */
+  now(): number;
+  /** Wall-clock epoch milliseconds, for headers that cross hosts. */
+  epochNow(): number;
+  /**
+   * Calls `fn` once after `delayMs`. Delays are clamped to [0, {@link MAX_TIMER_DELAY_MS}] like
+   * grpc-js does; callers needing longer re-arm (see `Deadline.signal`).
+   */
+  setTimer(fn: () => void, delayMs: number, options?: TimerOptions): Timer;
+  /** Cancels a timer; a no-op when it already fired or was cleared. */
+  clearTimer(timer: Timer): void;
+}
+
+/** The largest delay a Node timer honours (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/** Clamps a delay into what a timer can honour: NaN and negatives become 0. */
+export function clampDelay(delayMs: number): number {
+  if (!(delayMs > 0)) return 0;
+  return delayMs > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delayMs;
+}
+
+/** Resolves after `ms` on `clock`, or rejects with the signal's reason when it aborts first. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => {
+      clock.clearTimer(timer);
+      reject(signal?.reason);
+    };
+    const timer = clock.setTimer(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,120 @@
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { DeadlineHeaders } from './constants.js';
+import { formatGrpcTimeout } from './parse.js';
+
+export interface DeadlineOptions {
+  /** Where time comes from. Default: the system clock. */
+  readonly clock?: Clock;
+}
+
+/** Which headers {@link Deadline.toHeaders} writes. */
+export interface HeaderFormat {
+  /** Name of the absolute epoch-ms header, or `false` to omit it. Default `x-deadline-epoch-ms`. */
+  readonly epochMs?: string | false;
+  /** Also write `grpc-timeout` (relative). Default false. */
+  readonly grpcTimeout?: boolean;
+  /** Also write `x-envoy-expected-rq-timeout-ms` (relative). Default false. */
+  readonly envoy?: boolean;
+}
+
+/**
+ * An absolute instant by which a whole operation must be done (SPEC D1). Immutable: combining
+ * deadlines (`min`, `cap`, `slice`) returns the earlier one, never moves one. It lives on the
+ * monotonic clock inside the process and turns into wall-clock epoch ms only when it leaves (headers),
+ * and into a relative delay only when a timer is armed (grpc-js's `deadline.ts` does the same).
+ */
+export class Deadline {
+  /** Monotonic instant (the clock's `now()` scale) at which the deadline passes. */
+  readonly at: number;
+  readonly clock: Clock;
+  #controller: AbortController | undefined;
+
+  private constructor(at: number, clock: Clock) {
+    this.at = at;
+    this.clock = clock;
+  }
+
+  /** A deadline `ms` from now. NaN or negative `ms` gives an already expired deadline. */
+  static after(ms: number, options: DeadlineOptions = {}): Deadline {
+    const clock = options.clock ?? systemClock;
+    return new Deadline(clock.now() + (ms > 0 ? ms : 0), clock);
+  }
+
+  /** A deadline at a wall-clock epoch in ms (as received from another host). */
+  static at(epochMs: number, options: DeadlineOptions = {}): Deadline {
+    const clock = options.clock ?? systemClock;
+    const now = clock.now();
+    const delta = Number.isFinite(epochMs) ? epochMs - clock.epochNow() : 0;
+    return new Deadline(now + (delta > 0 ? delta : 0), clock);
+  }
+
+  /** Milliseconds left; never negative. */
+  remainingMs(): number {
+    const left = this.at - this.clock.now();
+    return left > 0 ? left : 0;
+  }
+
+  expired(): boolean {
+    return this.clock.now() >= this.at;
+  }
+
+  /** The deadline as wall-clock epoch ms, read now (what goes on the wire). */
+  epochMs(): number {
+    return this.clock.epochNow() + (this.at - this.clock.now());
+  }
+
+  /** The earlier of two deadlines. */
+  min(other: Deadline | undefined): Deadline {
+    return other !== undefined && other.at < this.at ? other : this;
+  }
+
+  /** This deadline, but no later than `maxMs` from now (a local ceiling, SPEC D2). */
+  cap(maxMs: number): Deadline {
+    const limit = this.clock.now() + (maxMs > 0 ? maxMs : 0);
+    return limit < this.at ? new Deadline(limit, this.clock) : this;
+  }
+
+  /** A child deadline for one component: `min(this, now + ms)` (its slice of a latency budget, SPEC B2). */
+  slice(ms: number): Deadline {
+    return this.cap(ms);
+  }
+
+  /**
+   * An AbortSignal that aborts with a {@link DeadlineExceededError} when the deadline passes. Created
+   * on first read (most deadlines never need one), backed by a single unref'd timer that is re-armed
+   * for deadlines beyond a timer's range; it adds no listener of its own.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      this.#arm(this.#controller);
+    }
+    return this.#controller.signal;
+  }
+
+  #arm(controller: AbortController): void {
+    const left = this.at - this.clock.now();
+    if (left <= 0) {
+      controller.abort(new DeadlineExceededError({ deadlineEpochMs: this.epochMs() }));
+      return;
+    }
+    const fire = (): void => this.#arm(controller);
+    this.clock.setTimer(fire, Math.min(left, MAX_TIMER_DELAY_MS), { unref: true });
+  }
+
+  /** The outgoing header(s) that carry this deadline on (SPEC D1, D5). */
+  toHeaders(format: HeaderFormat = {}): Record<string, string> {
+    const headers: Record<string, string> = {};
+    const epochName = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
+    if (epochName) headers[epochName] = String(Math.floor(this.epochMs()));
+    if (format.grpcTimeout) headers[DeadlineHeaders.grpcTimeout] = formatGrpcTimeout(this.remainingMs());
+    if (format.envoy) headers[DeadlineHeaders.envoyExpected] = String(Math.floor(this.remainingMs()));
+    return headers;
+  }
+
+  toString(): string {
+    return `Deadline(${Math.floor(this.remainingMs())} ms left)`;
+  }
+}

@@ -1,0 +1,34 @@
+import { PrazoError } from './base.js';
+import { ErrorCode } from './codes.js';
+
+export interface RetryBudgetExhaustedDetails {
+  readonly dependency: string;
+  /** Original requests in the budget window when the extra attempt was refused. */
+  readonly originals: number;
+  /** Extra attempts (retries + hedges) already spent in the window. */
+  readonly extras: number;
+  /** The failure that would have been retried. */
+  readonly cause?: unknown;
+}
+
+/**
+ * An extra attempt was refused by the dependency's retry budget (SPEC R1): saying no fast is the
+ * budget doing its job in an incident, not a bug. `cause` holds the failure that was not retried.
+ */
+export class RetryBudgetExhaustedError extends PrazoError {
+  readonly dependency: string;
+  readonly originals: number;
+  readonly extras: number;
+
+  constructor(details: RetryBudgetExhaustedDetails) {
+    super(
+      ErrorCode.RETRY_BUDGET_EXHAUSTED,
+      `retry budget exhausted for ${details.dependency}: ${details.extras} extra attempt(s) ` +
+        `for ${details.originals} original request(s) in the window`,
+      { cause: details.cause },
+    );
+    this.dependency = details.dependency;
+    this.originals = details.originals;
+    this.extras = details.extras;
+  }
+}

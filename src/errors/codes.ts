@@ -1,0 +1,15 @@
+/** Every error prazo throws carries one of these stable codes (SPEC D6). Never renamed once shipped. */
+export const ErrorCode = Object.freeze({
+  DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
+  DEADLINE_INSUFFICIENT: 'DEADLINE_INSUFFICIENT',
+  CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
+  RESPONSE_TIMEOUT: 'RESPONSE_TIMEOUT',
+  BODY_TIMEOUT: 'BODY_TIMEOUT',
+  RETRY_BUDGET_EXHAUSTED: 'RETRY_BUDGET_EXHAUSTED',
+  INVALID_OPTIONS: 'INVALID_OPTIONS',
+} as const);
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Where the time ran out. `deadline` is the propagated, end-to-end one. */
+export type TimeoutPhase = 'connect' | 'response' | 'body' | 'deadline';

@@ -1,0 +1,28 @@
+import { PrazoError } from './base.js';
+import type { RetryBudgetExhaustedError } from './budget.js';
+import { ErrorCode } from './codes.js';
+import type { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
+import type { InvalidOptionsError } from './options.js';
+import type { BodyTimeoutError, ConnectTimeoutError, ResponseTimeoutError } from './timeout.js';
+
+const hasCode =
+  <T extends PrazoError>(code: ErrorCode) =>
+  (error: unknown): error is T =>
+    error instanceof PrazoError && error.code === code;
+
+export const isDeadlineExceeded = hasCode<DeadlineExceededError>(ErrorCode.DEADLINE_EXCEEDED);
+export const isDeadlineInsufficient = hasCode<DeadlineInsufficientError>(ErrorCode.DEADLINE_INSUFFICIENT);
+export const isConnectTimeout = hasCode<ConnectTimeoutError>(ErrorCode.CONNECT_TIMEOUT);
+export const isResponseTimeout = hasCode<ResponseTimeoutError>(ErrorCode.RESPONSE_TIMEOUT);
+export const isBodyTimeout = hasCode<BodyTimeoutError>(ErrorCode.BODY_TIMEOUT);
+export const isRetryBudgetExhausted = hasCode<RetryBudgetExhaustedError>(ErrorCode.RETRY_BUDGET_EXHAUSTED);
+export const isInvalidOptions = hasCode<InvalidOptionsError>(ErrorCode.INVALID_OPTIONS);
+
+/** Any failure where time ran out: the deadline, or one phase's local timeout. */
+export function isTimeoutError(
+  error: unknown,
+): error is DeadlineExceededError | ConnectTimeoutError | ResponseTimeoutError | BodyTimeoutError {
+  return (
+    isDeadlineExceeded(error) || isConnectTimeout(error) || isResponseTimeout(error) || isBodyTimeout(error)
+  );
+}
