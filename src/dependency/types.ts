@@ -1,0 +1,89 @@
+import type { Deadline } from '../deadline/deadline.js';
+
+/**
+ * The contract of the executor (`createDependency(...).execute`), shared by every integration (HTTP,
+ * gRPC, PostgreSQL, ...). Defined here, apart from the implementation, so integrations can be written
+ * against it.
+ */
+
+/** Why an attempt exists: the original request, a retry after a failure, or a hedge (SPEC H1). */
+export type AttemptKind = 'original' | 'retry' | 'hedge';
+
+/** What one attempt of an operation receives. */
+export interface AttemptContext {
+  /** Aborts when this attempt must stop: its timeout, the deadline, the caller, or a hedge won. */
+  readonly signal: AbortSignal;
+  /** This attempt's time limit in ms: min(calibrated attempt timeout, remaining deadline) (SPEC R6). */
+  readonly timeoutMs: number;
+  /** 1 for the original, 2.. for retries and hedges, in start order. */
+  readonly attempt: number;
+  readonly kind: AttemptKind;
+  /** The deadline this attempt runs under. */
+  readonly deadline: Deadline;
+  /** Headers carrying the deadline (and the idempotency key, when there is one) downstream. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** An async operation against a dependency, run once per attempt. */
+export type Operation<T> = (context: AttemptContext) => Promise<T>;
+
+/** How a *successful* result (no throw) should be treated, e.g. an HTTP 503 response. */
+export interface ResultVerdict {
+  /** True when the result is a failure worth another attempt (SPEC R2). */
+  readonly retryable: boolean;
+  /** The server's own wait before retrying (Retry-After), in ms (SPEC R3). */
+  readonly retryAfterMs?: number;
+  /** How the result counts for latency recording. Default: 'error' when retryable, else 'success'. */
+  readonly outcome?: 'success' | 'error';
+}
+
+export interface ExecuteOptions<T> {
+  /**
+   * Whether the operation can safely run more than once (SPEC R5): GET, HEAD, OPTIONS, PUT, DELETE,
+   * or a request carrying an idempotency key. A non-idempotent operation runs exactly once.
+   */
+  readonly idempotent: boolean;
+  /** The deadline; default the ambient one (`currentDeadline()`), else the dependency's default. */
+  readonly deadline?: Deadline;
+  /** The caller's own cancellation. */
+  readonly signal?: AbortSignal;
+  /** Judges a result that did not throw (a response with a status). Default: every result is a success. */
+  readonly classify?: (result: T) => ResultVerdict;
+  /**
+   * Releases a result that will not be returned (a losing hedge, a retried 503 whose body must be
+   * drained so its connection goes back to the pool).
+   */
+  readonly discard?: (result: T) => void;
+  /** Retry a response timeout (the server may have done the work). Default false (SPEC R4). */
+  readonly retryResponseTimeout?: boolean;
+}
+
+/** Every decision the executor makes, for metrics and logs. Cheap when nobody listens. */
+export type DependencyEvent =
+  | { readonly type: 'attempt'; readonly dependency: string; readonly kind: AttemptKind; readonly attempt: number }
+  | {
+      readonly type: 'attempt-end';
+      readonly dependency: string;
+      readonly kind: AttemptKind;
+      readonly attempt: number;
+      readonly latencyMs: number;
+      readonly outcome: 'success' | 'error' | 'timeout' | 'cancelled';
+      /** For timeouts: where the time ran out. */
+      readonly phase?: 'connect' | 'response' | 'body' | 'deadline';
+      readonly error?: unknown;
+    }
+  | { readonly type: 'budget-refused'; readonly dependency: string; readonly kind: 'retry' | 'hedge' }
+  | {
+      readonly type: 'deadline-insufficient';
+      readonly dependency: string;
+      readonly remainingMs: number;
+      readonly neededMs: number;
+      readonly attempt: number;
+    }
+  | { readonly type: 'hedge-won'; readonly dependency: string; readonly attempt: number }
+  | { readonly type: 'retry-after'; readonly dependency: string; readonly waitMs: number; readonly honoured: boolean };
+
+/** Returned by every `on...` subscription: call `dispose()` to unsubscribe (cockatiel style). */
+export interface Disposable {
+  dispose(): void;
+}
