@@ -1,0 +1,140 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { FakeClock } from '../clock/fake.js';
+import { systemClock } from '../clock/system.js';
+import { isDeadlineExceeded } from '../errors/guards.js';
+import { Deadline } from './deadline.js';
+
+const EPOCH = 1_700_000_000_000;
+
+describe('Deadline', () => {
+  it('counts down on the monotonic clock, never below zero', () => {
+    const clock = new FakeClock();
+    const d = Deadline.after(1_900, { clock });
+    expect(d.remainingMs()).toBe(1_900);
+    clock.advance(1_000);
+    expect(d.remainingMs()).toBe(900);
+    expect(d.expired()).toBe(false);
+    clock.advance(5_000);
+    expect(d.remainingMs()).toBe(0);
+    expect(d.expired()).toBe(true);
+  });
+
+  it('treats NaN and negative durations as already expired', () => {
+    const clock = new FakeClock();
+    expect(Deadline.after(Number.NaN, { clock }).expired()).toBe(true);
+    expect(Deadline.after(-10, { clock }).remainingMs()).toBe(0);
+  });
+
+  it('is created from a wall-clock epoch and written back to it', () => {
+    const clock = new FakeClock({ epoch: EPOCH });
+    const d = Deadline.at(EPOCH + 1_500, { clock });
+    expect(d.remainingMs()).toBe(1_500);
+    expect(d.epochMs()).toBe(EPOCH + 1_500);
+    expect(d.toHeaders()).toEqual({ 'x-deadline-epoch-ms': String(EPOCH + 1_500) });
+    expect(Deadline.at(EPOCH - 10, { clock }).expired()).toBe(true);
+  });
+
+  it('survives a wall-clock jump: remaining time follows the monotonic clock', () => {
+    const clock = new FakeClock({ epoch: EPOCH });
+    const d = Deadline.after(1_000, { clock });
+    clock.skewWall(60_000);
+    expect(d.remainingMs()).toBe(1_000);
+    expect(d.epochMs()).toBe(EPOCH + 61_000);
+  });
+
+  it('combines with min, cap and slice without ever moving later', () => {
+    const clock = new FakeClock();
+    const outer = Deadline.after(1_000, { clock });
+    const inner = Deadline.after(300, { clock });
+    expect(outer.min(inner)).toBe(inner);
+    expect(inner.min(outer)).toBe(inner);
+    expect(outer.min(undefined)).toBe(outer);
+    expect(outer.cap(2_000)).toBe(outer);
+    expect(outer.cap(400).remainingMs()).toBe(400);
+    expect(outer.slice(250).remainingMs()).toBe(250);
+    clock.advance(900);
+    expect(outer.slice(250).remainingMs()).toBe(100);
+  });
+
+  it('writes grpc-timeout and the envoy header on request', () => {
+    const clock = new FakeClock({ epoch: EPOCH });
+    const d = Deadline.after(1_234.6, { clock });
+    expect(d.toHeaders({ epochMs: false, grpcTimeout: true, envoy: true })).toEqual({
+      'grpc-timeout': '1234m',
+      'x-envoy-expected-rq-timeout-ms': '1234',
+    });
+    expect(d.toHeaders({ epochMs: 'x-my-deadline' })).toEqual({ 'x-my-deadline': String(EPOCH + 1_234) });
+  });
+
+  describe('signal', () => {
+    it('is lazy: no timer until first read, then exactly one', () => {
+      const clock = new FakeClock();
+      const d = Deadline.after(100, { clock });
+      expect(clock.pendingTimers()).toBe(0);
+      const s = d.signal;
+      expect(d.signal).toBe(s);
+      expect(clock.pendingTimers()).toBe(1);
+      expect(getEventListeners(s, 'abort')).toHaveLength(0);
+    });
+
+    it('aborts at the deadline with a DeadlineExceededError', () => {
+      const clock = new FakeClock();
+      const d = Deadline.after(100, { clock });
+      const s = d.signal;
+      clock.advance(99);
+      expect(s.aborted).toBe(false);
+      clock.advance(1);
+      expect(s.aborted).toBe(true);
+      expect(isDeadlineExceeded(s.reason)).toBe(true);
+    });
+
+    it('is already aborted for an expired deadline, with no timer', () => {
+      const clock = new FakeClock();
+      const d = Deadline.after(0, { clock });
+      expect(d.signal.aborted).toBe(true);
+      expect(clock.pendingTimers()).toBe(0);
+    });
+
+    it('re-arms past the largest timer delay instead of firing early', () => {
+      const clock = new FakeClock();
+      const d = Deadline.after(MAX_TIMER_DELAY_MS * 2 + 10, { clock });
+      const s = d.signal;
+      clock.advance(MAX_TIMER_DELAY_MS);
+      expect(s.aborted).toBe(false);
+      clock.advance(MAX_TIMER_DELAY_MS);
+      expect(s.aborted).toBe(false);
+      expect(clock.pendingTimers()).toBe(1);
+      clock.advance(10);
+      expect(s.aborted).toBe(true);
+      expect(clock.pendingTimers()).toBe(0);
+    });
+
+    it('leaves no timer behind after 100k deadlines pass (fake clock)', () => {
+      const clock = new FakeClock();
+      const signals: AbortSignal[] = [];
+      for (let i = 0; i < 100_000; i += 1) signals.push(Deadline.after(1 + (i % 500), { clock }).signal);
+      expect(clock.pendingTimers()).toBe(100_000);
+      clock.advance(500);
+      expect(clock.pendingTimers()).toBe(0);
+      expect(signals.every((s) => s.aborted && getEventListeners(s, 'abort').length === 0)).toBe(true);
+    });
+
+    it('leaves no active timer behind after 100k deadlines pass (system clock)', async () => {
+      const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+      const before = timers();
+      let aborted = 0;
+      for (let i = 0; i < 100_000; i += 1) {
+        Deadline.after(20, { clock: systemClock }).signal.addEventListener('abort', () => aborted++, {
+          once: true,
+        });
+      }
+      // The timers are unref'd: they never hold the event loop, so they do not show as active at all.
+      expect(timers()).toBe(before);
+      await new Promise<void>((resolve) => systemClock.setTimer(resolve, 300));
+      expect(aborted).toBe(100_000);
+      expect(timers()).toBeLessThanOrEqual(before);
+    });
+  });
+});

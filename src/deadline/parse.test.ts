@@ -1,0 +1,70 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { formatGrpcTimeout, parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
+
+describe('deadline header parsers', () => {
+  it('parse strict digits only', () => {
+    expect(parseEpochMs('1700000000000')).toBe(1_700_000_000_000);
+    expect(parseEpochMs(' 17 ')).toBe(17);
+    for (const bad of ['', '+1', '-1', '1.5', '1e3', '0x1', 'Infinity', 'NaN', '12345678901234567']) {
+      expect(parseEpochMs(bad), bad).toBeUndefined();
+    }
+    expect(parseRelativeMs('250')).toBe(250);
+    expect(parseRelativeMs('12345678901')).toBeUndefined();
+  });
+
+  it('parse every grpc-timeout unit', () => {
+    expect(parseGrpcTimeout('2H')).toBe(7_200_000);
+    expect(parseGrpcTimeout('3M')).toBe(180_000);
+    expect(parseGrpcTimeout('2S')).toBe(2_000);
+    expect(parseGrpcTimeout('250m')).toBe(250);
+    expect(parseGrpcTimeout('2500u')).toBe(2.5);
+    expect(parseGrpcTimeout('3000000n')).toBe(3);
+    for (const bad of ['', 'm', '1', '123456789m', '1s', '1.5S', '-1S', 'S1']) {
+      expect(parseGrpcTimeout(bad), bad).toBeUndefined();
+    }
+  });
+
+  it('refuse oversized values at a bounded cost', () => {
+    const huge = '1'.repeat(10_000_000);
+    expect(parseEpochMs(huge)).toBeUndefined();
+    expect(parseGrpcTimeout(huge)).toBeUndefined();
+  });
+
+  it('property: parsers return undefined or a finite non-negative number', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 64 }), (s) => {
+        for (const parse of [parseEpochMs, parseRelativeMs, parseGrpcTimeout]) {
+          const v = parse(s);
+          if (v !== undefined) {
+            expect(Number.isFinite(v)).toBe(true);
+            expect(v).toBeGreaterThanOrEqual(0);
+          }
+        }
+      }),
+      { numRuns: 10_000 },
+    );
+  });
+
+  it('property: formatGrpcTimeout round-trips, never above the input, within one unit', () => {
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 3.5e14, noNaN: true }), (ms) => {
+        const text = formatGrpcTimeout(ms);
+        const back = parseGrpcTimeout(text);
+        expect(back).toBeDefined();
+        expect(back!).toBeLessThanOrEqual(ms);
+        const unit = text.endsWith('H')
+          ? 3_600_000
+          : text.endsWith('M')
+            ? 60_000
+            : text.endsWith('S')
+              ? 1_000
+              : 1;
+        expect(ms - back!).toBeLessThan(unit);
+      }),
+      { numRuns: 10_000 },
+    );
+    expect(formatGrpcTimeout(Number.NaN)).toBe('0m');
+    expect(formatGrpcTimeout(-4)).toBe('0m');
+  });
+});
