@@ -1,0 +1,151 @@
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
+import { OptionsValidator } from '../options/validator.js';
+import { BUDGET_DEFAULTS, BUDGET_LIMITS, RATIO_SCALE } from './constants.js';
+import { BucketWindow } from './window.js';
+
+/**
+ * The retry budget (SPEC R1, H3): retries as a resource shared by every request to one dependency,
+ * not a right of each request. Three attempts per request look prudent one request at a time and
+ * triple the load on a dependency the moment it starts failing; a budget lets almost every failure be
+ * retried while failures are rare, and dries up within the first instants of an outage, turning
+ * amplification into fast errors. Retries and hedges draw on the same budget, or hedges amplify the
+ * incident through a path the retry panel does not show.
+ *
+ * Semantics of the seed's `resiliencia/orcamento-retry.js`; implementation after Finagle's and
+ * tower's bucketed windows: the seed's array of timestamps costs O(rate) memory and O(n) `shift()`s.
+ */
+
+export interface RetryBudgetOptions {
+  /** Length of the sliding window, in ms. Default 10000; [100, 3600000]. */
+  readonly windowMs?: number;
+  /**
+   * Extra attempts (retries + hedges) allowed per original request in the window. Default 0.1 (10%
+   * extra load); [0, 10], resolution 1 ppm.
+   */
+  readonly maxRatio?: number;
+  /**
+   * Extra attempts per second allowed whatever the traffic, so a route with 3 requests a minute still
+   * gets a second chance (10% of a tiny number rounds to nothing). Default 3; [0, 1000000]. The floor
+   * is the whole count `floor(minPerSecond × windowMs / 1000)` per window.
+   */
+  readonly minPerSecond?: number;
+  /** Buckets the window is cut into (its edge moves in steps of `windowMs / buckets`). Default 10; [2, 1000]. */
+  readonly buckets?: number;
+  /** Where time comes from. Default: the system clock. */
+  readonly clock?: Clock;
+}
+
+/** What the budget holds now. */
+export interface RetryBudgetState {
+  /** Original requests in the window. */
+  readonly originals: number;
+  /** Extra attempts (retries + hedges) spent in the window. */
+  readonly extras: number;
+  /** `extras / originals` (0 with no originals): the first-class metric of SPEC R7. */
+  readonly ratio: number;
+}
+
+export interface RetryBudget {
+  /** Counts one original request (call it once per request, before its first attempt). O(1). */
+  recordOriginal(): void;
+  /**
+   * Authorises one extra attempt and spends it in the same call, so two requests cannot spend the
+   * same balance. `false` is a valid, fast answer: do not retry. O(1).
+   */
+  tryConsume(): boolean;
+  state(): RetryBudgetState;
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+interface Resolved {
+  readonly windowMs: number;
+  readonly buckets: number;
+  readonly ratioNum: number;
+  readonly ratioDen: number;
+  readonly floor: number;
+  readonly clock: Clock;
+}
+
+function resolve(options: RetryBudgetOptions): Resolved {
+  const v = new OptionsValidator('createRetryBudget');
+  const D = BUDGET_DEFAULTS;
+  const L = BUDGET_LIMITS;
+  const given = (options ?? {}) as RetryBudgetOptions;
+  const windowMs = v.number('windowMs', given.windowMs, {
+    default: D.windowMs,
+    min: L.minWindowMs,
+    max: L.maxWindowMs,
+  });
+  const maxRatio = v.number('maxRatio', given.maxRatio, { default: D.maxRatio, min: 0, max: L.maxRatio });
+  const minPerSecond = v.number('minPerSecond', given.minPerSecond, {
+    default: D.minPerSecond,
+    min: 0,
+    max: L.maxPerSecond,
+  });
+  const buckets = v.number('buckets', given.buckets, {
+    default: D.buckets,
+    min: L.minBuckets,
+    max: L.maxBuckets,
+    integer: true,
+  });
+  v.done();
+  const scaled = Math.round(maxRatio * RATIO_SCALE);
+  const divisor = scaled === 0 ? RATIO_SCALE : gcd(scaled, RATIO_SCALE);
+  // 3/s over 10 s is 30.000000000000004 in floats: forgive what is within 1e-9 of a whole count.
+  const floor = Math.floor((minPerSecond * windowMs) / 1000 + 1e-9);
+  return {
+    windowMs,
+    buckets,
+    ratioNum: scaled / divisor,
+    ratioDen: RATIO_SCALE / divisor,
+    floor,
+    clock: given.clock ?? systemClock,
+  };
+}
+
+/**
+ * Creates a retry budget. An extra attempt is allowed when, once spent, the window still holds
+ * `extras ≤ max(floor, maxRatio × originals)`, checked on integers: the invariant holds after every
+ * authorisation, not only before it. Throws `InvalidOptionsError` listing every bad option.
+ *
+ * @example
+ * const budget = createRetryBudget(); // 10 s window, 10% extra load, 3 extras/s floor
+ * budget.recordOriginal();
+ * if (failed && budget.tryConsume()) retry();
+ */
+export function createRetryBudget(options: RetryBudgetOptions = {}): RetryBudget {
+  const { windowMs, buckets, ratioNum, ratioDen, floor, clock } = resolve(options);
+  const window = new BucketWindow(windowMs, buckets, clock.now());
+  return {
+    recordOriginal(): void {
+      window.advance(clock.now());
+      window.addOriginal();
+    },
+    tryConsume(): boolean {
+      window.advance(clock.now());
+      const after = window.extras() + 1;
+      if (after > floor && after * ratioDen > window.originals() * ratioNum) return false;
+      window.addExtra();
+      return true;
+    },
+    state(): RetryBudgetState {
+      window.advance(clock.now());
+      const originals = window.originals();
+      const extras = window.extras();
+      return { originals, extras, ratio: originals > 0 ? extras / originals : 0 };
+    },
+  };
+}
+
+/** True for an object that already is a budget (to share one instance between dependencies). */
+export function isRetryBudget(value: unknown): value is RetryBudget {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as RetryBudget).tryConsume === 'function' &&
+    typeof (value as RetryBudget).recordOriginal === 'function' &&
+    typeof (value as RetryBudget).state === 'function'
+  );
+}

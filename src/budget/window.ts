@@ -1,0 +1,80 @@
+/**
+ * Two event counts over a sliding window of time buckets: constant memory whatever the rate, O(1)
+ * per event (a rotation touches at most every bucket once, however long the pause before it).
+ *
+ * The window is `buckets` buckets of `bucketMs`. A ring of `buckets + 1` slots keeps one bucket more
+ * than the window, so each count can be read over the span that makes the budget conservative:
+ * - `originals()` sums the newest `buckets` buckets: a span of at most `windowMs` (it may forget the
+ *   oldest partial bucket early), so the allowance derived from it is never larger than the truth;
+ * - `extras()` sums all `buckets + 1` slots: a span of at least `windowMs`, so every extra attempt
+ *   spent in the last `windowMs` is still counted against the budget.
+ * Together: extras in any `windowMs` interval ending now ≤ what the budget counts ≤ its allowance
+ * computed from originals in that same interval (the invariant the property tests check).
+ */
+export class BucketWindow {
+  readonly #bucketMs: number;
+  readonly #slots: number;
+  readonly #originals: Float64Array;
+  readonly #extras: Float64Array;
+  /** Slot of the newest bucket, and that bucket's index on the time axis (`floor(now / bucketMs)`). */
+  #head = 0;
+  #headIndex: number;
+  #sumOriginals = 0;
+  #sumExtras = 0;
+
+  constructor(windowMs: number, buckets: number, now: number) {
+    this.#bucketMs = windowMs / buckets;
+    this.#slots = buckets + 1;
+    this.#originals = new Float64Array(this.#slots);
+    this.#extras = new Float64Array(this.#slots);
+    this.#headIndex = Math.floor(now / this.#bucketMs);
+  }
+
+  /** Moves the window to `now`. Time that goes backwards (it should not: monotonic) is ignored. */
+  advance(now: number): void {
+    const index = Math.floor(now / this.#bucketMs);
+    let steps = index - this.#headIndex;
+    if (!(steps > 0)) return;
+    this.#headIndex = index;
+    if (steps >= this.#slots) {
+      this.#originals.fill(0);
+      this.#extras.fill(0);
+      this.#sumOriginals = 0;
+      this.#sumExtras = 0;
+      return;
+    }
+    const slots = this.#slots;
+    for (; steps > 0; steps -= 1) {
+      // The slot after the head is the oldest (its originals already left the sum): recycle it.
+      const reused = this.#head + 1 === slots ? 0 : this.#head + 1;
+      this.#sumOriginals -= 0;
+      this.#sumExtras -= this.#extras[reused]!;
+      this.#extras[reused] = 0;
+      this.#originals[reused] = 0;
+      this.#head = reused;
+      // The new oldest slot now falls out of the originals' span.
+      const oldest = reused + 1 === slots ? 0 : reused + 1;
+      this.#sumOriginals -= this.#originals[oldest]!;
+    }
+  }
+
+  addOriginal(): void {
+    this.#originals[this.#head]! += 1;
+    this.#sumOriginals += 1;
+  }
+
+  addExtra(): void {
+    this.#extras[this.#head]! += 1;
+    this.#sumExtras += 1;
+  }
+
+  /** Originals in the newest `buckets` buckets (call `advance` first). */
+  originals(): number {
+    return this.#sumOriginals;
+  }
+
+  /** Extras in all `buckets + 1` slots (call `advance` first). */
+  extras(): number {
+    return this.#sumExtras;
+  }
+}
