@@ -86,9 +86,15 @@ describe('createRetryBudget', () => {
   });
 
   it('ignores a clock that goes backwards instead of corrupting its counts', () => {
-    const clock = new FakeClock({ now: 50_000 });
+    const fake = new FakeClock();
     let now = 50_000;
-    const budget = createRetryBudget({ clock: { ...clock, now: () => now, epochNow: () => now } });
+    const clock = {
+      now: () => now,
+      epochNow: () => now,
+      setTimer: fake.setTimer.bind(fake),
+      clearTimer: fake.clearTimer.bind(fake),
+    };
+    const budget = createRetryBudget({ clock });
     budget.recordOriginal();
     now = 10;
     budget.recordOriginal();
