@@ -1,0 +1,213 @@
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
+import { OptionsValidator } from '../options/validator.js';
+import { RECORDER_DEFAULTS, RECORDER_LIMITS } from './constants.js';
+import type { LatencySnapshot, LatencySource, Outcome } from './types.js';
+import { LatencyWindow } from './window.js';
+
+/**
+ * A latency recorder per dependency (SPEC C1, C4, C5, H1): rotating windows, tower-style.
+ *
+ * Two windows are kept: the one being filled and the last full one. Reads (`quantile`, `lastWindow`)
+ * see only the last **full** window, never a half-filled one, so a p99 does not swing at the start
+ * of every window, and a value is at most two windows old. Rotation is lazy (checked on each record
+ * and read against `clock.now()`), so the recorder arms no timer and needs no `close()`. When two or
+ * more windows pass without a sample, the last full window is empty: an idle dependency has no p99,
+ * rather than a stale one (tower's `RotatingHistogram` does the same).
+ *
+ * Hot path: `record` is O(1) and allocation-free once the sketch's bins are sized (windows are
+ * reused, see `sketch.ts`). `quantile(q)` is served from a per-rotation cache (p50/p95/p99/p99.9
+ * precomputed, up to 16 other `q` memoised), because the HTTP client and hedging ask on every request.
+ *
+ * Histogram library: DDSketch, for the reasons measured in `sketch.ts` and docs/calibration.md.
+ * Nothing here awaits: construction is synchronous.
+ */
+
+export interface LatencyRecorderOptions {
+  /** Length of a window, in ms. Default 10000; [10, 86400000]. */
+  readonly windowMs?: number;
+  /**
+   * Successful samples the last full window needs before `quantile` answers (below it: `undefined`,
+   * and the caller falls back to its configured p99). Default 100; integer [1, 1000000].
+   */
+  readonly minSamples?: number;
+  /** Relative accuracy of every quantile (DDSketch α). Default 0.01 (±1%); [0.0001, 0.1]. */
+  readonly relativeAccuracy?: number;
+  /** Time source. Default `systemClock`. */
+  readonly clock?: Clock;
+  /**
+   * Called once per closed window that held samples, at the lazy rotation (inside a `record` or a
+   * read): feed the healthy-window guard, drift checks, metrics. Must not throw (a throw is turned into
+   * a process warning, never into a failed `record`).
+   */
+  readonly onWindow?: (closed: LatencySnapshot) => void;
+}
+
+/** A {@link LatencySource} with its settings visible. */
+export interface LatencyRecorder extends LatencySource {
+  readonly windowMs: number;
+  readonly minSamples: number;
+  readonly relativeAccuracy: number;
+}
+
+interface Settings {
+  readonly windowMs: number;
+  readonly minSamples: number;
+  readonly relativeAccuracy: number;
+  readonly clock: Clock;
+  readonly onWindow: ((closed: LatencySnapshot) => void) | undefined;
+}
+
+function resolve(options: LatencyRecorderOptions): Settings {
+  const v = new OptionsValidator('createLatencyRecorder');
+  const L = RECORDER_LIMITS;
+  const D = RECORDER_DEFAULTS;
+  const o = options ?? {};
+  const windowMs = v.number('windowMs', o.windowMs, {
+    default: D.windowMs,
+    min: L.minWindowMs,
+    max: L.maxWindowMs,
+  });
+  const minSamples = v.number('minSamples', o.minSamples, {
+    default: D.minSamples,
+    min: 1,
+    max: L.maxMinSamples,
+    integer: true,
+  });
+  const relativeAccuracy = v.number('relativeAccuracy', o.relativeAccuracy, {
+    default: D.relativeAccuracy,
+    min: L.minRelativeAccuracy,
+    max: L.maxRelativeAccuracy,
+  });
+  if (o.clock !== undefined && typeof (o.clock as Partial<Clock>).now !== 'function') {
+    v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
+  }
+  if (o.onWindow !== undefined && typeof o.onWindow !== 'function')
+    v.problem('`onWindow` must be a function');
+  v.done();
+  return { windowMs, minSamples, relativeAccuracy, clock: o.clock ?? systemClock, onWindow: o.onWindow };
+}
+
+const PRECOMPUTED = [0.5, 0.95, 0.99, 0.999] as const;
+const MAX_LATENCY_MS = RECORDER_LIMITS.maxLatencyMs;
+
+class RotatingRecorder implements LatencyRecorder {
+  readonly windowMs: number;
+  readonly minSamples: number;
+  readonly relativeAccuracy: number;
+  readonly #clock: Clock;
+  readonly #onWindow: ((closed: LatencySnapshot) => void) | undefined;
+  #current: LatencyWindow;
+  #last: LatencyWindow;
+  #lastSnapshot: LatencySnapshot | undefined;
+  #lastTrusted = false;
+  // Per-rotation quantile cache: fixed arrays, NaN meaning "no value".
+  readonly #cacheQ = new Float64Array(RECORDER_LIMITS.maxCachedQuantiles);
+  readonly #cacheV = new Float64Array(RECORDER_LIMITS.maxCachedQuantiles);
+  #cacheSize = 0;
+
+  constructor(s: Settings) {
+    this.windowMs = s.windowMs;
+    this.minSamples = s.minSamples;
+    this.relativeAccuracy = s.relativeAccuracy;
+    this.#clock = s.clock;
+    this.#onWindow = s.onWindow;
+    const now = s.clock.now();
+    this.#current = new LatencyWindow(s.relativeAccuracy, now);
+    this.#last = new LatencyWindow(s.relativeAccuracy, now - s.windowMs);
+  }
+
+  record(latencyMs: number, outcome: Outcome): void {
+    if (Number.isNaN(latencyMs)) return; // nothing to learn from it
+    this.#rotateIfDue(this.#clock.now());
+    const ms = latencyMs > 0 ? (latencyMs < MAX_LATENCY_MS ? latencyMs : MAX_LATENCY_MS) : 0;
+    this.#current.add(ms, outcome);
+  }
+
+  quantile(q: number): number | undefined {
+    this.#rotateIfDue(this.#clock.now());
+    if (!this.#lastTrusted || !(q > 0 && q < 1)) return undefined;
+    const keys = this.#cacheQ;
+    for (let i = 0; i < this.#cacheSize; i += 1) {
+      if (keys[i] === q) {
+        const value = this.#cacheV[i]!;
+        return Number.isNaN(value) ? undefined : value;
+      }
+    }
+    const value = this.#last.quantile(q);
+    if (this.#cacheSize < keys.length) {
+      keys[this.#cacheSize] = q;
+      this.#cacheV[this.#cacheSize] = value ?? Number.NaN;
+      this.#cacheSize += 1;
+    }
+    return value;
+  }
+
+  lastWindow(): LatencySnapshot | undefined {
+    this.#rotateIfDue(this.#clock.now());
+    return this.#lastSnapshot;
+  }
+
+  currentWindow(): LatencySnapshot {
+    const now = this.#clock.now();
+    this.#rotateIfDue(now);
+    return this.#current.snapshot(now);
+  }
+
+  #rotateIfDue(now: number): void {
+    const closed = this.#current;
+    const elapsed = now - closed.startedAt;
+    if (elapsed < this.windowMs) return;
+    const windows = Math.floor(elapsed / this.windowMs);
+    const start = closed.startedAt + windows * this.windowMs;
+    const closedSnapshot = closed.count > 0 ? closed.snapshot(closed.startedAt + this.windowMs) : undefined;
+    const spare = this.#last;
+    if (windows === 1) {
+      this.#last = closed;
+      this.#lastSnapshot = closedSnapshot ?? closed.snapshot(start);
+      spare.reset(start);
+      this.#current = spare;
+    } else {
+      // Idle for a whole window or more: the last full window is an empty one.
+      spare.reset(start - this.windowMs);
+      this.#last = spare;
+      this.#lastSnapshot = spare.snapshot(start);
+      closed.reset(start);
+    }
+    this.#refreshCache();
+    if (closedSnapshot !== undefined) this.#notify(closedSnapshot);
+  }
+
+  #refreshCache(): void {
+    const last = this.#lastSnapshot!;
+    this.#lastTrusted = last.successes >= this.minSamples;
+    const values = [last.p50, last.p95, last.p99, last.p999];
+    for (let i = 0; i < PRECOMPUTED.length; i += 1) {
+      this.#cacheQ[i] = PRECOMPUTED[i]!;
+      this.#cacheV[i] = values[i] ?? Number.NaN;
+    }
+    this.#cacheSize = PRECOMPUTED.length;
+  }
+
+  #notify(closed: LatencySnapshot): void {
+    if (this.#onWindow === undefined) return;
+    try {
+      this.#onWindow(closed);
+    } catch (error) {
+      process.emitWarning(`prazo latency recorder: onWindow threw: ${String(error)}`, 'PrazoWarning');
+    }
+  }
+}
+
+/**
+ * Creates a latency recorder (one per dependency). Synchronous, timer-free; see the module doc.
+ * Throws `InvalidOptionsError` listing every bad option.
+ *
+ * @example
+ * const latency = createLatencyRecorder({ windowMs: 10_000, minSamples: 100 });
+ * latency.record(elapsedMs, 'success');
+ * const p95 = latency.quantile(0.95); // undefined until a full window holds 100 successes
+ */
+export function createLatencyRecorder(options: LatencyRecorderOptions = {}): LatencyRecorder {
+  return new RotatingRecorder(resolve(options));
+}
