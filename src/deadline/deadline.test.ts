@@ -138,7 +138,12 @@ describe('Deadline', () => {
       // The timers are unref'd: they never hold the event loop, so they do not show as active at all.
       expect(timers()).toBe(before);
       // Generous bound for a loaded 2-core machine; resolves as soon as the last deadline fires.
-      await Promise.race([done, new Promise<void>((resolve) => systemClock.setTimer(resolve, 10_000))]);
+      let guard: ReturnType<typeof systemClock.setTimer> | undefined;
+      await Promise.race([
+        done,
+        new Promise<void>((resolve) => (guard = systemClock.setTimer(resolve, 10_000))),
+      ]);
+      if (guard !== undefined) systemClock.clearTimer(guard);
       expect(aborted).toBe(100_000);
       expect(timers()).toBeLessThanOrEqual(before);
     });
