@@ -32,3 +32,34 @@ export const CALIBRATION_LIMITS = Object.freeze({
   /** A timeout is never below this: 0 means "no timeout" to undici and most clients. */
   minTimeoutMs: 1,
 });
+
+/** Healthy-window guard (SPEC C4): a window past any of these is never used to calibrate. */
+export const HEALTH_DEFAULTS = Object.freeze({
+  /** Errors / all calls. Above it the window has degradation built in. */
+  maxErrorRate: 0.02,
+  /**
+   * Timeouts / all calls. Above 1% the success-only p99 is censored (the slowest calls were cut and
+   * are missing from it), so it reads *lower* than the truth as well as the window being unhealthy.
+   */
+  maxTimeoutRate: 0.01,
+  /** p99 / baseline p99. Above it the p99 jumped: a degraded window, not a new normal. */
+  maxP99Jump: 1.5,
+  /** Samples a window needs before it can be judged (fewer: `insufficient`, never used). */
+  minSamples: 100,
+  /** Healthy windows whose median p99 forms the baseline. */
+  baselineWindows: 6,
+});
+
+/** Drift check (SPEC C5, V1). */
+export const DRIFT_DEFAULTS = Object.freeze({
+  /** Abandonment (timeouts / calls) above this on a healthy dependency: the timeout is too tight. */
+  maxAbandonRate: 0.01,
+  /** Abandonment at or below this counts as "about zero". */
+  idleAbandonRate: 0.001,
+  /** Timeout above p99 × this (beyond the 1.5 slack band) with ~0 abandonment: idle margin. */
+  idleMarginFactor: 2,
+  /** |p99 / previous p99 − 1| at or below this: the p99 is stable. */
+  stableTolerance: 0.2,
+  /** Samples a window needs before a verdict. */
+  minSamples: 100,
+});

@@ -1,0 +1,67 @@
+import { OptionsValidator } from '../options/validator.js';
+import { HEALTH_DEFAULTS } from './constants.js';
+import {
+  assessWindow,
+  type HealthThresholds,
+  resolveHealthThresholds,
+  type WindowStats,
+  type WindowVerdict,
+} from './health.js';
+
+/**
+ * Keeps the baseline the guard compares against (SPEC C4, X2): the median p99 of the last few healthy
+ * windows. A degraded window never enters the baseline, so a slow incident cannot teach the guard
+ * that slowness is normal; a median (not a mean) keeps one odd healthy window from moving it.
+ * Wire it to a recorder: `createLatencyRecorder({ onWindow: (w) => tracker.observe(w) })`.
+ */
+
+export interface HealthyWindowTrackerOptions extends HealthThresholds {
+  /** Healthy windows whose median p99 is the baseline. Default 6; integer [1, 100]. */
+  readonly baselineWindows?: number;
+}
+
+export interface HealthyWindowTracker<W extends WindowStats> {
+  /** Judges a closed window against the baseline, then lets it into the baseline when healthy. */
+  observe(window: W): WindowVerdict;
+  /** The most recent healthy window: the only kind calibration may use. */
+  lastHealthy(): W | undefined;
+  /** Median p99 of the recent healthy windows, in ms. */
+  baselineP99(): number | undefined;
+}
+
+export function createHealthyWindowTracker<W extends WindowStats>(
+  options: HealthyWindowTrackerOptions = {},
+): HealthyWindowTracker<W> {
+  const v = new OptionsValidator('createHealthyWindowTracker');
+  const size = v.number('baselineWindows', options.baselineWindows, {
+    default: HEALTH_DEFAULTS.baselineWindows,
+    min: 1,
+    max: 100,
+    integer: true,
+  });
+  v.done();
+  const thresholds = resolveHealthThresholds(options, 'createHealthyWindowTracker');
+  const p99s: number[] = [];
+  let healthy: W | undefined;
+
+  const baselineP99 = (): number | undefined => {
+    if (p99s.length === 0) return undefined;
+    const sorted = [...p99s].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
+
+  return {
+    observe(window: W): WindowVerdict {
+      const verdict = assessWindow(window, baselineP99(), thresholds);
+      if (verdict.health === 'healthy' && window.p99 !== undefined) {
+        healthy = window;
+        p99s.push(window.p99);
+        if (p99s.length > size) p99s.shift();
+      }
+      return verdict;
+    },
+    lastHealthy: () => healthy,
+    baselineP99,
+  };
+}

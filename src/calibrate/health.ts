@@ -1,0 +1,119 @@
+import { OptionsValidator } from '../options/validator.js';
+import { HEALTH_DEFAULTS } from './constants.js';
+
+/**
+ * The healthy-window guard (SPEC C4). Calibrating on a window with degradation built in inflates the
+ * p99 and yields a timeout that protects nothing, so every window is judged before it may feed a
+ * calibration: its error rate, its timeout rate, and its p99 against a baseline of earlier healthy
+ * windows. The guard only judges; refusing is the caller's move (`prazo calibrate` exits non-zero,
+ * live calibration keeps its last healthy value).
+ */
+
+/** What the guard reads of a window; a `LatencySnapshot` fits, so does a parsed histogram file. */
+export interface WindowStats {
+  readonly count: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  /** p99 of successful calls, ms; undefined when there were none. */
+  readonly p99: number | undefined;
+}
+
+export interface HealthThresholds {
+  /** Errors / calls above which a window is degraded. Default 0.02; [0, 1]. */
+  readonly maxErrorRate?: number;
+  /** Timeouts / calls above which a window is degraded. Default 0.01; [0, 1]. */
+  readonly maxTimeoutRate?: number;
+  /** p99 / baseline p99 above which the p99 "jumped". Default 1.5; [1, 100]. */
+  readonly maxP99Jump?: number;
+  /** Calls a window needs to be judged at all. Default 100; integer [1, 10^9]. */
+  readonly minSamples?: number;
+}
+
+export type WindowHealth = 'healthy' | 'degraded' | 'insufficient';
+
+export interface WindowVerdict {
+  readonly health: WindowHealth;
+  /** One line per failed check, naming the measured value and the threshold. Empty when healthy. */
+  readonly reasons: readonly string[];
+  readonly errorRate: number;
+  readonly timeoutRate: number;
+  /** p99 / baseline p99, when both are known. */
+  readonly p99Jump: number | undefined;
+}
+
+export type ResolvedHealthThresholds = Required<HealthThresholds>;
+
+/** Validates thresholds once (every problem listed); `context` names where they came from. */
+export function resolveHealthThresholds(
+  t: HealthThresholds = {},
+  context = 'health thresholds',
+): ResolvedHealthThresholds {
+  const v = new OptionsValidator(context);
+  const D = HEALTH_DEFAULTS;
+  const resolved = {
+    maxErrorRate: v.number('maxErrorRate', t.maxErrorRate, { default: D.maxErrorRate, min: 0, max: 1 }),
+    maxTimeoutRate: v.number('maxTimeoutRate', t.maxTimeoutRate, {
+      default: D.maxTimeoutRate,
+      min: 0,
+      max: 1,
+    }),
+    maxP99Jump: v.number('maxP99Jump', t.maxP99Jump, { default: D.maxP99Jump, min: 1, max: 100 }),
+    minSamples: v.number('minSamples', t.minSamples, {
+      default: D.minSamples,
+      min: 1,
+      max: 1e9,
+      integer: true,
+    }),
+  };
+  v.done();
+  return Object.freeze(resolved);
+}
+
+const pct = (x: number): string => `${(x * 100).toFixed(x < 0.01 ? 2 : 1)}%`;
+const rate = (part: number, whole: number): number => (whole > 0 && part > 0 ? Math.min(1, part / whole) : 0);
+const finite = (x: number): number => (Number.isFinite(x) && x > 0 ? x : 0);
+
+/**
+ * Judges one window. `baselineP99Ms` is the p99 of known-healthy windows (omit it when there is none
+ * yet: only the rates are checked). Never throws on odd numbers: NaN and negatives count as 0.
+ */
+export function assessWindow(
+  window: WindowStats,
+  baselineP99Ms: number | undefined,
+  thresholds: ResolvedHealthThresholds,
+): WindowVerdict {
+  const count = finite(window.count);
+  const errorRate = rate(finite(window.errors), count);
+  const timeoutRate = rate(finite(window.timeouts), count);
+  const p99 = window.p99 !== undefined && Number.isFinite(window.p99) ? window.p99 : undefined;
+  const base =
+    baselineP99Ms !== undefined && baselineP99Ms > 0 && Number.isFinite(baselineP99Ms)
+      ? baselineP99Ms
+      : undefined;
+  const p99Jump = p99 !== undefined && base !== undefined ? p99 / base : undefined;
+
+  if (count < thresholds.minSamples) {
+    const reasons = [
+      `only ${count} call(s) in the window, fewer than the ${thresholds.minSamples} needed to judge it`,
+    ];
+    return Object.freeze({ health: 'insufficient', reasons, errorRate, timeoutRate, p99Jump });
+  }
+  const reasons: string[] = [];
+  if (errorRate > thresholds.maxErrorRate) {
+    reasons.push(`error rate ${pct(errorRate)} above ${pct(thresholds.maxErrorRate)}`);
+  }
+  if (timeoutRate > thresholds.maxTimeoutRate) {
+    reasons.push(`timeout rate ${pct(timeoutRate)} above ${pct(thresholds.maxTimeoutRate)}`);
+  }
+  if (p99 === undefined) reasons.push('no successful call: no p99 to calibrate on');
+  if (p99Jump !== undefined && p99Jump > thresholds.maxP99Jump) {
+    reasons.push(
+      `p99 ${round(p99!)} ms is ${p99Jump.toFixed(2)}x the healthy baseline ${round(base!)} ms ` +
+        `(limit ${thresholds.maxP99Jump}x)`,
+    );
+  }
+  const health: WindowHealth = reasons.length === 0 ? 'healthy' : 'degraded';
+  return Object.freeze({ health, reasons: Object.freeze(reasons), errorRate, timeoutRate, p99Jump });
+}
+
+const round = (ms: number): number => Math.round(ms * 10) / 10;
