@@ -1,0 +1,16 @@
+/** Fixed parts of the server integrations (SPEC D2, D3, D7), in one place. */
+
+/** Status answered to a request that arrives with its deadline already gone (the gateway-timeout class). */
+export const EXPIRED_STATUS_CODE = 504;
+
+/** Status answered when a wrapped `node:http` handler fails with something other than a deadline error. */
+export const HANDLER_ERROR_STATUS_CODE = 500;
+
+/** Property names under which the request's deadline and signal are exposed. */
+export const RequestFields = Object.freeze({
+  deadline: 'deadline',
+  signal: 'prazoSignal',
+} as const);
+
+/** Message of the abort reason when the client goes away before the response is sent. */
+export const CLIENT_DISCONNECT_MESSAGE = 'the client closed the connection before the response was sent';

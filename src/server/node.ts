@@ -1,0 +1,69 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { runWithDeadline } from '../deadline/ambient.js';
+import { attachFields, type DeadlineFields } from './fields.js';
+import { resolveServerOptions, type ServerDeadlineOptions } from './options.js';
+import { admitRequest } from './request.js';
+import { errorAnswer, writeJson } from './respond.js';
+
+/** A `node:http` request handler that receives the deadline fields. */
+export type DeadlineHandler<Req extends IncomingMessage, Res extends ServerResponse> = (
+  req: Req & DeadlineFields,
+  res: Res,
+) => unknown;
+
+/**
+ * Wraps a plain `node:http` request listener (SPEC D2, D3, D7): the incoming deadline is read and
+ * capped, an already expired request is answered 504 without calling `handler`, and `handler` runs
+ * inside the ambient deadline (`currentDeadline()`) with `req.deadline` and `req.prazoSignal`.
+ *
+ * A handler that throws or rejects is answered here (nobody else would): 504 with a JSON body for
+ * deadline errors, 500 otherwise, and a `handler-error` event carries the error.
+ *
+ * @example
+ * http.createServer(withIncomingDeadline(async (req, res) => { ... }, { defaultMs: 1500, maxMs: 5000 }))
+ */
+export function withIncomingDeadline<
+  Req extends IncomingMessage = IncomingMessage,
+  Res extends ServerResponse = ServerResponse,
+>(handler: DeadlineHandler<Req, Res>, options: ServerDeadlineOptions = {}): (req: Req, res: Res) => void {
+  const resolved = resolveServerOptions('withIncomingDeadline', 'node', options);
+  if (typeof handler !== 'function') {
+    throw new TypeError(`withIncomingDeadline(handler): handler must be a function, got ${typeof handler}`);
+  }
+  return (req, res) => {
+    const admitted = admitRequest(resolved, req, res);
+    if (admitted === undefined) return;
+    const onError = (error: unknown): void => {
+      const { status, body } = errorAnswer(error);
+      const answered = !res.headersSent && !res.writableEnded;
+      if (answered) writeJson(res, status, body);
+      else res.destroy();
+      const event = {
+        type: 'handler-error' as const,
+        framework: 'node' as const,
+        method: req.method ?? 'GET',
+        source: admitted.incoming.source,
+        error,
+        statusCode: answered ? status : 0,
+      };
+      resolved.onEvent?.(event);
+      if (resolved.events.active) resolved.events.emit(event);
+    };
+    runWithDeadline(admitted.deadline, () => {
+      try {
+        const result = handler(attachFields(req, admitted), res);
+        if (isThenable(result)) result.then(undefined, onError);
+      } catch (error) {
+        onError(error);
+      }
+    });
+  };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
