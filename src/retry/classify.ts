@@ -1,0 +1,161 @@
+import { PrazoError } from '../errors/base.js';
+import { ErrorCode } from '../errors/codes.js';
+import {
+  BODY_TIMEOUT_CODES,
+  CONNECT_FAILURE_CODES,
+  CONNECTION_LOST_CODES,
+  GRPC_UNAVAILABLE,
+  MAX_AGGREGATE_ERRORS,
+  MAX_CAUSE_DEPTH,
+  RESPONSE_TIMEOUT_CODES,
+  RETRYABLE_STATUS,
+} from './constants.js';
+import { retryAfterMs } from './retry-after.js';
+
+/**
+ * Which failures are worth another attempt (SPEC R2, R4). The question is not "could it work next
+ * time" but "did the server refuse on purpose": a 4xx about the request's content fails the same way
+ * every time, so retrying it is load with no chance of success. A connect failure never reached a
+ * server (retry at once); a reset before any response byte lost the request (retry after backoff); a
+ * response timeout means the server took the work and is slow, so piling on is off by default.
+ */
+
+/** Why a failure is (not) retried. */
+export type FailureKind =
+  | 'connect'
+  | 'connection-lost'
+  | 'status'
+  | 'response-timeout'
+  | 'body-timeout'
+  | 'prazo'
+  | 'unknown';
+
+export interface FailureVerdict {
+  readonly retryable: boolean;
+  /** A connect failure: retry at once, without backoff (SPEC R4). */
+  readonly immediate: boolean;
+  /** The server's `Retry-After` for a 429/503, in ms (SPEC R3). */
+  readonly retryAfterMs?: number;
+  readonly kind: FailureKind;
+  /** The HTTP status, when the failure carries one. */
+  readonly status?: number;
+}
+
+export interface ClassifyOptions {
+  /**
+   * Retry a response (or body) timeout. Only sound for idempotent requests: the server may have done
+   * the work. Default false (SPEC R4).
+   */
+  readonly retryResponseTimeout?: boolean;
+  /** Wall-clock epoch ms to read `Retry-After` dates against. Default: dates are ignored. */
+  readonly nowEpochMs?: number;
+}
+
+const RESPONSE_STARTED = Symbol.for('prazo.responseStarted');
+
+/**
+ * Marks an error as happening after the response began (a reset mid-body): the server may have acted,
+ * so the connection-lost rule no longer applies. For integrations that read bodies inside an attempt.
+ */
+export function markResponseStarted<E>(error: E): E {
+  if (error !== null && typeof error === 'object')
+    (error as Record<symbol, unknown>)[RESPONSE_STARTED] = true;
+  return error;
+}
+
+const NO: FailureVerdict = Object.freeze({ retryable: false, immediate: false, kind: 'unknown' });
+const CONNECT: FailureVerdict = Object.freeze({ retryable: true, immediate: true, kind: 'connect' });
+const LOST: FailureVerdict = Object.freeze({ retryable: true, immediate: false, kind: 'connection-lost' });
+const LOST_LATE: FailureVerdict = Object.freeze({
+  retryable: false,
+  immediate: false,
+  kind: 'connection-lost',
+});
+const PRAZO_NO: FailureVerdict = Object.freeze({ retryable: false, immediate: false, kind: 'prazo' });
+
+const timeoutVerdict = (
+  kind: 'response-timeout' | 'body-timeout',
+  options: ClassifyOptions,
+): FailureVerdict =>
+  Object.freeze({ retryable: options.retryResponseTimeout === true, immediate: false, kind });
+
+const statusOf = (x: Record<string, unknown>): number | undefined => {
+  const s = typeof x.status === 'number' ? x.status : x.statusCode;
+  return typeof s === 'number' && Number.isInteger(s) && s >= 100 && s <= 599 ? s : undefined;
+};
+
+function fromCode(code: string, x: object, options: ClassifyOptions): FailureVerdict | undefined {
+  if (CONNECT_FAILURE_CODES.has(code)) return CONNECT;
+  if (CONNECTION_LOST_CODES.has(code))
+    return (x as Record<symbol, unknown>)[RESPONSE_STARTED] ? LOST_LATE : LOST;
+  if (RESPONSE_TIMEOUT_CODES.has(code)) return timeoutVerdict('response-timeout', options);
+  if (BODY_TIMEOUT_CODES.has(code)) return timeoutVerdict('body-timeout', options);
+  return undefined;
+}
+
+function fromPrazo(error: PrazoError, options: ClassifyOptions): FailureVerdict {
+  switch (error.code) {
+    case ErrorCode.CONNECT_TIMEOUT:
+      return CONNECT;
+    case ErrorCode.RESPONSE_TIMEOUT:
+      return timeoutVerdict('response-timeout', options);
+    case ErrorCode.BODY_TIMEOUT:
+      return timeoutVerdict('body-timeout', options);
+    default:
+      return PRAZO_NO; // deadline exceeded/insufficient, budget exhausted, invalid options
+  }
+}
+
+function fromAggregate(errors: readonly unknown[], options: ClassifyOptions, depth: number): FailureVerdict {
+  if (errors.length === 0) return NO;
+  let immediate = true;
+  for (const inner of errors.slice(0, MAX_AGGREGATE_ERRORS)) {
+    const v = classify(inner, options, depth + 1);
+    if (!v.retryable) return NO;
+    immediate &&= v.immediate;
+  }
+  return immediate ? CONNECT : LOST;
+}
+
+function classify(failure: unknown, options: ClassifyOptions, depth: number): FailureVerdict {
+  if (failure === null || typeof failure !== 'object' || depth > MAX_CAUSE_DEPTH) return NO;
+  if (failure instanceof PrazoError) return fromPrazo(failure, options);
+  const x = failure as Record<string, unknown>;
+  const status = statusOf(x);
+  if (status !== undefined) {
+    if (!RETRYABLE_STATUS.has(status))
+      return Object.freeze({ retryable: false, immediate: false, kind: 'status', status });
+    const wait =
+      options.nowEpochMs === undefined ? undefined : retryAfterMs(status, x.headers, options.nowEpochMs);
+    return Object.freeze({ retryable: true, immediate: false, kind: 'status', status, retryAfterMs: wait });
+  }
+  if (typeof x.code === 'string') {
+    const v = fromCode(x.code, failure, options);
+    if (v !== undefined) return v;
+  } else if (x.code === GRPC_UNAVAILABLE && 'metadata' in x) {
+    return LOST;
+  }
+  if (Array.isArray(x.errors)) return fromAggregate(x.errors, options, depth);
+  return classify(x.cause, options, depth + 1);
+}
+
+/**
+ * Classifies a thrown error or a response-like object (anything with `status` or `statusCode`):
+ * - HTTP 408, 429, 500, 502, 503, 504 → retryable (with `Retry-After` for 429/503); other statuses → no;
+ * - connect failures (`ECONNREFUSED`, `ETIMEDOUT`, `EHOSTUNREACH`, `ENETUNREACH`, `EAI_AGAIN`, undici
+ *   `UND_ERR_CONNECT_TIMEOUT`, prazo's `ConnectTimeoutError`) → retryable at once;
+ * - connection lost before any response byte (`ECONNRESET`, `EPIPE`, `ECONNABORTED`, undici
+ *   `UND_ERR_SOCKET`) → retryable, unless marked with {@link markResponseStarted};
+ * - response/body timeouts (prazo's, undici's `UND_ERR_HEADERS_TIMEOUT`/`UND_ERR_BODY_TIMEOUT`) → only
+ *   with `retryResponseTimeout`;
+ * - gRPC `UNAVAILABLE` (14) → retryable; deadline errors, an exhausted budget, aborts, `ENOTFOUND` and
+ *   anything unknown → no. `cause` chains (fetch's "fetch failed") and AggregateErrors are followed.
+ */
+export function classifyFailure(failure: unknown, options: ClassifyOptions = {}): FailureVerdict {
+  return classify(failure, options, 0);
+}
+
+/** True when {@link classifyFailure} says another attempt is worth it (SPEC R2). */
+export function isRetryable(errorOrResponse: unknown, options: ClassifyOptions = {}): boolean {
+  return classify(errorOrResponse, options, 0).retryable;
+}

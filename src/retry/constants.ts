@@ -1,0 +1,77 @@
+/** What counts as retryable, and the bounds of backoff and `Retry-After`, in one place (SPEC R2–R4). */
+
+/** HTTP statuses worth another attempt (SPEC R2). Everything else the server said on purpose. */
+export const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
+
+/** Statuses whose `Retry-After` is the server's own instruction on when to come back (SPEC R3). */
+export const RETRY_AFTER_STATUS: ReadonlySet<number> = new Set([429, 503]);
+
+/**
+ * Error codes meaning the request never reached a live server (SPEC R4: retry at once, ideally on
+ * another instance): refused, unreachable, the connect timed out, a transient DNS failure.
+ * `ENOTFOUND` is deliberately absent: a name that does not resolve will not resolve a few ms later
+ * (a typo, a deleted service), so retrying only spends the budget.
+ */
+export const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ETIMEDOUT', // the OS gave up on the TCP handshake
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EAI_AGAIN', // DNS: temporary failure in name resolution
+  'UND_ERR_CONNECT_TIMEOUT', // undici's ConnectTimeoutError
+]);
+
+/**
+ * Error codes of a connection that died under the request. Retryable only before any response byte
+ * (SPEC R2); after that the server may have acted, so an error marked with `markResponseStarted` is not.
+ * `UND_ERR_SOCKET` is undici's "other side closed" (typically a keep-alive connection the server had
+ * just closed). Its `socket.bytesRead` counts the whole connection's life, not this request, so it
+ * cannot tell "before the response" apart; an error thrown by undici's `request()` itself is.
+ */
+export const CONNECTION_LOST_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+]);
+
+/** undici's response timeout (no response head in time): same rule as prazo's ResponseTimeoutError. */
+export const RESPONSE_TIMEOUT_CODES: ReadonlySet<string> = new Set(['UND_ERR_HEADERS_TIMEOUT']);
+
+/** undici's body timeout (the body stalled): same rule as prazo's BodyTimeoutError. */
+export const BODY_TIMEOUT_CODES: ReadonlySet<string> = new Set(['UND_ERR_BODY_TIMEOUT']);
+
+/** gRPC's UNAVAILABLE: the one status gRPC itself documents as safe to retry. */
+export const GRPC_UNAVAILABLE = 14;
+
+/** How deep `cause` chains (fetch's `TypeError: fetch failed` → the socket error) are followed. */
+export const MAX_CAUSE_DEPTH = 4;
+
+/** How many members of an AggregateError (happy-eyeballs connects) are looked at. */
+export const MAX_AGGREGATE_ERRORS = 8;
+
+export const BACKOFF_DEFAULTS = Object.freeze({
+  /** First retry's backoff ceiling, in ms (doubles per retry, full jitter below it). */
+  baseMs: 25,
+  /** Largest backoff ceiling, in ms. */
+  capMs: 1_000,
+});
+
+export const BACKOFF_LIMITS = Object.freeze({ maxMs: 60_000 });
+
+/** A `Retry-After` value longer than this is malformed (an HTTP-date is 29 characters). */
+export const MAX_RETRY_AFTER_LENGTH = 64;
+
+/** The longest wait a `Retry-After` can ask for, in ms (what a timer can hold, about 24.8 days). */
+export const MAX_RETRY_AFTER_MS = 2 ** 31 - 1;
+
+/** The request header carrying an idempotency key end to end (SPEC R5, H2). */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+
+/** Longest idempotency key accepted, in characters. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/** The least time worth starting an attempt with, in ms, even for a dependency whose p99 is ~0. */
+export const MIN_ATTEMPT_MS = 1;

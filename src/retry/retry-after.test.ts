@@ -1,0 +1,70 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseRetryAfter, readHeader, retryAfterMs } from './retry-after.js';
+
+const NOW = 1_700_000_000_000;
+
+describe('parseRetryAfter (SPEC R3)', () => {
+  it('reads delay-seconds as ms', () => {
+    expect(parseRetryAfter('0', NOW)).toBe(0);
+    expect(parseRetryAfter('2', NOW)).toBe(2_000);
+    expect(parseRetryAfter(' 120\t', NOW)).toBe(120_000);
+  });
+
+  it('reads an HTTP-date against the wall clock, a past date meaning now', () => {
+    expect(parseRetryAfter('Tue, 14 Nov 2023 22:13:25 GMT', NOW)).toBe(5_000);
+    expect(parseRetryAfter('Tue, 14 Nov 2023 22:13:00 GMT', NOW)).toBe(0);
+  });
+
+  it('refuses what is not strictly one of the two forms', () => {
+    for (const bad of ['-1', '1.5', '1e3', '+3', '0x10', '', ' ', '3 s', 'soon', '١٢', 'Infinity', 'NaN']) {
+      expect(parseRetryAfter(bad, NOW), bad).toBeUndefined();
+    }
+    expect(parseRetryAfter(undefined, NOW)).toBeUndefined();
+    expect(parseRetryAfter(42, NOW)).toBeUndefined();
+  });
+
+  it('bounds the input and the wait', () => {
+    expect(parseRetryAfter(`${' '.repeat(60)}12345`, NOW)).toBeUndefined();
+    expect(parseRetryAfter('9999999999999999', NOW)).toBe(2 ** 31 - 1);
+    expect(parseRetryAfter('Fri, 01 Jan 9999 00:00:00 GMT', NOW)).toBe(2 ** 31 - 1);
+  });
+
+  it('round-trips any whole number of seconds up to the cap', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2_147_483 }), (s) => {
+        expect(parseRetryAfter(String(s), NOW)).toBe(s * 1000);
+      }),
+    );
+  });
+
+  it('never throws and never yields NaN or a negative wait', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string(), fc.stringMatching(/^[0-9 ,:A-Za-z-]{0,40}$/)),
+        fc.double(),
+        (text, now) => {
+          const r = parseRetryAfter(text, now);
+          expect(r === undefined || (Number.isFinite(r) && r >= 0 && r <= 2 ** 31 - 1)).toBe(true);
+        },
+      ),
+    );
+  });
+});
+
+describe('retryAfterMs', () => {
+  it('applies to 429 and 503 only', () => {
+    const headers = { 'retry-after': '3' };
+    expect(retryAfterMs(429, headers, NOW)).toBe(3_000);
+    expect(retryAfterMs(503, headers, NOW)).toBe(3_000);
+    expect(retryAfterMs(500, headers, NOW)).toBeUndefined();
+    expect(retryAfterMs(undefined, headers, NOW)).toBeUndefined();
+  });
+
+  it('reads fetch Headers, header records and repeated values', () => {
+    expect(retryAfterMs(429, new Headers({ 'Retry-After': '1' }), NOW)).toBe(1_000);
+    expect(readHeader({ 'retry-after': ['4', '5'] }, 'retry-after')).toBe('4');
+    expect(readHeader(null, 'retry-after')).toBeUndefined();
+    expect(readHeader({ 'retry-after': 4 }, 'retry-after')).toBeUndefined();
+  });
+});
