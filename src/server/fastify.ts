@@ -34,16 +34,6 @@ function onRequest(resolved: ResolvedServerOptions) {
   };
 }
 
-/**
- * Body parsing resumes on the socket's stream events, outside the ambient context: enter it again
- * before validation, so hooks and the handler that follow see `currentDeadline()`.
- */
-function reenter(request: FastifyRequest, _reply: FastifyReply, done: Done): void {
-  const deadline = (request as Partial<DeadlineFields>).deadline;
-  if (deadline) runWithDeadline(deadline, done);
-  else done();
-}
-
 const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
   instance: FastifyInstance,
   options: ServerDeadlineOptions,
@@ -59,7 +49,6 @@ const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
   instance.decorateRequest('deadline', null as unknown as Deadline);
   instance.decorateRequest('prazoSignal', null as unknown as AbortSignal);
   instance.addHook('onRequest', onRequest(resolved));
-  instance.addHook('preValidation', reenter);
   done();
 };
 
