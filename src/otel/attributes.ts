@@ -1,0 +1,55 @@
+import type { Attributes } from '@opentelemetry/api';
+import { ATTEMPT_KINDS, ATTR, OUTCOMES, TIMEOUT_PHASES } from './constants.js';
+
+/**
+ * Attribute sets of one dependency, built once and reused for every data point: recording then
+ * allocates nothing, and the SDK's attribute hashing sees the same frozen objects each time.
+ */
+export interface DependencyAttributes {
+  readonly base: Attributes;
+  readonly byKind: Readonly<Record<(typeof ATTEMPT_KINDS)[number], Attributes>>;
+  readonly byPhase: Readonly<Record<(typeof TIMEOUT_PHASES)[number], Attributes>>;
+  readonly byOutcome: Readonly<Record<(typeof OUTCOMES)[number], Attributes>>;
+}
+
+const table = <K extends string>(
+  keys: readonly K[],
+  base: Attributes,
+  attribute: string,
+): Readonly<Record<K, Attributes>> => {
+  const out = {} as Record<K, Attributes>;
+  for (const key of keys) out[key] = Object.freeze({ ...base, [attribute]: key });
+  return Object.freeze(out);
+};
+
+export function dependencyAttributes(name: string): DependencyAttributes {
+  const base = Object.freeze({ [ATTR.dependency]: name });
+  return Object.freeze({
+    base,
+    byKind: table(ATTEMPT_KINDS, base, ATTR.attemptKind),
+    byPhase: table(TIMEOUT_PHASES, base, ATTR.timeoutPhase),
+    byOutcome: table(OUTCOMES, base, ATTR.outcome),
+  });
+}
+
+/**
+ * A bounded cache of attribute sets by dependency name, for event sources that report several names.
+ * Past `limit` names, sets are built per call (still correct, no longer free): a source inventing names
+ * cannot grow memory without bound.
+ */
+export class AttributeCache {
+  readonly #sets = new Map<string, DependencyAttributes>();
+  readonly #limit: number;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  get(name: string): DependencyAttributes {
+    const hit = this.#sets.get(name);
+    if (hit) return hit;
+    const built = dependencyAttributes(name);
+    if (this.#sets.size < this.#limit) this.#sets.set(name, built);
+    return built;
+  }
+}

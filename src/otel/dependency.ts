@@ -1,0 +1,64 @@
+import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import { AttributeCache, type DependencyAttributes, dependencyAttributes } from './attributes.js';
+import { MS_PER_S, OTEL_LIMITS } from './constants.js';
+import type { PrazoInstruments } from './instruments.js';
+
+/**
+ * What prazo/otel needs from a dependency: `createDependency(...)` satisfies it, and so does anything
+ * else that emits {@link DependencyEvent}s (a user's own executor). Only `name` and `on` are required;
+ * each optional part feeds one observable gauge and is read at collection time, never per request.
+ */
+export interface InstrumentableDependency {
+  readonly name: string;
+  /** Subscribes to every decision the executor makes. */
+  on(listener: (event: DependencyEvent) => void): Disposable;
+  /** The retry budget: its `ratio` is the retry-ratio gauge (SPEC R7). */
+  readonly budget?: { state(): { readonly ratio: number } };
+  /** The latency recorder: its live p99 (`quantile(0.99)`, ms) is the p99 gauge (SPEC C5, V1). */
+  readonly recorder?: { quantile(q: number): number | undefined };
+  /** Per-attempt timeouts in force, in ms (a getter when they follow live calibration, SPEC X2). */
+  readonly timeouts?: { readonly connectMs?: number; readonly responseMs?: number };
+}
+
+/**
+ * Turns one source's events into counter and histogram updates. The listener does no work beyond a
+ * switch, one cached attribute lookup and one instrument call: with no SDK installed that call is
+ * the API's empty no-op method.
+ */
+export function recordDependencyEvents(
+  instruments: PrazoInstruments,
+  dependency: InstrumentableDependency,
+): Disposable {
+  const own = dependencyAttributes(dependency.name);
+  const others = new AttributeCache(OTEL_LIMITS.attributeCacheSize);
+  const attrsOf = (name: string): DependencyAttributes => (name === dependency.name ? own : others.get(name));
+  const I = instruments;
+  return dependency.on((event) => {
+    const a = attrsOf(event.dependency);
+    switch (event.type) {
+      case 'attempt':
+        I.attempts.add(1, a.byKind[event.kind] ?? a.base);
+        return;
+      case 'attempt-end': {
+        const latency = event.latencyMs / MS_PER_S;
+        // A NaN or negative latency (a broken clock) is dropped rather than poisoning the histogram.
+        if (latency >= 0) I.attemptDuration.record(latency, a.byOutcome[event.outcome] ?? a.base);
+        if (event.outcome === 'timeout')
+          I.timeouts.add(1, a.byPhase[event.phase ?? 'unknown'] ?? a.byPhase.unknown);
+        return;
+      }
+      case 'budget-refused':
+        I.budgetRefusals.add(1, a.byKind[event.kind] ?? a.base);
+        return;
+      case 'deadline-insufficient':
+        I.deadlineInsufficient.add(1, a.base);
+        return;
+      case 'hedge-won':
+        I.hedgesWon.add(1, a.base);
+        return;
+      default:
+        // 'retry-after' and event types added later: not metrics (yet). Never throw in a listener.
+        return;
+    }
+  });
+}

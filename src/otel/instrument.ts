@@ -1,0 +1,98 @@
+import { type Meter, type MeterProvider, metrics } from '@opentelemetry/api';
+import type { Disposable } from '../dependency/types.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { METER_NAME, OTEL_LIMITS } from './constants.js';
+import { type InstrumentableDependency, recordDependencyEvents } from './dependency.js';
+import { DependencyGauges } from './gauges.js';
+import { createInstruments, type PrazoInstruments } from './instruments.js';
+import { type InstrumentableServer, recordServerEvents, type ServerEventSource } from './server.js';
+import { recordSlices, type SliceSource } from './slices.js';
+import { validateOptions } from './validate.js';
+
+/**
+ * `instrumentPrazo(...)`: prazo's metrics in one call (SPEC X3). Everything goes through the
+ * OpenTelemetry **API**; without an SDK the global meter is the API's no-op and instrumenting costs
+ * next to nothing, so a library can instrument unconditionally and let the application decide.
+ *
+ * Call it after the application registers its SDK (or pass `meterProvider`): the OpenTelemetry JS
+ * metrics API has no proxy, so instruments taken from the global no-op meter stay no-ops.
+ */
+
+export interface InstrumentPrazoOptions {
+  /** Where meters come from. Default: the global one (`metrics.getMeterProvider()`) at call time. */
+  readonly meterProvider?: MeterProvider;
+  /** A meter to record into directly (instead of `meterProvider.getMeter('prazo')`). */
+  readonly meter?: Meter;
+  /** Dependencies (`createDependency(...)`) to observe; more with `addDependency`. Names must be unique. */
+  readonly dependencies?: Iterable<InstrumentableDependency>;
+  /**
+   * Servers to observe: `{ name, events }` with a `prazo/server` event hub, or a hub alone (named
+   * `default`); more with `addServer`. Names must be unique.
+   */
+  readonly servers?: Iterable<InstrumentableServer | ServerEventSource>;
+  /** Latency-budget slice sources (SPEC B3); more with `addSlices`. */
+  readonly slices?: Iterable<SliceSource>;
+}
+
+/** A live instrumentation: `dispose()` unsubscribes from every source and removes the gauge callback. */
+export interface PrazoInstrumentation extends Disposable {
+  readonly instruments: PrazoInstruments;
+  addDependency(dependency: InstrumentableDependency): Disposable;
+  addServer(server: InstrumentableServer | ServerEventSource): Disposable;
+  addSlices(source: SliceSource): Disposable;
+}
+
+const asServer = (server: InstrumentableServer | ServerEventSource): InstrumentableServer =>
+  'events' in server ? server : { events: server };
+
+export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInstrumentation {
+  const resolved = validateOptions(options);
+  const meter = resolved.meter ?? (resolved.meterProvider ?? metrics.getMeterProvider()).getMeter(METER_NAME);
+  const instruments = createInstruments(meter);
+  const gauges = new DependencyGauges(meter, instruments);
+  const live = new Set<Disposable>();
+  const names = new Set<string>();
+  let disposed = false;
+
+  const track = (...parts: Disposable[]): Disposable => {
+    if (disposed) {
+      for (const part of parts) part.dispose();
+      return { dispose: () => {} };
+    }
+    const handle: Disposable = {
+      dispose: () => {
+        if (!live.delete(handle)) return;
+        for (const part of parts) part.dispose();
+      },
+    };
+    live.add(handle);
+    return handle;
+  };
+
+  const instrumentation: PrazoInstrumentation = {
+    instruments,
+    addDependency: (dependency) => {
+      const name = dependency.name;
+      if (names.has(name)) {
+        throw new InvalidOptionsError('instrumentPrazo.addDependency', [
+          `dependency ${JSON.stringify(name)} is already instrumented: names must be unique`,
+        ]);
+      }
+      names.add(name);
+      const forget = { dispose: () => void names.delete(name) };
+      return track(recordDependencyEvents(instruments, dependency), gauges.add(dependency), forget);
+    },
+    addServer: (server) => track(recordServerEvents(instruments, asServer(server))),
+    addSlices: (source) => track(recordSlices(instruments, source, OTEL_LIMITS.attributeCacheSize)),
+    dispose: () => {
+      if (disposed) return;
+      for (const handle of [...live]) handle.dispose();
+      disposed = true;
+      gauges.dispose();
+    },
+  };
+  for (const dependency of resolved.dependencies) instrumentation.addDependency(dependency);
+  for (const server of resolved.servers) instrumentation.addServer(server);
+  for (const source of resolved.slices) instrumentation.addSlices(source);
+  return instrumentation;
+}
