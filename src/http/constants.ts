@@ -1,0 +1,47 @@
+/**
+ * Defaults and bounds of `prazo/http`, in one place (each option's TSDoc points here).
+ */
+
+/** Defaults of {@link createHttpClient}'s options. */
+export const HTTP_DEFAULTS = Object.freeze({
+  /**
+   * Connect timeout in ms (SPEC C2): establishing TCP/TLS on the same network takes a few ms; 400 ms
+   * without a connection means the instance is down and the call must fail fast.
+   */
+  connectTimeoutMs: 400,
+  /** Response (time to head) timeout when neither `responseTimeoutMs` nor `p99Ms` is given, in ms. */
+  responseTimeoutMs: 1_000,
+  /** Slack applied to p99 to derive the response timeout: `ceil(p99 × 1.4)` (SPEC C1). */
+  slack: 1.4,
+  /** Deadline given to a call that has none (no per-call and no ambient deadline), in ms (SPEC D3). */
+  defaultDeadlineMs: 2_000,
+  /** Header carrying the idempotency key end to end (SPEC R5, H2). */
+  idempotencyKeyHeader: 'idempotency-key',
+  /** Happy-eyeballs: try the origin's other addresses when one does not connect (SPEC R4). */
+  autoSelectFamily: true,
+  /** Per-address connect attempt when the origin has several addresses, at most this, in ms. */
+  addressAttemptMs: 250,
+});
+
+/** Bounds of the options above. Node timers cannot represent more than 2^31 - 1 ms. */
+export const HTTP_LIMITS = Object.freeze({
+  /** Largest timeout or deadline accepted, in ms (about 24.8 days). */
+  maxMs: 2 ** 31 - 1,
+  /** Largest connect timeout accepted, in ms: a connect that needs more is not a connect timeout. */
+  maxConnectTimeoutMs: 60_000,
+  /** Node's floor for a per-address attempt (`autoSelectFamilyAttemptTimeout`), in ms. */
+  minAddressAttemptMs: 10,
+  /** Bounds of `attempts`, including the original (passed to the executor). */
+  maxAttempts: 10,
+  /** Largest pool size accepted. */
+  maxConnections: 65_536,
+});
+
+/** Methods that are idempotent by definition (SPEC R5); others need an idempotency key. */
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/**
+ * A timer may fire a fraction of a millisecond before the instant it was armed for (Node rounds
+ * its loop time to whole ms). Within this many ms, a phase counts as expired.
+ */
+export const TIMER_TOLERANCE_MS = 1;

@@ -1,0 +1,12 @@
+/**
+ * `prazo/http`: an HTTP client on undici whose timeouts, deadlines and retries come from
+ * measurement (SPEC C2, D4-D6, R2-R6, H1-H3). See docs/http.md.
+ */
+
+export type { HttpRequestOptions } from './call.js';
+export { createHttpClient, type HttpClient, type HttpResponse } from './client.js';
+export { HTTP_DEFAULTS, HTTP_LIMITS, IDEMPOTENT_METHODS } from './constants.js';
+export type { RequestHeaders } from './headers.js';
+export { isIdempotentMethod, isReplayableBody } from './idempotency.js';
+export type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
+export { RETRY_AFTER_STATUSES, RETRYABLE_STATUSES, statusOutcome } from './status.js';
