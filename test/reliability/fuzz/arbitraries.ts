@@ -1,0 +1,61 @@
+import fc from 'fast-check';
+
+/**
+ * Hostile inputs shared by the fuzz suites. Pure random text almost never reaches a parser's deeper
+ * branches, so every generator mixes three things: arbitrary text (any UTF-16 code unit, lone
+ * surrogates and NUL included), text shaped like the format with one thing wrong (sign, exponent,
+ * fraction, hex, extra digits, unit, padding), and valid values.
+ */
+
+/** Cases per property: the issue asks for at least 10,000 each. */
+export const RUNS = 10_000;
+
+/** 10 MB, the loose "oversized" probe of the issue: refused at bounded cost. */
+export const TEN_MB = 10 * 1024 * 1024;
+
+const padding = fc.constantFrom('', ' ', '\t', '  ', '\r\n', '\u00a0', '\u200b', '\0');
+
+/** Numbers written in many ways, most of them wrong for a strict decimal parser. */
+export const numberish = fc
+  .tuple(
+    padding,
+    fc.constantFrom('', '+', '-', '0x', '0b', '00', '٣', '１'),
+    fc.oneof(
+      fc.nat().map(String),
+      fc.bigInt({ min: 0n, max: 10n ** 40n }).map(String),
+      fc.double().map(String),
+      fc.constantFrom('NaN', 'Infinity', '-0', '1e21', '9007199254740993', ''),
+    ),
+    fc.constantFrom('', 'H', 'M', 'S', 'm', 'u', 'n', 'ms', 's', 'x', '.5', 'e3', ' 1', ',2'),
+    padding,
+  )
+  .map((parts) => parts.join(''));
+
+/** Any text: random code units, graphemes, near-valid numbers, or a valid number repeated. */
+export const anyText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 80 }),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  numberish,
+  fc.tuple(fc.nat(), fc.integer({ min: 1, max: 8 })).map(([n, k]) => String(n).repeat(k)),
+);
+
+/** What a header record may hold for one name, from Node, undici, a proxy or a hostile caller. */
+export const headerValue = fc.oneof(
+  anyText,
+  fc.array(anyText, { maxLength: 12 }),
+  fc.double(),
+  fc.integer(),
+  fc.constantFrom(undefined, null, true, {}, [], Symbol.iterator),
+  fc.object({ maxDepth: 1 }),
+);
+
+/** Runs `fn` and returns its wall time in ms. */
+export function timed(fn: () => unknown): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+/** A finite, non-negative number, or undefined: what every duration parser must return. */
+export const isSafeResult = (v: unknown): boolean =>
+  v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
