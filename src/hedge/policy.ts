@@ -1,0 +1,81 @@
+import type { LatencySource } from '../latency/types.js';
+import { OptionsValidator } from '../options/validator.js';
+import { HEDGE_DEFAULTS, HEDGE_LIMITS } from './constants.js';
+
+/**
+ * When to send a hedge (SPEC H1): after the dependency's *live* p95, so that only about 5% of the
+ * calls get a second copy and the tail above p95 is cut by it. Firing at once would double traffic
+ * for almost nothing (most calls finish fast); firing at a fixed delay goes stale as the dependency
+ * changes. Three guards keep hedging from turning into load:
+ * - no quantile, no hedge: until the recorder's window has enough samples, nothing is sent;
+ * - `minDelayMs`: a floor, so a dependency answering in 1 ms is not hedged at 1 ms;
+ * - `maxDelayMs`: a ceiling *above which there is no hedge*. A p95 that high means the dependency is
+ *   slow as a whole (an incident, not one unlucky instance), and a copy would only add load to it.
+ * Following Finagle's `BackupRequestFilter`, the percentile may be derived from the extra load one is
+ * willing to pay: `percentile = 1 − maxExtraLoad`. What the hedges actually cost is bounded anyway by
+ * the retry budget they draw from (SPEC H3), which the executor checks before sending one.
+ */
+
+export interface HedgeOptions {
+  /** Latency quantile (0.5–0.9999) after which one copy is sent. Default 0.95. Exclusive with `maxExtraLoad`. */
+  readonly percentile?: number;
+  /** Extra load allowed, (0, 0.5]: hedge after the `1 − maxExtraLoad` quantile (Finagle). */
+  readonly maxExtraLoad?: number;
+  /** Least delay before a hedge, in ms. Default 5; [0, 2^31-1]. */
+  readonly minDelayMs?: number;
+  /** No hedge when the delay would exceed this, in ms. Default: no ceiling here (the executor uses its attempt timeout). */
+  readonly maxDelayMs?: number;
+}
+
+export interface HedgePolicy {
+  /** The quantile in use. */
+  readonly percentile: number;
+  readonly minDelayMs: number;
+  readonly maxDelayMs: number | undefined;
+  /** The delay after which to hedge now, in ms, or `undefined`: do not hedge. Cheap (cached quantile). */
+  delayMs(): number | undefined;
+}
+
+/** Validates hedge options (every problem reported together) and binds them to a latency source. */
+export function createHedgePolicy(source: LatencySource, options: HedgeOptions = {}): HedgePolicy {
+  const v = new OptionsValidator('hedge');
+  const o = options ?? {};
+  const L = HEDGE_LIMITS;
+  if (o.percentile !== undefined && o.maxExtraLoad !== undefined) {
+    v.problem('`percentile` and `maxExtraLoad` are two ways to say the same thing: give one');
+  }
+  const extra = v.number('maxExtraLoad', o.maxExtraLoad, {
+    default: undefined,
+    min: 0,
+    exclusiveMin: true,
+    max: L.maxExtraLoad,
+  });
+  const percentile = v.number('percentile', o.percentile, {
+    default: extra === undefined ? HEDGE_DEFAULTS.percentile : 1 - extra,
+    min: L.minPercentile,
+    max: L.maxPercentile,
+  });
+  const minDelayMs = v.number('minDelayMs', o.minDelayMs, {
+    default: HEDGE_DEFAULTS.minDelayMs,
+    min: 0,
+    max: L.maxDelayMs,
+  });
+  const maxDelayMs = v.number('maxDelayMs', o.maxDelayMs, { default: undefined, min: 0, max: L.maxDelayMs });
+  if (maxDelayMs !== undefined && maxDelayMs < minDelayMs) {
+    v.problem(`\`maxDelayMs\` (${maxDelayMs}) must not be below \`minDelayMs\` (${minDelayMs})`);
+  }
+  if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
+  v.done();
+  const ceiling = maxDelayMs ?? Number.POSITIVE_INFINITY;
+  return Object.freeze({
+    percentile,
+    minDelayMs,
+    maxDelayMs,
+    delayMs(): number | undefined {
+      const q = source.quantile(percentile);
+      if (q === undefined || !(q >= 0)) return undefined;
+      const delay = q > minDelayMs ? q : minDelayMs;
+      return delay > ceiling ? undefined : delay;
+    },
+  });
+}
