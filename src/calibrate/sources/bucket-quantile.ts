@@ -1,0 +1,61 @@
+/**
+ * Quantiles from cumulative histogram buckets, the way PromQL's `histogram_quantile` computes them:
+ * find the bucket holding rank q × total and interpolate linearly inside it (the lower edge of the
+ * first bucket is 0). When the rank falls in the `+Inf` bucket, Prometheus answers the largest finite
+ * bound; we do too, but mark the answer unbounded: it is only a lower bound of the true quantile.
+ */
+export interface Bucket {
+  /** Upper bound (`le`), in ms; the last one is `Infinity`. */
+  readonly le: number;
+  /** Cumulative count of observations ≤ le. */
+  readonly count: number;
+}
+
+export interface BucketQuantile {
+  readonly value: number;
+  /** False when the quantile lies beyond the largest finite bucket. */
+  readonly bounded: boolean;
+  /** The bucket it was interpolated in: (lower, upper]. */
+  readonly lower: number;
+  readonly upper: number;
+}
+
+/**
+ * Sorts by `le`, merges equal bounds, and repairs non-monotonic counts with a running maximum (what
+ * Prometheus does for buckets scraped at slightly different instants). Returns how many were repaired.
+ */
+export function normalizeBuckets(raw: readonly Bucket[]): { buckets: Bucket[]; repaired: number } {
+  const byLe = new Map<number, number>();
+  for (const b of raw) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
+  const sorted = [...byLe.entries()].sort((a, b) => a[0] - b[0]);
+  let running = 0;
+  let repaired = 0;
+  const buckets = sorted.map(([le, count]) => {
+    if (count < running) repaired += 1;
+    running = Math.max(running, count);
+    return { le, count: running };
+  });
+  return { buckets, repaired };
+}
+
+/** `q` in (0, 1); buckets normalized, the last with `le = Infinity`. Undefined when empty. */
+export function bucketQuantile(q: number, buckets: readonly Bucket[]): BucketQuantile | undefined {
+  const last = buckets[buckets.length - 1];
+  if (last === undefined || last.le !== Number.POSITIVE_INFINITY || !(last.count > 0)) return undefined;
+  const rank = q * last.count;
+  let i = 0;
+  while (i < buckets.length - 1 && buckets[i]!.count < rank) i += 1;
+  const b = buckets[i]!;
+  if (b.le === Number.POSITIVE_INFINITY) {
+    const finite = buckets[buckets.length - 2];
+    if (finite === undefined) return undefined;
+    return { value: finite.le, bounded: false, lower: finite.le, upper: Number.POSITIVE_INFINITY };
+  }
+  const lower = i === 0 ? 0 : buckets[i - 1]!.le;
+  if (i === 0 && b.le <= 0) return { value: b.le, bounded: true, lower: b.le, upper: b.le };
+  const below = i === 0 ? 0 : buckets[i - 1]!.count;
+  const inBucket = b.count - below;
+  const fraction = inBucket > 0 ? (rank - below) / inBucket : 1;
+  const value = lower + (b.le - lower) * Math.min(1, Math.max(0, fraction));
+  return { value, bounded: true, lower, upper: b.le };
+}

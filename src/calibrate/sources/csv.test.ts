@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { parseCsv } from './csv.js';
+import { detectFormat } from './detect.js';
+import { parseSampleList } from './samples.js';
+
+const samples = Array.from({ length: 1000 }, (_, i) => i + 1);
+
+describe('sample lists and CSV', () => {
+  it('a newline list: exact nearest-rank quantiles, comments skipped, errors name the line', () => {
+    const d = parseSampleList(`# ms\n${samples.join('\n')}\n`);
+    expect(d).toMatchObject({ p50: 500, p95: 950, p99: 990, p999: 999, count: 1000 });
+    expect(parseSampleList('0.25\n0.5', 's').p99).toBe(500);
+    expect(() => parseSampleList('10\nabc\n')).toThrow('line 2: not a latency: "abc"');
+    expect(() => parseSampleList('10\n-1\n')).toThrow(/line 2/);
+    expect(() => parseSampleList('# nothing\n')).toThrow(/no samples/);
+  });
+
+  it('CSV: finds the latency column and its unit, counts outcomes from a status column', () => {
+    const rows = samples.map((ms, i) => `${i},${ms / 1000},${i % 100 === 0 ? 503 : 200}`);
+    const d = parseCsv(['id,duration_seconds,status', ...rows].join('\n'));
+    expect(d).toMatchObject({ successes: 990, errors: 10, timeouts: 0 });
+    expect(d.p99).toBeCloseTo(991, 9);
+    const quoted = parseCsv('"name","latency"\n"a, b",12\n"c ""d""",30\n');
+    expect(quoted).toMatchObject({ p99: 30, successes: 2 });
+    expect(quoted.notes[0]).toContain('(assumed)');
+    expect(parseCsv('t;took_ms;outcome\n1;5;success\n2;9;timeout\n')).toMatchObject({
+      successes: 1,
+      timeouts: 1,
+    });
+  });
+
+  it('CSV errors point at the line and the column', () => {
+    expect(() => parseCsv('a,b\n1,2\n')).toThrow(/line 1: no latency column/);
+    expect(() => parseCsv('latency_ms\n5\nfast\n')).toThrow(
+      'line 3: column latency_ms is not a latency: "fast"',
+    );
+    expect(() => parseCsv('x,y\n1,2\n', { column: 'z' })).toThrow(/no column named "z"/);
+    expect(parseCsv('x,y\n1,2\n', { column: 'y' }).p50).toBe(2);
+  });
+
+  it('detects the format', () => {
+    expect(detectFormat('a_bucket{le="1"} 3\n')).toBe('prometheus');
+    expect(detectFormat('latency_ms,status\n1,200\n')).toBe('csv');
+    expect(detectFormat('latency_ms\n1\n')).toBe('csv');
+    expect(detectFormat('# comment\n12\n13\n')).toBe('samples');
+  });
+});

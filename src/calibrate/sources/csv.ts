@@ -1,0 +1,113 @@
+import { fromSamples, parseLatency } from './exact.js';
+import {
+  classifyOutcome,
+  type LatencyDistribution,
+  type LatencyUnit,
+  OUTCOME_KEYS,
+  SOURCE_LIMITS,
+  SourceError,
+  toLines,
+  UNIT_TO_MS,
+} from './types.js';
+
+/**
+ * A CSV export (a load-test report, a log query) with a header row and a latency column, plus an
+ * optional outcome/status column for the healthy-window guard. The latency column is `column` when
+ * given, else the first header that names a latency; its unit comes from the name (`_ms`, `_s`,
+ * `_seconds`, `_us`), else from `unit` (default ms). Comma, semicolon or tab separated; RFC 4180
+ * quoting within a line.
+ */
+export interface CsvOptions {
+  readonly column?: string;
+  readonly unit?: LatencyUnit;
+}
+
+const LATENCY_NAMES =
+  /^(latency|duration|elapsed|response_?time|rt|time|took)(_?(ms|s|seconds|millis|milliseconds|us|micros))?$|^(ms|millis)$/;
+
+function unitOf(name: string): LatencyUnit | undefined {
+  if (/(^|_)(ms|millis|milliseconds)$/.test(name)) return 'ms';
+  if (/(_s|_seconds|_secs)$/.test(name)) return 's';
+  if (/(_us|_micros|_microseconds)$/.test(name)) return 'us';
+  return undefined;
+}
+
+/** Splits one CSV line; throws on an unbalanced quote. */
+export function splitCsvLine(line: string, separator: string, lineNo: number): string[] {
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i += 1) {
+    const ch = line[i]!;
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') {
+        field += '"';
+        i += 1;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"' && field.trim() === '') {
+      quoted = true;
+      field = '';
+    } else if (ch === separator) {
+      fields.push(field);
+      field = '';
+    } else field += ch;
+  }
+  if (quoted) throw new SourceError(lineNo, 'unbalanced quote');
+  fields.push(field);
+  return fields;
+}
+
+export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistribution {
+  const lines = toLines(text);
+  const headerIndex = lines.findIndex((l) => l.trim() !== '' && !l.startsWith('#'));
+  if (headerIndex < 0) throw new SourceError(0, 'empty CSV');
+  const headerLine = lines[headerIndex]!;
+  const separator = headerLine.includes(',')
+    ? ','
+    : headerLine.includes('\t')
+      ? '\t'
+      : headerLine.includes(';')
+        ? ';'
+        : ',';
+  const header = splitCsvLine(headerLine, separator, headerIndex + 1).map((h) => h.trim().toLowerCase());
+  const wanted = options.column?.trim().toLowerCase();
+  const col = wanted !== undefined ? header.indexOf(wanted) : header.findIndex((h) => LATENCY_NAMES.test(h));
+  if (col < 0) {
+    const why = wanted !== undefined ? `no column named ${JSON.stringify(wanted)}` : 'no latency column';
+    throw new SourceError(
+      headerIndex + 1,
+      `${why} in header (${header.slice(0, 12).join(', ')}); use --column`,
+    );
+  }
+  const outcomeKey = OUTCOME_KEYS.find((k) => header.includes(k));
+  const outcomeCol = outcomeKey === undefined ? -1 : header.indexOf(outcomeKey);
+  const named = unitOf(header[col]!);
+  const unit = named ?? options.unit ?? 'ms';
+  const notes = [
+    `column ${header[col]} in ${unit}${named === undefined && options.unit === undefined ? ' (assumed)' : ''}`,
+  ];
+  if (outcomeKey !== undefined) notes.push(`outcome from column ${outcomeKey}`);
+
+  const success: number[] = [];
+  let errors = 0;
+  let timeouts = 0;
+  for (let i = headerIndex + 1; i < lines.length; i += 1) {
+    const line = lines[i]!;
+    if (line.trim() === '' || line.startsWith('#')) continue;
+    const fields = splitCsvLine(line, separator, i + 1);
+    const value = parseLatency(fields[col] ?? '');
+    if (value === undefined || !(value * UNIT_TO_MS[unit] <= SOURCE_LIMITS.maxLatencyMs)) {
+      throw new SourceError(
+        i + 1,
+        `column ${header[col]} is not a latency: ${JSON.stringify((fields[col] ?? '').slice(0, 40))}`,
+      );
+    }
+    const outcome = outcomeCol < 0 ? 'success' : classifyOutcome(outcomeKey!, fields[outcomeCol] ?? '');
+    if (outcome === 'success') success.push(value * UNIT_TO_MS[unit]);
+    else if (outcome === 'timeout') timeouts += 1;
+    else errors += 1;
+  }
+  if (success.length + errors + timeouts === 0) throw new SourceError(0, 'no data rows in CSV');
+  return fromSamples('csv', Float64Array.from(success), errors, timeouts, notes);
+}

@@ -1,0 +1,90 @@
+/**
+ * A latency distribution read from a file (SPEC C1: a histogram, never a mean), in ms, with outcome
+ * counts for the healthy-window guard (SPEC C4). Every parser returns this or a {@link SourceError}.
+ */
+export interface LatencyDistribution {
+  readonly format: SourceFormat;
+  /** All calls, every outcome. */
+  readonly count: number;
+  readonly successes: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  /** Quantiles of successful calls, in ms; undefined without successes. */
+  readonly p50: number | undefined;
+  readonly p95: number | undefined;
+  readonly p99: number | undefined;
+  readonly p999: number | undefined;
+  /**
+   * False when the p99 lies beyond what the source can measure (a Prometheus `+Inf` bucket): the
+   * reported p99 is then only a lower bound and must not be calibrated on.
+   */
+  readonly p99Bounded: boolean;
+  /** What a reader should know: the unit assumed, a repaired bucket, the series merged... */
+  readonly notes: readonly string[];
+}
+
+export type SourceFormat = 'prometheus' | 'samples' | 'csv';
+export type LatencyUnit = 's' | 'ms' | 'us';
+
+export const UNIT_TO_MS: Readonly<Record<LatencyUnit, number>> = Object.freeze({ s: 1000, ms: 1, us: 0.001 });
+
+/** Bad input, with the 1-based line it was found on (0 when it concerns the whole file). */
+export class SourceError extends Error {
+  readonly line: number;
+  constructor(line: number, message: string) {
+    super(line > 0 ? `line ${line}: ${message}` : message);
+    this.name = 'SourceError';
+    this.line = line;
+  }
+}
+
+/** Input bounds: a source is a report, not a data lake; past these it is refused at a bounded cost. */
+export const SOURCE_LIMITS = Object.freeze({
+  maxBytes: 16 * 1024 * 1024,
+  maxLines: 2_000_000,
+  maxLineLength: 64 * 1024,
+  maxSeries: 10_000,
+  /** About 31 years: past it a number is a unit or format mistake, not a latency. */
+  maxLatencyMs: 1e12,
+});
+
+export const QUANTILES = Object.freeze({ p50: 0.5, p95: 0.95, p99: 0.99, p999: 0.999 });
+
+/** Splits text into lines (LF or CRLF) after checking the size bounds. */
+export function toLines(text: string): string[] {
+  if (text.length > SOURCE_LIMITS.maxBytes) {
+    throw new SourceError(0, `input is larger than ${SOURCE_LIMITS.maxBytes} bytes`);
+  }
+  const lines = text.split(/\r?\n/);
+  if (lines.length > SOURCE_LIMITS.maxLines)
+    throw new SourceError(0, `more than ${SOURCE_LIMITS.maxLines} lines`);
+  lines.forEach((line, i) => {
+    if (line.length > SOURCE_LIMITS.maxLineLength) throw new SourceError(i + 1, 'line too long');
+  });
+  return lines;
+}
+
+/** Outcome of a call from a label/column value: `outcome` names, or an HTTP/gRPC-ish status. */
+export function classifyOutcome(key: string, value: string): 'success' | 'error' | 'timeout' {
+  const v = value.trim().toLowerCase();
+  if (key === 'outcome' || key === 'result') {
+    if (v === 'timeout' || v === 'deadline_exceeded' || v === 'timed_out') return 'timeout';
+    return v === 'success' || v === 'ok' ? 'success' : 'error';
+  }
+  // status-like: 408/504 and gRPC DEADLINE_EXCEEDED time out; 5xx and other words are errors.
+  if (v === '408' || v === '504' || v === 'deadline_exceeded') return 'timeout';
+  if (/^5\d\d$/.test(v) || v === 'error' || v === 'unavailable' || v === 'internal') return 'error';
+  return 'success';
+}
+
+/** Labels or columns that carry the outcome, in order of preference. */
+export const OUTCOME_KEYS = Object.freeze([
+  'outcome',
+  'result',
+  'status',
+  'status_code',
+  'code',
+  'http_status_code',
+  'http_response_status_code',
+  'grpc_code',
+]);
