@@ -1,0 +1,138 @@
+import { fileURLToPath } from 'node:url';
+import { runChild } from '../lib/child.mjs';
+import { round, summarize } from '../lib/stats.mjs';
+
+/**
+ * Effectiveness: what prazo exists for, in simulated incidents on the fake clock (deterministic per
+ * seed; several seeds give median and min–max where randomness is involved).
+ */
+const RUN = fileURLToPath(new URL('./run-effect.mjs', import.meta.url));
+/** The Google SRE book's figure for a 10% retry budget under total outage. */
+export const AMPLIFICATION_GOAL = 1.1;
+
+export async function runEffectSuite({ runs, outageSeconds, rps, hedgeRequests, log }) {
+  const amp = await runChild(
+    RUN,
+    ['--scenario', 'amplification', '--outage-seconds', String(outageSeconds), '--rps', String(rps)],
+    { timeoutMs: 120_000 },
+  );
+  log('  amplification done');
+  const hedges = [];
+  for (let seed = 1; seed <= runs; seed += 1) {
+    hedges.push(
+      await runChild(
+        RUN,
+        ['--scenario', 'hedging', '--seed', String(seed), '--requests', String(hedgeRequests)],
+        {
+          timeoutMs: 120_000,
+        },
+      ),
+    );
+    log(`  hedging seed ${seed}/${runs} done`);
+  }
+  const sections = [amplificationSection(amp), hedgingSection(hedges)];
+  return {
+    settings: { runs, outageSeconds, rps, hedgeRequests },
+    amplification: amp,
+    hedging: hedges,
+    sections,
+    goals: goals(amp, hedges),
+  };
+}
+
+function amplificationSection(amp) {
+  const section = {
+    title: 'Effectiveness: load amplification under a total outage',
+    setup:
+      `Fake clock, ${amp.rps} req/s, 10 s healthy then ${amp.outageSeconds} s where every attempt fails (503); ` +
+      `${amp.attemptsPerRequest} attempts per request. Amplification = attempts reaching the dependency ÷ original requests during the outage (SRE book: 3× naive → 1.1× with a 10% budget).`,
+    columns: [
+      'client',
+      'original requests',
+      'attempts at dependency',
+      'amplification',
+      'in the first second',
+    ],
+    rows: [],
+  };
+  if (amp.skipped) return { ...section, skipped: amp.skipped };
+  const r = (name, v) =>
+    v.skipped
+      ? [name, 'skipped', v.skipped, '', '']
+      : [
+          name,
+          v.originals,
+          v.attempts,
+          `${round(v.amplification, 3)}×`,
+          `${round(v.firstSecondAmplification, 2)}×`,
+        ];
+  section.rows.push(r(`naive (${amp.attemptsPerRequest} attempts, no budget)`, amp.naive));
+  section.rows.push(r('prazo execute() + retry budget', amp.prazo));
+  return section;
+}
+
+function hedgingSection(hedges) {
+  const first = hedges[0] ?? {};
+  const section = {
+    title: 'Effectiveness: tail latency with hedging',
+    setup:
+      `Fake clock, 200 req/s; each attempt 8–12 ms, ${Math.round((first.slowShare ?? 0.05) * 100)}% of attempts ${first.slowFactor ?? 10}× slower; ` +
+      `${first.without?.requests ?? '?'} measured calls per seed, ${hedges.length} seed(s): median (min–max). Hedge at the live p95, paid from the retry budget.`,
+    columns: ['client', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'extra requests'],
+    rows: [],
+  };
+  const skipped = hedges.find((h) => h.skipped);
+  if (skipped) return { ...section, skipped: skipped.skipped };
+  for (const [label, key] of [
+    ['without hedging', 'without'],
+    ['with hedging (p95)', 'with'],
+  ]) {
+    const cell = (m, digits = 1) => {
+      const s = summarize(hedges.map((h) => h[key][m]));
+      return `${round(s.median, digits)} (${round(s.min, digits)}–${round(s.max, digits)})`;
+    };
+    const extra = summarize(hedges.map((h) => h[key].extraRequestsShare * 100));
+    section.rows.push([
+      label,
+      cell('p50Ms'),
+      cell('p99Ms'),
+      cell('p999Ms'),
+      cell('maxMs'),
+      `${round(extra.median, 2)}% (${round(extra.min, 2)}–${round(extra.max, 2)})`,
+    ]);
+  }
+  return section;
+}
+
+function goals(amp, hedges) {
+  const out = [];
+  if (amp.prazo && !amp.prazo.skipped) {
+    const achieved = round(amp.prazo.amplification, 3);
+    out.push({
+      what: 'load amplification under total outage with the retry budget (×)',
+      goal: `≤ ${AMPLIFICATION_GOAL}`,
+      achieved,
+      met: achieved <= AMPLIFICATION_GOAL + 1e-9,
+      shortBy: achieved > AMPLIFICATION_GOAL ? round(achieved - AMPLIFICATION_GOAL, 3) : 0,
+    });
+  }
+  if (hedges.length > 0 && !hedges.some((h) => h.skipped)) {
+    const ratio = summarize(hedges.map((h) => h.with.p99Ms / h.without.p99Ms)).median;
+    const extra = summarize(hedges.map((h) => h.with.extraRequestsShare)).median;
+    out.push({
+      what: 'hedging: caller p99 with ÷ without (lower is better)',
+      goal: '< 0.5',
+      achieved: round(ratio, 3),
+      met: ratio < 0.5,
+      shortBy: ratio < 0.5 ? 0 : round(ratio - 0.5, 3),
+    });
+    out.push({
+      what: 'hedging: extra requests (share of calls) within the 10% budget',
+      goal: '≤ 0.1',
+      achieved: round(extra, 4),
+      met: extra <= 0.1,
+      shortBy: extra <= 0.1 ? 0 : round(extra - 0.1, 4),
+    });
+  }
+  return out;
+}

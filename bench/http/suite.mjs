@@ -1,0 +1,92 @@
+import { fileURLToPath } from 'node:url';
+import { runChild, startChild } from '../lib/child.mjs';
+import { ratio, rotate, round, summarize } from '../lib/stats.mjs';
+import { HTTP_VARIANTS } from './variants.mjs';
+
+/**
+ * The hot-path suite: each variant in its own process against one shared loopback server, in rounds
+ * whose order rotates (so no variant always runs first, on a cold server, or last, on a hot machine).
+ * Ratios are taken within a round (variant ÷ bare undici of the same round) and then summarised, so a
+ * neighbour's burst of load shifts both sides of a ratio instead of one.
+ */
+const LOAD = fileURLToPath(new URL('./load.mjs', import.meta.url));
+const SERVER = fileURLToPath(new URL('./server.mjs', import.meta.url));
+
+/** Goal of SPEC/issue 9: prazo request() keeps at least this share of bare undici's throughput. */
+export const REQUEST_GOAL = 0.9;
+const BASELINE = 'undici';
+const METRICS = ['reqPerSec', 'p50Ms', 'p99Ms', 'cpuUsPerReq'];
+
+export async function runHttpSuite({ runs, warmupMs, durationMs, concurrency, log }) {
+  const server = await startChild(SERVER);
+  const origin = `http://127.0.0.1:${server.info.port}`;
+  const load = (variant, warm, duration) =>
+    runChild(
+      LOAD,
+      [
+        ...['--variant', variant, '--origin', origin, '--concurrency', String(concurrency)],
+        ...['--warmup-ms', String(warm), '--duration-ms', String(duration)],
+      ],
+      { timeoutMs: warm + duration + 60_000 },
+    );
+  const rounds = [];
+  const skipped = {};
+  try {
+    await load(BASELINE, 200, Math.min(1000, durationMs)); // warms the server's JIT; discarded
+    for (let r = 0; r < runs; r += 1) {
+      const round = {};
+      for (const variant of rotate(HTTP_VARIANTS, r)) {
+        if (skipped[variant]) continue;
+        const result = await load(variant, warmupMs, durationMs);
+        if (result.skipped) {
+          skipped[variant] = result.skipped;
+          continue;
+        }
+        round[variant] = result;
+        log(`  http round ${r + 1}/${runs} ${variant}: ${Math.round(result.reqPerSec)} req/s`);
+      }
+      rounds.push(round);
+    }
+  } finally {
+    await server.stop();
+  }
+  return summarizeHttp(rounds, skipped, { runs, warmupMs, durationMs, concurrency });
+}
+
+export function summarizeHttp(rounds, skipped, settings) {
+  const variants = {};
+  for (const name of HTTP_VARIANTS) {
+    if (skipped[name]) {
+      variants[name] = { skipped: skipped[name] };
+      continue;
+    }
+    const own = rounds.map((r) => r[name]).filter(Boolean);
+    const entry = { runs: own.length, errors: own.reduce((s, r) => s + r.errors, 0) };
+    const firstError = own.find((r) => r.firstError)?.firstError;
+    if (firstError) entry.firstError = firstError;
+    for (const m of METRICS) entry[m] = rounded(summarize(own.map((r) => r[m])));
+    entry.ratio = {};
+    for (const m of METRICS) {
+      const perRound = rounds.map((r) => (r[name] && r[BASELINE] ? ratio(r[name][m], r[BASELINE][m]) : null));
+      entry.ratio[m] = rounded(summarize(perRound));
+    }
+    variants[name] = entry;
+  }
+  const goals = [];
+  const prazoRequest = variants['prazo-request'];
+  if (prazoRequest && !prazoRequest.skipped) {
+    const achieved = prazoRequest.ratio.reqPerSec.median;
+    goals.push({
+      what: 'prazo request() req/s ÷ bare undici.request',
+      goal: REQUEST_GOAL,
+      achieved,
+      met: achieved !== null && achieved >= REQUEST_GOAL,
+      shortBy: achieved !== null && achieved < REQUEST_GOAL ? round(REQUEST_GOAL - achieved) : 0,
+    });
+  }
+  return { settings: { ...settings, baseline: BASELINE }, variants, goals, rounds };
+}
+
+function rounded(s) {
+  return { median: round(s.median), min: round(s.min), max: round(s.max) };
+}

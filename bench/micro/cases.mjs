@@ -1,0 +1,92 @@
+import { handleAll, retry, TimeoutStrategy, timeout, wrap } from 'cockatiel';
+import { prazo } from '../lib/prazo.mjs';
+
+/**
+ * Micro cases: the fixed cost of one operation, in ns. Each case's `setup()` returns `op`, called in a
+ * tight loop; `async: true` cases are awaited one after the other (the cost of a promise round trip is
+ * part of what they measure, as it is for their callers). Baselines come first; prazo's cases reference
+ * the baseline they should be read against.
+ */
+const RESOLVED = Promise.resolve(1);
+
+export const MICRO_CASES = [
+  {
+    name: 'await (bare)',
+    kind: 'baseline',
+    about: 'awaiting an already resolved promise: the floor of any async wrapper',
+    async: true,
+    setup: async () => () => RESOLVED,
+  },
+  {
+    name: 'cockatiel wrap(retry, timeout)',
+    kind: 'baseline',
+    about: 'cockatiel 3 retry(2 attempts) + timeout(2 s, aggressive) around a resolved operation',
+    async: true,
+    setup: async () => {
+      const policy = wrap(retry(handleAll, { maxAttempts: 2 }), timeout(2_000, TimeoutStrategy.Aggressive));
+      const operation = () => RESOLVED;
+      return () => policy.execute(operation);
+    },
+  },
+  {
+    name: 'AbortController + abort listener',
+    kind: 'baseline',
+    about: "a per-call signal someone listens to (Node 20's EventTarget): why prazo's signals are lazy",
+    setup: async () => {
+      const onAbort = () => {};
+      return () => {
+        const controller = new AbortController();
+        controller.signal.addEventListener('abort', onAbort, { once: true });
+        return controller;
+      };
+    },
+  },
+  {
+    name: 'budget recordOriginal+tryConsume',
+    kind: 'prazo',
+    about: 'createRetryBudget() defaults (10 s window, 10 buckets), system clock',
+    setup: async () => {
+      const createRetryBudget = await prazo('budget', 'createRetryBudget');
+      const budget = createRetryBudget();
+      return () => {
+        budget.recordOriginal();
+        return budget.tryConsume();
+      };
+    },
+  },
+  {
+    name: 'latency record',
+    kind: 'prazo',
+    about: 'createLatencyRecorder().record(ms, "success") with varying latencies, system clock',
+    setup: async () => {
+      const createLatencyRecorder = await prazo('latency', 'createLatencyRecorder');
+      const recorder = createLatencyRecorder();
+      let i = 0;
+      return () => {
+        i = (i + 1) & 1023;
+        recorder.record(1 + i * 0.37, 'success');
+      };
+    },
+  },
+  {
+    name: 'latency quantile(0.95)',
+    kind: 'prazo',
+    about: 'the live p95 read that hedging does on every request (served from the per-window cache)',
+    setup: async () => {
+      const createLatencyRecorder = await prazo('latency', 'createLatencyRecorder');
+      const recorder = createLatencyRecorder({ windowMs: 10, minSamples: 1 });
+      for (let i = 0; i < 1000; i += 1) recorder.record(1 + (i % 100), 'success');
+      await new Promise((r) => setTimeout(r, 25));
+      return () => recorder.quantile(0.95);
+    },
+  },
+  {
+    name: 'deadline create + header write',
+    kind: 'prazo',
+    about: 'Deadline.after(1000).toHeaders(): what every outgoing call pays to carry its deadline',
+    setup: async () => {
+      const Deadline = await prazo('deadline', 'Deadline');
+      return () => Deadline.after(1_000).toHeaders();
+    },
+  },
+];

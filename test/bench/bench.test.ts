@@ -1,0 +1,170 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * The benchmark suite in quick mode, inside `npm test`, so it cannot rot: every suite runs, every
+ * variant and case produces numbers (none skipped: a prazo API the bench uses that moved or vanished
+ * fails here), and the output is well-formed. No timing is asserted: this machine is shared and the
+ * numbers are only meaningful from a full run (`npm run bench`), as ratios.
+ */
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, '../..');
+const dir = mkdtempSync(path.join(os.tmpdir(), 'prazo-bench-test-'));
+const out = path.join(dir, 'results.json');
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+type Range = { median: number | null; min: number | null; max: number | null };
+type Skippable = { skipped?: string };
+interface HttpVariant extends Skippable {
+  errors: number;
+  firstError?: string;
+  reqPerSec: Range;
+  p50Ms: Range;
+  p99Ms: Range;
+  cpuUsPerReq: Range;
+  ratio: Record<'reqPerSec' | 'p50Ms' | 'p99Ms' | 'cpuUsPerReq', Range>;
+}
+interface HedgeSide {
+  requests: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  sentToDependency: number;
+}
+interface AmplificationSide extends Skippable {
+  originals: number;
+  attempts: number;
+}
+interface Goal {
+  what: string;
+  met: boolean;
+  shortBy: number;
+}
+/** The shape of results.json (schema prazo-bench/1), as far as this test reads it. */
+interface Results {
+  schema: string;
+  mode: string;
+  machine: { cpuModel: string; cores: number; node: string };
+  http: { variants: Record<string, HttpVariant> };
+  micro: { cases: Array<Skippable & { name: string; nsPerOp: Range }> };
+  memory: { rows: Array<Skippable & { design: string; retainedBytes: Range; steadyNsPerEvent: Range }> };
+  effect: {
+    amplification: { naive: AmplificationSide; prazo: AmplificationSide };
+    hedging: Array<Skippable & { without: HedgeSide; with: HedgeSide }>;
+    sections: Array<Skippable & { title: string }>;
+  };
+  goals: Goal[];
+}
+const isRange = (r: Range): boolean =>
+  typeof r.median === 'number' &&
+  typeof r.min === 'number' &&
+  typeof r.max === 'number' &&
+  r.min <= r.median &&
+  r.median <= r.max;
+const positive = (r: Range): boolean => isRange(r) && (r.min as number) > 0;
+
+describe('npm run bench -- --quick', () => {
+  let markdown = '';
+  let results = {} as Results;
+
+  it('runs every suite and writes results.json and a markdown report', async () => {
+    const { stdout } = await run(process.execPath, ['bench/run.mjs', '--quick', '--out', out], {
+      cwd: root,
+      timeout: 55_000,
+      maxBuffer: 10 * 1024 * 1024,
+    });
+    markdown = stdout;
+    results = JSON.parse(readFileSync(out, 'utf8')) as Results;
+    expect(results.schema).toBe('prazo-bench/1');
+    expect(results.mode).toBe('quick');
+    for (const suite of ['http', 'micro', 'memory', 'effect'] as const) expect(results[suite]).toBeDefined();
+  }, 60_000);
+
+  it('describes the machine', () => {
+    const m = results.machine;
+    expect(typeof m.cpuModel).toBe('string');
+    expect(m.cores).toBeGreaterThan(0);
+    expect(m.node).toBe(process.version);
+  });
+
+  it('measures every HTTP variant, with ratios to bare undici', () => {
+    const variants = results.http.variants;
+    expect(Object.keys(variants).sort()).toEqual([
+      'cockatiel',
+      'fetch',
+      'prazo-fetch',
+      'prazo-request',
+      'undici',
+    ]);
+    for (const [name, v] of Object.entries(variants)) {
+      expect(v.skipped, `${name} skipped`).toBeUndefined();
+      expect(v.errors, `${name} errors: ${v.firstError}`).toBe(0);
+      for (const m of ['reqPerSec', 'p50Ms', 'p99Ms', 'cpuUsPerReq'] as const) {
+        expect(positive(v[m]), `${name}.${m}`).toBe(true);
+        expect(positive(v.ratio[m]), `${name}.ratio.${m}`).toBe(true);
+      }
+    }
+    expect(variants.undici?.ratio.reqPerSec.median).toBe(1);
+  });
+
+  it('measures every micro case in ns per operation', () => {
+    const names = results.micro.cases.map((c) => c.name);
+    expect(names).toContain('await (bare)');
+    expect(names).toContain('cockatiel wrap(retry, timeout)');
+    for (const c of results.micro.cases) {
+      expect(c.skipped, `${c.name} skipped`).toBeUndefined();
+      expect(positive(c.nsPerOp), c.name).toBe(true);
+    }
+  });
+
+  it('measures the memory of both budget designs', () => {
+    const designs = results.memory.rows.map((r) => r.design);
+    expect(designs).toEqual(expect.arrayContaining(['seed', 'prazo']));
+    for (const r of results.memory.rows) {
+      expect(r.skipped, `${r.design} skipped`).toBeUndefined();
+      expect(isRange(r.retainedBytes), r.design).toBe(true);
+      expect(positive(r.steadyNsPerEvent), r.design).toBe(true);
+    }
+  });
+
+  it('simulates the outage and the slow tail on the fake clock', () => {
+    const amp = results.effect.amplification;
+    // Deterministic counts (fake clock), not timings: naive 3 attempts send exactly 3× the requests.
+    expect(amp.naive.attempts).toBe(amp.naive.originals * 3);
+    expect(amp.prazo.skipped).toBeUndefined();
+    expect(amp.prazo.attempts).toBeGreaterThanOrEqual(amp.prazo.originals);
+    for (const h of results.effect.hedging) {
+      expect(h.skipped).toBeUndefined();
+      for (const side of [h.without, h.with]) {
+        expect(side.p50Ms).toBeLessThanOrEqual(side.p99Ms);
+        expect(side.p99Ms).toBeLessThanOrEqual(side.p999Ms);
+        expect(side.sentToDependency).toBeGreaterThanOrEqual(side.requests);
+      }
+    }
+    for (const s of results.effect.sections) expect(s.skipped, s.title).toBeUndefined();
+  });
+
+  it('states every goal with target, achieved value and verdict', () => {
+    expect(results.goals.length).toBeGreaterThanOrEqual(4);
+    for (const g of results.goals) {
+      expect(typeof g.what).toBe('string');
+      expect(typeof g.met).toBe('boolean');
+      expect(g.met ? g.shortBy === 0 : g.shortBy > 0).toBe(true);
+    }
+    expect(results.goals.map((g) => g.what).join('\n')).toContain('prazo request()');
+  });
+
+  it('prints the markdown tables', () => {
+    for (const heading of ['## Hot path', '## Micro', '## Memory', '## Effectiveness', '## Goals']) {
+      expect(markdown).toContain(heading);
+    }
+    const tableRows = markdown.split('\n').filter((l) => l.startsWith('|'));
+    for (const row of tableRows) expect(row.endsWith('|')).toBe(true);
+    expect(markdown).not.toMatch(/NaN|undefined/);
+  });
+});
