@@ -18,7 +18,7 @@ import { anyText, headerValue, isSafeResult, RUNS, TEN_MB, timed } from './arbit
 const EPOCH = 1_700_000_000_000;
 const MAX_MS = 5_000;
 const DEFAULT_MS = 1_000;
-const NAMES = [DeadlineHeaders.epochMs, DeadlineHeaders.grpcTimeout, DeadlineHeaders.envoyExpected];
+const NAMES = [DeadlineHeaders.epochMs, DeadlineHeaders.grpcTimeout, DeadlineHeaders.envoyExpected] as const;
 const parsers = { parseEpochMs, parseRelativeMs, parseGrpcTimeout };
 
 describe('fuzz: deadline header parsers', () => {

@@ -19,6 +19,9 @@ import { startBlackHole, startCrash, startRefused } from '../faults/socket-fault
 
 export const TIMEOUTS = Object.freeze({ connectMs: 300, responseMs: 400, bodyMs: 400, deadlineMs: 3_000 });
 
+/** The issue's tolerance on a phase timer: max(20 ms, 10 % of the configured time). */
+export const tolerance = (ms: number): number => Math.max(20, ms * 0.1);
+
 /** The phase whose timer must cut the call, or how the call ends without one. */
 export type Expected =
   | { readonly phase: 'connect' | 'response' | 'body'; readonly code: string }

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isPrazoError } from '../../../src/errors/index.js';
 import { formatTable, num } from '../report/table.js';
-import { FAULTS, type FaultCase, TIMEOUTS } from './catalogue.js';
+import { FAULTS, type FaultCase, TIMEOUTS, tolerance } from './catalogue.js';
 import { type CellResult, KINDS, runCell } from './run-cell.js';
 
 /**
@@ -19,9 +19,6 @@ const configured = (f: FaultCase): number | undefined =>
       : f.expected.phase === 'body'
         ? TIMEOUTS.bodyMs
         : undefined;
-
-/** The issue's tolerance on a phase timer: max(20 ms, 10 % of the configured time). */
-export const tolerance = (ms: number): number => Math.max(20, ms * 0.1);
 
 const results = new Map<string, CellResult>();
 const cell = (f: FaultCase, kind: string): CellResult => results.get(`${f.name}/${kind}`)!;
@@ -57,7 +54,7 @@ describe('fault matrix', () => {
       const r = cell(fault, kind);
       const where = `${fault.name} × ${kind}: ${r.outcome} @${r.firedMs.toFixed(1)} ms, seen ${r.seen}`;
       const idempotent = kind !== 'POST';
-      const retried = idempotent && fault.retried !== undefined && fault.retried.code.test(r.outcome);
+      const retried = idempotent && fault.retried?.code.test(r.outcome) === true;
       const exp = fault.expected;
       if (exp.phase !== 'none') {
         expect(r.outcome, where).toBe(exp.code);
