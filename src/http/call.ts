@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import { currentDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
+import { isValidIdempotencyKey } from '../retry/idempotency.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { RequestHeaders } from './headers.js';
 import type { ResolvedHttpClientOptions } from './options.js';
@@ -45,8 +46,15 @@ const msProblem = (name: string, value: unknown): string | undefined =>
 
 /** Checks the per-call numbers (cheap: only what was given). Throws one InvalidOptionsError. */
 export function checkCallOptions(options: HttpRequestOptions): void {
-  const { deadline, responseTimeoutMs, bodyTimeoutMs } = options;
-  if (deadline === undefined && responseTimeoutMs === undefined && bodyTimeoutMs === undefined) return;
+  const { deadline, responseTimeoutMs, bodyTimeoutMs, idempotencyKey } = options;
+  if (
+    deadline === undefined &&
+    responseTimeoutMs === undefined &&
+    bodyTimeoutMs === undefined &&
+    idempotencyKey === undefined
+  ) {
+    return;
+  }
   const problems: string[] = [];
   const add = (p: string | undefined): void => {
     if (p !== undefined) problems.push(p);
@@ -62,6 +70,9 @@ export function checkCallOptions(options: HttpRequestOptions): void {
   }
   add(msProblem('responseTimeoutMs', responseTimeoutMs));
   add(msProblem('bodyTimeoutMs', bodyTimeoutMs));
+  if (idempotencyKey !== undefined && idempotencyKey !== true && !isValidIdempotencyKey(idempotencyKey)) {
+    problems.push('`idempotencyKey` must be true or 1 to 255 visible ASCII characters');
+  }
   if (problems.length > 0) throw new InvalidOptionsError('request', problems);
 }
 

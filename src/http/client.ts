@@ -1,10 +1,11 @@
 import { type Dispatcher, Pool } from 'undici';
 import { DeadlineInsufficientError } from '../errors/deadline.js';
+import { generateIdempotencyKey, isIdempotentMethod } from '../retry/idempotency.js';
 import { Attempt, type AttemptScope } from './attempt.js';
 import { checkCallOptions, type HttpRequestOptions, normalizeCall, resolveDeadline } from './call.js';
 import { createConnector } from './connector.js';
+import { createFetch, type HttpFetch } from './fetch.js';
 import { appendCallerHeaders, appendRecord, ownedDeadlineNames } from './headers.js';
-import { isIdempotentMethod, newIdempotencyKey } from './idempotency.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import { createSend, type DispatchRequest } from './transport.js';
 import { resolveHttpClientOptions } from './validate.js';
@@ -28,6 +29,8 @@ export interface HttpClient {
   /** undici.request-shaped: resolves at the response head; read or dump `body`. */
   request(path: string, options?: HttpRequestOptions): Promise<HttpResponse>;
   request(options: HttpRequestOptions): Promise<HttpResponse>;
+  /** fetch()-compatible, on top of `request()`; see `fetch.ts` for the differences. */
+  readonly fetch: HttpFetch;
   /** Closes the pool gracefully (in-flight requests finish). A no-op with your own `dispatcher`. */
   close(): Promise<void>;
   /** Destroys the pool's connections now. A no-op with your own `dispatcher`. */
@@ -85,7 +88,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       const wantsKey =
         call.idempotencyKey !== undefined || (o.generateIdempotencyKey && !isIdempotentMethod(method));
       if (sentKey === undefined && wantsKey) {
-        const key = typeof call.idempotencyKey === 'string' ? call.idempotencyKey : newIdempotencyKey();
+        const key = typeof call.idempotencyKey === 'string' ? call.idempotencyKey : generateIdempotencyKey();
         headers.push(o.idempotencyKeyHeader, key);
       }
       appendRecord(headers, deadline.toHeaders(o.deadlineHeaders));
@@ -113,6 +116,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     origin: o.origin,
     options: o,
     request: request as HttpClient['request'],
+    fetch: createFetch(request),
     close: async () => {
       if (owned) await dispatcher.close();
     },

@@ -15,8 +15,6 @@ export const HTTP_DEFAULTS = Object.freeze({
   slack: 1.4,
   /** Deadline given to a call that has none (no per-call and no ambient deadline), in ms (SPEC D3). */
   defaultDeadlineMs: 2_000,
-  /** Header carrying the idempotency key end to end (SPEC R5, H2). */
-  idempotencyKeyHeader: 'idempotency-key',
   /** Happy-eyeballs: try the origin's other addresses when one does not connect (SPEC R4). */
   autoSelectFamily: true,
   /** Per-address connect attempt when the origin has several addresses, at most this, in ms. */
@@ -36,9 +34,6 @@ export const HTTP_LIMITS = Object.freeze({
   /** Largest pool size accepted. */
   maxConnections: 65_536,
 });
-
-/** Methods that are idempotent by definition (SPEC R5); others need an idempotency key. */
-export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /**
  * A timer may fire a fraction of a millisecond before the instant it was armed for (Node rounds

@@ -5,8 +5,9 @@
 
 export type { HttpRequestOptions } from './call.js';
 export { createHttpClient, type HttpClient, type HttpResponse } from './client.js';
-export { HTTP_DEFAULTS, HTTP_LIMITS, IDEMPOTENT_METHODS } from './constants.js';
+export { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
+export type { HttpFetch, HttpFetchInit, HttpFetchInput } from './fetch.js';
 export type { RequestHeaders } from './headers.js';
-export { isIdempotentMethod, isReplayableBody } from './idempotency.js';
+export { isReplayableBody } from './idempotency.js';
 export type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
-export { RETRY_AFTER_STATUSES, RETRYABLE_STATUSES, statusOutcome } from './status.js';
+export { statusOutcome } from './status.js';

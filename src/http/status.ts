@@ -1,13 +1,7 @@
 /**
- * What a response status means for retries and for latency recording (SPEC R2). A status is the
- * server's answer, so it never throws: the executor's `classify` reads it instead.
+ * What a response status means for latency recording (SPEC C4). Which statuses are retried is
+ * `retry/`'s rule (`RETRYABLE_STATUS`); a status is the server's answer, so it never throws.
  */
-
-/** Statuses worth another attempt (SPEC R2): the server was overloaded, failing or timed out itself. */
-export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
-
-/** Statuses whose `Retry-After` the client must honour instead of its own backoff (SPEC R3). */
-export const RETRY_AFTER_STATUSES: ReadonlySet<number> = new Set([429, 503]);
 
 /**
  * How a response counts for the latency recorder: a 5xx, 408 or 429 is the dependency failing (its

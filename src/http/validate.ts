@@ -2,6 +2,7 @@ import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import { OptionsValidator } from '../options/validator.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 
@@ -114,7 +115,7 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
   const keyHeader = v.string(
     'idempotencyKeyHeader',
     raw.idempotencyKeyHeader,
-    HTTP_DEFAULTS.idempotencyKeyHeader,
+    IDEMPOTENCY_KEY_HEADER,
     HEADER_NAME,
   );
   const generateIdempotencyKey = v.boolean('generateIdempotencyKey', raw.generateIdempotencyKey, false);

@@ -1,0 +1,116 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { Headers, Response } from 'undici';
+import type { HttpRequestOptions } from './call.js';
+import type { HttpResponse } from './client.js';
+
+/**
+ * A `fetch()`-compatible face on the client's `request()`, for code written against fetch. Same
+ * deadline, timeouts, recording and retries as `request()` (it is `request()` underneath), with the
+ * differences a fetch user must know:
+ * - it rejects with prazo's typed errors (CONNECT_TIMEOUT, DEADLINE_EXCEEDED, ...) and undici's socket
+ *   errors as they are, not with `TypeError: fetch failed`;
+ * - redirects are returned, not followed (`redirect: 'manual'` semantics): a dependency is one origin;
+ * - the URL must be on the client's origin (or a path), and `response.url` is empty.
+ */
+
+/** `RequestInit` plus prazo's per-call options. */
+export interface HttpFetchInit
+  extends Pick<HttpRequestOptions, 'deadline' | 'idempotencyKey' | 'responseTimeoutMs' | 'bodyTimeoutMs'> {
+  readonly method?: string;
+  readonly headers?: HeadersLikeInit;
+  readonly body?: FetchBody;
+  readonly signal?: AbortSignal | null;
+}
+
+type HeadersLikeInit = Iterable<readonly [string, string]> | Readonly<Record<string, string>>;
+type FetchBody =
+  | string
+  | Uint8Array
+  | ArrayBuffer
+  | URLSearchParams
+  | FormData
+  | Blob
+  | WebReadableStream
+  | null;
+
+/** What `fetch` accepts as input: a path, a URL, or a Request-like object (`url`, `method`, ...). */
+export type HttpFetchInput =
+  | string
+  | URL
+  | {
+      readonly url: string;
+      readonly method?: string;
+      readonly headers?: HeadersLikeInit;
+      readonly body?: WebReadableStream | null;
+      readonly signal?: AbortSignal | null;
+    };
+
+export type HttpFetch = (input: HttpFetchInput, init?: HttpFetchInit) => Promise<Response>;
+
+type Request = (path: string, options?: HttpRequestOptions) => Promise<HttpResponse>;
+
+/** Statuses that never carry a body (Response's constructor refuses one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+async function toBody(body: FetchBody | undefined, headers: Headers): Promise<HttpRequestOptions['body']> {
+  if (body == null || typeof body === 'string' || body instanceof Uint8Array) return body;
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  if (body instanceof URLSearchParams) {
+    if (!headers.has('content-type'))
+      headers.set('content-type', 'application/x-www-form-urlencoded;charset=UTF-8');
+    return body.toString();
+  }
+  if (body instanceof Blob) {
+    if (body.type && !headers.has('content-type')) headers.set('content-type', body.type);
+    return new Uint8Array(await body.arrayBuffer());
+  }
+  if (typeof (body as WebReadableStream).getReader === 'function') {
+    return Readable.fromWeb(body as WebReadableStream);
+  }
+  return body as HttpRequestOptions['body']; // FormData: undici encodes it
+}
+
+function toResponse(res: HttpResponse, method: string): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.append(name, String(value));
+  }
+  const empty = method === 'HEAD' || NULL_BODY.has(res.statusCode);
+  if (empty) res.body.resume(); // nothing to read; let the connection go back to the pool
+  const body = empty ? null : (Readable.toWeb(res.body) as unknown as ReadableStream);
+  return new Response(body, { status: res.statusCode, statusText: res.statusText ?? '', headers });
+}
+
+/** fetch upper-cases these six methods only (Fetch standard, "normalize a method"). */
+const NORMALIZED = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
+const normalizeMethod = (method: string): string => {
+  const upper = method.toUpperCase();
+  return NORMALIZED.has(upper) ? upper : method;
+};
+
+/** Builds the client's `fetch` on top of its `request`. */
+export function createFetch(request: Request): HttpFetch {
+  return async (input, init = {}) => {
+    const isObject = typeof input === 'object' && !(input instanceof URL);
+    const url = isObject ? input.url : String(input);
+    const method = normalizeMethod(init.method ?? (isObject ? input.method : undefined) ?? 'GET');
+    const headers = new Headers(
+      (init.headers ?? (isObject ? input.headers : undefined)) as ConstructorParameters<typeof Headers>[0],
+    );
+    const body = await toBody(init.body ?? (isObject ? input.body : undefined), headers);
+    const signal = init.signal ?? (isObject ? input.signal : undefined) ?? undefined;
+    const res = await request(url, {
+      method,
+      headers,
+      body,
+      signal,
+      deadline: init.deadline,
+      idempotencyKey: init.idempotencyKey,
+      responseTimeoutMs: init.responseTimeoutMs,
+      bodyTimeoutMs: init.bodyTimeoutMs,
+    });
+    return toResponse(res, method);
+  };
+}

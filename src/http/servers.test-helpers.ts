@@ -1,0 +1,138 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+
+/**
+ * Real loopback servers for the HTTP client's tests (127.0.0.1 / ::1 only). Each one records what
+ * it received, so a test can assert what reached the dependency, not what the client believes.
+ */
+
+export interface SeenRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+export interface TestServer {
+  readonly origin: string;
+  readonly port: number;
+  readonly seen: SeenRequest[];
+  /** TCP connections accepted so far. */
+  connections: number;
+  /** Connections currently open. */
+  open: number;
+  close(): Promise<void>;
+}
+
+export type Handler = (req: IncomingMessage, res: ServerResponse, index: number) => void;
+
+/** Starts a node:http server on loopback that records every request, then runs `handler`. */
+export async function startServer(handler: Handler, host = '127.0.0.1'): Promise<TestServer> {
+  const seen: SeenRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const index = seen.length;
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    handler(req, res, index);
+  });
+  server.keepAliveTimeout = 30_000;
+  const state = { connections: 0, open: 0 };
+  server.on('connection', (socket) => {
+    state.connections += 1;
+    state.open += 1;
+    socket.on('close', () => {
+      state.open -= 1;
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const { port } = server.address() as AddressInfo;
+  const origin = host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+  return Object.assign(state, {
+    origin,
+    port,
+    seen,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  });
+}
+
+/** Faults a dependency shows in an incident, as handlers. */
+export const faults = {
+  ok:
+    (body = 'ok'): Handler =>
+    (_req, res) =>
+      res.end(body),
+  /** Accepts and reads the request, never answers. */
+  silent: (): Handler => () => {},
+  /** Sends the head and part of the body, then stalls forever. */
+  stalledBody: (): Handler => (_req, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('0123456789');
+  },
+  /** Sends the head and part of the body, then resets the connection (RST). */
+  resetMidResponse: (): Handler => (_req, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('0123456789', () => setTimeout(() => res.socket?.resetAndDestroy(), 20));
+  },
+  /** Resets the connection before any response byte. */
+  resetBeforeResponse: (): Handler => (req) => req.socket.resetAndDestroy(),
+  status:
+    (status: number, headers: Record<string, string> = {}): Handler =>
+    (_req, res) => {
+      res.writeHead(status, headers);
+      res.end(String(status));
+    },
+  /** Runs `handlers[i]` for the i-th request, the last one for every request after. */
+  sequence:
+    (...handlers: Handler[]): Handler =>
+    (req, res, index) =>
+      handlers[Math.min(index, handlers.length - 1)]!(req, res, index),
+};
+
+export interface UnacceptingListener {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A real connect that hangs: a child process listens on 127.0.0.1 with `backlog: 1` and then blocks
+ * its event loop, so it never accepts. Once its accept queue is full (filled here), the kernel drops
+ * further SYNs and a client's connect waits without an answer, exactly like a dead host.
+ */
+export async function startUnacceptingListener(): Promise<UnacceptingListener> {
+  const code = `
+    const s = require('net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
+      process.stdout.write(s.address().port + '\\n');
+      setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 120000), 20);
+    });`;
+  const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout!.once('data', (data) => resolve(Number(String(data).trim())));
+  });
+  await new Promise((resolve) => setTimeout(resolve, 100)); // the child is now blocked
+  const fillers: net.Socket[] = [];
+  for (let i = 0; i < 8; i += 1) {
+    const connected = await new Promise<boolean>((resolve) => {
+      const socket = net.connect({ port, host: '127.0.0.1' });
+      fillers.push(socket);
+      socket.on('error', () => resolve(false));
+      const timer = setTimeout(() => resolve(false), 150);
+      socket.once('connect', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (!connected) break; // the queue is full: this connect hangs too
+  }
+  return {
+    port,
+    close: async () => {
+      for (const s of fillers) s.destroy();
+      child.kill('SIGKILL');
+      if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
