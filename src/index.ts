@@ -3,6 +3,8 @@
  * The root entry point holds the core, dependency-free parts; integrations live in subpaths
  * (`prazo/testing`, and later `prazo/http`, `prazo/server`, `prazo/grpc`, `prazo/pg`, `prazo/otel`).
  */
+
+export * from './budget/index.js';
 export {
   type Clock,
   clampDelay,
@@ -13,5 +15,8 @@ export {
   type TimerOptions,
 } from './clock/index.js';
 export * from './deadline/index.js';
+export * from './dependency/index.js';
 export * from './errors/index.js';
+export * from './hedge/index.js';
 export { OptionsValidator } from './options/validator.js';
+export * from './retry/index.js';

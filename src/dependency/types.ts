@@ -15,6 +15,8 @@ export interface AttemptContext {
   readonly signal: AbortSignal;
   /** This attempt's time limit in ms: min(calibrated attempt timeout, remaining deadline) (SPEC R6). */
   readonly timeoutMs: number;
+  /** The connect timeout for this attempt in ms: min(calibrated connect timeout, `timeoutMs`) (SPEC C2). */
+  readonly connectTimeoutMs: number;
   /** 1 for the original, 2.. for retries and hedges, in start order. */
   readonly attempt: number;
   readonly kind: AttemptKind;
@@ -56,11 +58,22 @@ export interface ExecuteOptions<T> {
   readonly discard?: (result: T) => void;
   /** Retry a response timeout (the server may have done the work). Default false (SPEC R4). */
   readonly retryResponseTimeout?: boolean;
+  /**
+   * An idempotency key carried end to end in the `idempotency-key` header of every attempt (SPEC R5):
+   * the request becomes retryable and hedgeable even when `idempotent` is false. `true` generates a
+   * random one for this call (a POST the caller wants retried). 1–255 visible ASCII characters.
+   */
+  readonly idempotencyKey?: string | true;
 }
 
 /** Every decision the executor makes, for metrics and logs. Cheap when nobody listens. */
 export type DependencyEvent =
-  | { readonly type: 'attempt'; readonly dependency: string; readonly kind: AttemptKind; readonly attempt: number }
+  | {
+      readonly type: 'attempt';
+      readonly dependency: string;
+      readonly kind: AttemptKind;
+      readonly attempt: number;
+    }
   | {
       readonly type: 'attempt-end';
       readonly dependency: string;
@@ -81,7 +94,12 @@ export type DependencyEvent =
       readonly attempt: number;
     }
   | { readonly type: 'hedge-won'; readonly dependency: string; readonly attempt: number }
-  | { readonly type: 'retry-after'; readonly dependency: string; readonly waitMs: number; readonly honoured: boolean };
+  | {
+      readonly type: 'retry-after';
+      readonly dependency: string;
+      readonly waitMs: number;
+      readonly honoured: boolean;
+    };
 
 /** Returned by every `on...` subscription: call `dispose()` to unsubscribe (cockatiel style). */
 export interface Disposable {

@@ -1,0 +1,84 @@
+import type { RetryBudget } from '../budget/budget.js';
+import type { TimeoutCalibration } from '../calibrate/timeout.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import { Deadline } from '../deadline/deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import type { LatencySource } from '../latency/types.js';
+import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
+import type { DependencyListener } from './events.js';
+import { Execution } from './execution.js';
+import { type DependencyOptions, resolveDependency } from './options.js';
+import type { Disposable, ExecuteOptions, Operation } from './types.js';
+
+/**
+ * One executor for any dependency (HTTP, gRPC, a database): it holds the dependency's calibrated
+ * timeouts (SPEC C1–C3), its retry budget (R1), its latency recorder and hedge policy (H1), and runs
+ * any async operation under the plan — deadline first, then attempts, retries paid from the budget,
+ * and at most one hedge. What the operation throws is judged by `isRetryable`; what it returns, by
+ * the call's `classify`.
+ */
+export interface Dependency {
+  readonly name: string;
+  /** The configured healthy p99, in ms: an attempt with less time left is not started. */
+  readonly p99Ms: number;
+  /** Calibrated timeouts (`calibrateTimeout` against `defaultDeadlineMs`), with any warning. */
+  readonly timeouts: TimeoutCalibration;
+  readonly budget: RetryBudget;
+  readonly recorder: LatencySource;
+  /**
+   * Runs `operation` under the plan. `options.idempotent` (or an `idempotencyKey`) allows retries and
+   * hedges; without it the operation runs exactly once (SPEC R5). Rejects with the operation's error,
+   * `DeadlineInsufficientError`, `DeadlineExceededError`, `ResponseTimeoutError`,
+   * `RetryBudgetExhaustedError`, or the caller signal's reason.
+   */
+  execute<T>(operation: Operation<T>, options?: ExecuteOptions<T>): Promise<T>;
+  /** Subscribes to every decision (attempt, retry, hedge, budget refused, deadline insufficient). */
+  on(listener: DependencyListener): Disposable;
+}
+
+const NOT_IDEMPOTENT = Object.freeze({ idempotent: false });
+
+/**
+ * Creates a dependency executor. Options are validated once, here, every problem reported together
+ * in one `InvalidOptionsError`.
+ *
+ * @example
+ * const inventory = createDependency({ name: 'inventory', p99Ms: 180, attempts: 2, hedge: true });
+ * const stock = await inventory.execute(
+ *   ({ signal, headers }) => fetchStock(sku, { signal, headers }),
+ *   { idempotent: true },
+ * );
+ */
+export function createDependency(options: DependencyOptions): Dependency {
+  const { core, timeouts } = resolveDependency(options);
+  const { clock, defaultDeadlineMs } = core;
+  return Object.freeze({
+    name: core.name,
+    p99Ms: core.p99Ms,
+    timeouts,
+    budget: core.budget,
+    recorder: core.recorder,
+    execute<T>(operation: Operation<T>, callOptions: ExecuteOptions<T> = NOT_IDEMPOTENT): Promise<T> {
+      if (typeof operation !== 'function') {
+        return Promise.reject(
+          new InvalidOptionsError(`${core.name}.execute`, ['`operation` must be a function']),
+        );
+      }
+      let key: string | undefined;
+      const given = callOptions.idempotencyKey;
+      if (given !== undefined) {
+        key = given === true ? generateIdempotencyKey() : given;
+        if (!isValidIdempotencyKey(key)) {
+          const problem = '`idempotencyKey` must be true or 1 to 255 visible ASCII characters';
+          return Promise.reject(new InvalidOptionsError(`${core.name}.execute`, [problem]));
+        }
+      }
+      const deadline =
+        callOptions.deadline ?? currentDeadline() ?? Deadline.after(defaultDeadlineMs, { clock });
+      return new Execution(core, operation, callOptions, deadline, key).run();
+    },
+    on(listener: DependencyListener): Disposable {
+      return core.events.add(listener);
+    },
+  });
+}

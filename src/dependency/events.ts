@@ -1,0 +1,41 @@
+import type { DependencyEvent, Disposable } from './types.js';
+
+export type DependencyListener = (event: DependencyEvent) => void;
+
+/**
+ * A tiny listener list. Emitters test `active` before building an event, so a dependency nobody
+ * listens to allocates nothing for its events (the HTTP hot path). The array is replaced, never
+ * mutated, so a listener may dispose itself (or add another) while an event is being delivered.
+ */
+export class Listeners {
+  #list: readonly DependencyListener[] = [];
+  /** True when at least one listener is subscribed: build the event only then. */
+  active = false;
+
+  add(listener: DependencyListener): Disposable {
+    if (typeof listener !== 'function') throw new TypeError('on(listener): listener must be a function');
+    this.#list = [...this.#list, listener];
+    this.active = true;
+    let disposed = false;
+    return {
+      dispose: (): void => {
+        if (disposed) return;
+        disposed = true;
+        const i = this.#list.indexOf(listener);
+        if (i >= 0) this.#list = [...this.#list.slice(0, i), ...this.#list.slice(i + 1)];
+        this.active = this.#list.length > 0;
+      },
+    };
+  }
+
+  /** Delivers an event to every listener. A listener that throws is reported as a warning, never rethrown. */
+  emit(event: DependencyEvent): void {
+    for (const listener of this.#list) {
+      try {
+        listener(event);
+      } catch (error) {
+        process.emitWarning(`prazo: a dependency event listener threw: ${String(error)}`, 'PrazoWarning');
+      }
+    }
+  }
+}

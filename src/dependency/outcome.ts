@@ -1,0 +1,60 @@
+import { isPrazoError } from '../errors/base.js';
+import { isTimeoutError } from '../errors/guards.js';
+import type { Outcome } from '../latency/types.js';
+import type { AttemptKind, DependencyEvent, ExecuteOptions, ResultVerdict } from './types.js';
+
+/** How the latency recorder and the events see an attempt's end. */
+export type EndOutcome = Outcome | 'cancelled';
+
+/**
+ * The caller's verdict on a result that did not throw. A `classify` that throws is a bug in the
+ * caller's code: the result is then returned as is (never retried), with a warning.
+ */
+export function resultVerdict<T>(
+  classify: ExecuteOptions<T>['classify'],
+  value: T,
+): ResultVerdict | undefined {
+  if (classify === undefined) return undefined;
+  try {
+    return classify(value);
+  } catch (error) {
+    process.emitWarning(`prazo: classify() threw, result returned as is: ${String(error)}`, 'PrazoWarning');
+    return undefined;
+  }
+}
+
+/** Success, error or timeout (any phase's, or the deadline's), for the recorder (SPEC C4, C5). */
+export function outcomeOf(
+  ok: boolean,
+  verdict: ResultVerdict | undefined,
+  value: unknown,
+  timedOut: boolean,
+): Outcome {
+  if (ok)
+    return verdict === undefined ? 'success' : (verdict.outcome ?? (verdict.retryable ? 'error' : 'success'));
+  return timedOut || isTimeoutError(value) ? 'timeout' : 'error';
+}
+
+type AttemptEnd = Extract<DependencyEvent, { type: 'attempt-end' }>;
+
+/** The `attempt-end` event; built only when someone listens. */
+export function endEvent(
+  dependency: string,
+  attempt: { readonly kind: AttemptKind; readonly attempt: number },
+  latencyMs: number,
+  ok: boolean,
+  outcome: EndOutcome,
+  value: unknown,
+): AttemptEnd {
+  const base = {
+    type: 'attempt-end',
+    dependency,
+    kind: attempt.kind,
+    attempt: attempt.attempt,
+    latencyMs,
+    outcome,
+  } as const;
+  if (ok || outcome === 'cancelled') return base;
+  const phase = isPrazoError(value) && 'phase' in value ? (value.phase as AttemptEnd['phase']) : undefined;
+  return phase === undefined ? { ...base, error: value } : { ...base, phase, error: value };
+}

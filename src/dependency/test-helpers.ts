@@ -1,0 +1,45 @@
+import type { FakeClock } from '../clock/fake.js';
+import type { AttemptContext } from './types.js';
+
+/** Seeded PRNG (mulberry32): deterministic uniform [0, 1) numbers for tests. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A fake remote call on the fake clock: settles after `ms` with `outcome` (a value, or a thrown
+ * error), and honours its attempt's signal like a real client (abort → reject with the reason).
+ */
+export function fakeCall<T>(clock: FakeClock, ctx: AttemptContext, ms: number, outcome: () => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const { signal } = ctx;
+    const onAbort = (): void => {
+      clock.clearTimer(timer);
+      reject(signal.reason);
+    };
+    const timer = clock.setTimer(() => {
+      signal.removeEventListener('abort', onAbort);
+      try {
+        resolve(outcome());
+      } catch (error) {
+        reject(error);
+      }
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export const coded = (code: string): Error => Object.assign(new Error(code), { code });
+
+/** Nearest-rank quantile of a list of numbers. */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
