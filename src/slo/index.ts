@@ -1,0 +1,16 @@
+export { BUDGET_LIMITS, OVERRUN_DEFAULTS } from './constants.js';
+export {
+  type ComponentTimeouts,
+  type DependencyProfile,
+  type DerivedTimeouts,
+  deriveTimeouts,
+} from './derive.js';
+export {
+  type ComponentOverrun,
+  createOverrunTracker,
+  type OverrunTracker,
+  type OverrunTrackerOptions,
+} from './overrun.js';
+export { type ParsedBudget, parseBudget } from './parse.js';
+export type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget, Severity } from './types.js';
+export { validateBudget } from './validate.js';

@@ -1,0 +1,131 @@
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
+import { OptionsValidator } from '../options/validator.js';
+import { OVERRUN_DEFAULTS } from './constants.js';
+import type { LatencyBudget } from './types.js';
+
+/**
+ * How often each component overruns its slice (SPEC B3), as a rate over a sliding window: a component
+ * that keeps eating more than its slice means the design needs a cache, a queue, or a new SLO. The
+ * window is a ring of 10 buckets advanced lazily on the clock (no timer), so an observation is O(1).
+ */
+
+export interface OverrunTrackerOptions {
+  readonly budget: LatencyBudget;
+  /** Sliding window, in ms. Default 60000; [100, 86400000]. */
+  readonly windowMs?: number;
+  /** Overruns / calls above which a component alarms. Default 0.05; [0, 1]. */
+  readonly maxOverrunRate?: number;
+  /** Calls in the window before a component can alarm. Default 20; integer [1, 10^9]. */
+  readonly minCalls?: number;
+  readonly clock?: Clock;
+  /** Called when a component enters the alarm state. Must not throw. */
+  readonly onAlarm?: (overrun: ComponentOverrun) => void;
+}
+
+export interface ComponentOverrun {
+  readonly name: string;
+  readonly sliceMs: number;
+  readonly calls: number;
+  readonly overruns: number;
+  /** overruns / calls in the window (0 without calls). */
+  readonly rate: number;
+  readonly alarm: boolean;
+}
+
+export interface OverrunTracker {
+  /** Records one execution of `component`; returns true when it overran its slice. Unknown names: false. */
+  observe(component: string, elapsedMs: number): boolean;
+  report(): ComponentOverrun[];
+  alarms(): ComponentOverrun[];
+}
+
+const BUCKETS = 10;
+
+export function createOverrunTracker(options: OverrunTrackerOptions): OverrunTracker {
+  const v = new OptionsValidator('createOverrunTracker');
+  const D = OVERRUN_DEFAULTS;
+  const windowMs = v.number('windowMs', options.windowMs, { default: D.windowMs, min: 100, max: 86_400_000 });
+  const maxRate = v.number('maxOverrunRate', options.maxOverrunRate, {
+    default: D.maxOverrunRate,
+    min: 0,
+    max: 1,
+  });
+  const minCalls = v.number('minCalls', options.minCalls, {
+    default: D.minCalls,
+    min: 1,
+    max: 1e9,
+    integer: true,
+  });
+  if (options.budget?.components === undefined) v.problem('`budget` is required (a parsed LatencyBudget)');
+  v.done();
+  const clock = options.clock ?? systemClock;
+  const components = options.budget.components;
+  const index = new Map(components.map((c, i) => [c.name, i]));
+  const calls = components.map(() => new Float64Array(BUCKETS));
+  const overruns = components.map(() => new Float64Array(BUCKETS));
+  const totalCalls = new Float64Array(components.length);
+  const totalOverruns = new Float64Array(components.length);
+  const alarmed = components.map(() => false);
+  const bucketMs = windowMs / BUCKETS;
+  let head = Math.floor(clock.now() / bucketMs); // absolute bucket number of the newest bucket
+
+  const advance = (): void => {
+    const now = Math.floor(clock.now() / bucketMs);
+    const steps = Math.min(BUCKETS, now - head);
+    for (let s = 1; s <= steps; s += 1) {
+      const slot = (((head + s) % BUCKETS) + BUCKETS) % BUCKETS;
+      for (let i = 0; i < components.length; i += 1) {
+        totalCalls[i]! -= calls[i]![slot]!;
+        totalOverruns[i]! -= overruns[i]![slot]!;
+        calls[i]![slot] = 0;
+        overruns[i]![slot] = 0;
+      }
+    }
+    if (now > head) head = now;
+  };
+
+  const isAlarm = (i: number): boolean =>
+    totalCalls[i]! >= minCalls && totalOverruns[i]! > maxRate * totalCalls[i]!;
+  const entry = (i: number): ComponentOverrun => {
+    const c = components[i]!;
+    const n = totalCalls[i]!;
+    const o = totalOverruns[i]!;
+    const rate = n > 0 ? o / n : 0;
+    return Object.freeze({
+      name: c.name,
+      sliceMs: c.sliceMs,
+      calls: n,
+      overruns: o,
+      rate,
+      alarm: isAlarm(i),
+    });
+  };
+
+  return {
+    observe(component, elapsedMs) {
+      const i = index.get(component);
+      if (i === undefined || Number.isNaN(elapsedMs)) return false;
+      advance();
+      const slot = ((head % BUCKETS) + BUCKETS) % BUCKETS;
+      const over = elapsedMs > components[i]!.sliceMs;
+      calls[i]![slot]! += 1;
+      totalCalls[i]! += 1;
+      if (over) {
+        overruns[i]![slot]! += 1;
+        totalOverruns[i]! += 1;
+      }
+      const alarm = isAlarm(i);
+      if (alarm && !alarmed[i]) options.onAlarm?.(entry(i));
+      alarmed[i] = alarm;
+      return over;
+    },
+    report() {
+      advance();
+      return components.map((_, i) => entry(i));
+    },
+    alarms() {
+      return this.report().filter((e) => e.alarm);
+    },
+  };
+}

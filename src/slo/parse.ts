@@ -1,0 +1,122 @@
+import { BUDGET_LIMITS } from './constants.js';
+import type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget } from './types.js';
+
+/**
+ * Reads a budget from plain data (a config file's `endpoints` entry), collecting every problem with
+ * the path it was found at, so a loader can point at the file line. Shape (snake_case as in the
+ * seed's YAML, camelCase accepted):
+ *
+ * ```yaml
+ * endpoint: POST /pedidos
+ * total_slo_ms: 800
+ * components:
+ *   - { name: gateway, kind: local, slice_ms: 30 }
+ *   - { name: servico_estoque, kind: remote, slice_ms: 300, dependency: inventory }
+ * ```
+ */
+
+const KINDS: Readonly<Record<string, ComponentKind>> = Object.freeze({
+  remote: 'remote',
+  'long-tail': 'remote',
+  local: 'local',
+  deterministic: 'local',
+});
+
+type Path = readonly (string | number)[];
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** First of the spellings present in `o`, with its key. */
+function field(o: Record<string, unknown>, ...names: string[]): [string, unknown] {
+  for (const n of names) if (Object.hasOwn(o, n)) return [n, o[n]];
+  return [names[0]!, undefined];
+}
+
+export interface ParsedBudget {
+  /** Undefined when a problem of severity `error` makes the budget unusable. */
+  readonly budget: LatencyBudget | undefined;
+  readonly problems: readonly BudgetProblem[];
+}
+
+export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
+  const problems: BudgetProblem[] = [];
+  const error = (path: Path, message: string) => problems.push({ path, message, severity: 'error' });
+  if (!isRecord(raw)) {
+    error(at, 'an endpoint budget must be a mapping with endpoint, total_slo_ms and components');
+    return { budget: undefined, problems };
+  }
+  const [endpointKey, endpoint] = field(raw, 'endpoint', 'name');
+  if (
+    typeof endpoint !== 'string' ||
+    endpoint.trim() === '' ||
+    endpoint.length > BUDGET_LIMITS.maxNameLength
+  ) {
+    error([...at, endpointKey], `\`${endpointKey}\` must be a non-empty string (e.g. "POST /pedidos")`);
+  }
+  const [sloKey, slo] = field(raw, 'total_slo_ms', 'totalSloMs');
+  const sloOk =
+    typeof slo === 'number' && Number.isFinite(slo) && slo > 0 && slo <= BUDGET_LIMITS.maxTotalSloMs;
+  if (!sloOk)
+    error([...at, sloKey], `\`${sloKey}\` must be a number of ms in (0, ${BUDGET_LIMITS.maxTotalSloMs}]`);
+  const [listKey, list] = field(raw, 'components', 'componentes');
+  if (!Array.isArray(list) || list.length === 0 || list.length > BUDGET_LIMITS.maxComponents) {
+    error([...at, listKey], `\`${listKey}\` must be a list of 1 to ${BUDGET_LIMITS.maxComponents} slices`);
+    return { budget: undefined, problems };
+  }
+  for (const key of Object.keys(raw)) {
+    if (![endpointKey, sloKey, listKey].includes(key)) {
+      problems.push({ path: [...at, key], message: `unknown key \`${key}\``, severity: 'warning' });
+    }
+  }
+  const components: BudgetComponent[] = [];
+  const seen = new Set<string>();
+  list.forEach((item, i) => {
+    const c = parseComponent(item, [...at, listKey, i], problems);
+    if (c === undefined) return;
+    if (seen.has(c.name)) error([...at, listKey, i, 'name'], `duplicate component ${c.name}`);
+    seen.add(c.name);
+    components.push(c);
+  });
+  if (problems.some((p) => p.severity === 'error')) return { budget: undefined, problems };
+  const budget = Object.freeze({
+    endpoint: (endpoint as string).trim(),
+    totalSloMs: slo as number,
+    components: Object.freeze(components),
+  });
+  return { budget, problems };
+}
+
+function parseComponent(item: unknown, path: Path, problems: BudgetProblem[]): BudgetComponent | undefined {
+  const error = (p: Path, message: string) => problems.push({ path: p, message, severity: 'error' });
+  if (!isRecord(item)) {
+    error(path, 'a component must be a mapping: { name, kind: remote|local, slice_ms }');
+    return undefined;
+  }
+  const before = problems.length;
+  const name = item.name;
+  if (typeof name !== 'string' || name.trim() === '' || name.length > BUDGET_LIMITS.maxNameLength) {
+    error([...path, 'name'], '`name` must be a non-empty string');
+  }
+  const kind =
+    typeof item.kind === 'string' && Object.hasOwn(KINDS, item.kind) ? KINDS[item.kind] : undefined;
+  if (kind === undefined) {
+    error([...path, 'kind'], '`kind` must be remote (long-tail) or local (deterministic)');
+  }
+  const [sliceKey, slice] = field(item, 'slice_ms', 'sliceMs');
+  if (!(typeof slice === 'number' && Number.isFinite(slice) && slice > 0)) {
+    error([...path, sliceKey], `\`${sliceKey}\` must be a number of ms > 0`);
+  }
+  const dependency = item.dependency;
+  if (dependency !== undefined && (typeof dependency !== 'string' || dependency === '')) {
+    error([...path, 'dependency'], '`dependency` must name a configured dependency');
+  }
+  for (const key of Object.keys(item)) {
+    if (!['name', 'kind', 'slice_ms', 'sliceMs', 'dependency'].includes(key)) {
+      problems.push({ path: [...path, key], message: `unknown key \`${key}\``, severity: 'warning' });
+    }
+  }
+  if (problems.slice(before).some((p) => p.severity === 'error')) return undefined;
+  const c: BudgetComponent = { name: (name as string).trim(), kind: kind!, sliceMs: slice as number };
+  return Object.freeze(dependency === undefined ? c : { ...c, dependency: dependency as string });
+}

@@ -1,0 +1,43 @@
+import type { BudgetProblem, LatencyBudget } from './types.js';
+
+/**
+ * The budget's own arithmetic (SPEC B1): the slices must add up to the SLO — over it, the endpoint
+ * promises what its parts cannot keep; under it, unallocated time nobody can use — and long-tail
+ * (remote) components must get larger slices than deterministic (local) ones, because the margin is
+ * never spread evenly: it goes where the tail is. `path` points at the raw input as in `parseBudget`.
+ */
+export function validateBudget(
+  budget: LatencyBudget,
+  at: readonly (string | number)[] = [],
+): BudgetProblem[] {
+  const problems: BudgetProblem[] = [];
+  const sum = budget.components.reduce((acc, c) => acc + c.sliceMs, 0);
+  const names = budget.components.map((c) => `${c.name} ${c.sliceMs}`).join(' + ');
+  if (Math.abs(sum - budget.totalSloMs) > 1e-9) {
+    const how = sum > budget.totalSloMs ? 'exceed' : 'fall short of';
+    problems.push({
+      path: [...at, 'components'],
+      message: `slices ${how} total_slo_ms by ${round(Math.abs(sum - budget.totalSloMs))} ms: ${names} = ${round(sum)}, SLO ${budget.totalSloMs}`,
+      severity: 'error',
+    });
+  }
+  const remote = budget.components.filter((c) => c.kind === 'remote');
+  const local = budget.components.filter((c) => c.kind === 'local');
+  if (remote.length > 0 && local.length > 0) {
+    const smallestRemote = remote.reduce((a, b) => (b.sliceMs < a.sliceMs ? b : a));
+    const largestLocal = local.reduce((a, b) => (b.sliceMs > a.sliceMs ? b : a));
+    if (smallestRemote.sliceMs <= largestLocal.sliceMs) {
+      const index = budget.components.indexOf(smallestRemote);
+      problems.push({
+        path: [...at, 'components', index, 'slice_ms'],
+        message:
+          `remote (long-tail) component ${smallestRemote.name} gets ${smallestRemote.sliceMs} ms, not more than ` +
+          `local (deterministic) ${largestLocal.name} with ${largestLocal.sliceMs} ms: give the tail the margin`,
+        severity: 'warning',
+      });
+    }
+  }
+  return problems;
+}
+
+const round = (ms: number): number => Math.round(ms * 1000) / 1000;
