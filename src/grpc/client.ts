@@ -1,0 +1,114 @@
+import {
+  InterceptingCall,
+  type Interceptor,
+  type InterceptorOptions,
+  type Listener,
+  type NextCall,
+  type Requester,
+  type StatusObject,
+  status,
+} from '@grpc/grpc-js';
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { OptionsValidator } from '../options/validator.js';
+import { GRPC_CLIENT_DEFAULTS, GRPC_LIMITS } from './constants.js';
+import { grpcDeadlineEpochMs } from './epoch.js';
+import { deadlineStatus } from './status.js';
+
+export interface DeadlineInterceptorOptions {
+  /**
+   * The method's p99 latency in ms: a call with less time left fails at once with
+   * `DEADLINE_EXCEEDED` (cause: DeadlineInsufficientError) without touching the channel (SPEC D4).
+   * Default 0 (only a deadline already gone is refused); range [0, 2^31-1].
+   */
+  readonly p99Ms?: number;
+  /** The dependency's name in errors. Default: the method path (`/pkg.Service/Method`). */
+  readonly name?: string;
+  /** Where time comes from (wall clock for the grpc-js deadline). Default: the system clock. */
+  readonly clock?: Clock;
+}
+
+/**
+ * A grpc-js client interceptor that carries the ambient deadline onto the call (SPEC D1, D4, D5):
+ * - the call's deadline becomes the earlier of its own and `currentDeadline()`, so gRPC's native
+ *   `grpc-timeout` carries what is left of the request being served;
+ * - with less than `p99Ms` left (or nothing), the call fails fast with `DEADLINE_EXCEEDED`, whose
+ *   `cause` is a DeadlineInsufficientError, and no request leaves the process;
+ * - a `DEADLINE_EXCEEDED` from grpc-js or the server gets a DeadlineExceededError as `cause`.
+ *
+ * @example
+ * const client = new Echo('127.0.0.1:50051', credentials.createInsecure(), {
+ *   interceptors: [deadlineInterceptor({ p99Ms: 80 })],
+ * });
+ */
+export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): Interceptor {
+  const v = new OptionsValidator('deadlineInterceptor');
+  const p99Ms = v.number('p99Ms', options.p99Ms, {
+    default: GRPC_CLIENT_DEFAULTS.p99Ms,
+    min: 0,
+    max: GRPC_LIMITS.maxMs,
+  });
+  const name = v.string('name', options.name, undefined);
+  if (options.clock !== undefined && typeof options.clock?.epochNow !== 'function') {
+    v.problem('`clock` must implement now, epochNow, setTimer and clearTimer');
+  }
+  v.done();
+  const clock = options.clock ?? systemClock;
+
+  return (callOptions: InterceptorOptions, nextCall: NextCall): InterceptingCall => {
+    const dependency = name ?? callOptions.method_definition.path;
+    const own = grpcDeadlineEpochMs(callOptions.deadline);
+    const ambient = currentDeadline();
+    const ambientEpoch = ambient === undefined ? undefined : Math.floor(ambient.epochMs());
+    const epoch =
+      ambientEpoch !== undefined && (own === undefined || ambientEpoch < own) ? ambientEpoch : own;
+    if (epoch === undefined) return new InterceptingCall(nextCall(callOptions));
+
+    const remainingMs = Math.max(0, epoch - clock.epochNow());
+    if (remainingMs <= 0 || remainingMs < p99Ms) {
+      const error = new DeadlineInsufficientError({ dependency, remainingMs, neededMs: p99Ms });
+      return new InterceptingCall(NOT_CALLED, refuse(deadlineStatus(error)));
+    }
+    const started = clock.now();
+    const onDeadline = (): DeadlineExceededError =>
+      new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });
+    const next = nextCall(epoch === own ? callOptions : { ...callOptions, deadline: epoch });
+    return new InterceptingCall(next, explain(onDeadline));
+  };
+}
+
+/** A requester that never calls `next`: the status is delivered without any I/O. */
+function refuse(failure: StatusObject): Requester {
+  return {
+    start: (_metadata, listener) => {
+      process.nextTick(() => listener.onReceiveStatus?.(failure));
+    },
+    sendMessage: () => undefined,
+    halfClose: () => undefined,
+  };
+}
+
+/** Attaches a DeadlineExceededError as `cause` to a DEADLINE_EXCEEDED status (SPEC D6). */
+function explain(onDeadline: () => DeadlineExceededError): Requester {
+  const listener: Listener = {
+    onReceiveStatus: (received, next) => {
+      if (received.code !== status.DEADLINE_EXCEEDED || 'cause' in received) return next(received);
+      next(Object.assign({}, received, { cause: onDeadline() }));
+    },
+  };
+  return { start: (metadata, _listener, next) => next(metadata, listener) };
+}
+
+/** Stands in for the channel call when a call is refused: nothing reaches the network. */
+const NOT_CALLED: ReturnType<NextCall> = {
+  cancelWithStatus: () => undefined,
+  getPeer: () => 'not-called',
+  start: () => undefined,
+  sendMessageWithContext: () => undefined,
+  sendMessage: () => undefined,
+  startRead: () => undefined,
+  halfClose: () => undefined,
+  getAuthContext: () => null,
+};
