@@ -9,6 +9,11 @@ import { round, summarize } from '../lib/stats.mjs';
 const RUN = fileURLToPath(new URL('./run-effect.mjs', import.meta.url));
 /** The Google SRE book's figure for a 10% retry budget under total outage. */
 export const AMPLIFICATION_GOAL = 1.1;
+/**
+ * Hedging must cut the caller's p99 at least in half on this dependency: the tail above p95 is 10× the
+ * body, so a hedge sent at the p95 should bring p99 down to about p95 + one fast answer.
+ */
+export const HEDGE_P99_GOAL = 0.5;
 
 export async function runEffectSuite({ runs, outageSeconds, rps, hedgeRequests, log }) {
   const amp = await runChild(
@@ -78,14 +83,24 @@ function hedgingSection(hedges) {
     setup:
       `Fake clock, 200 req/s; each attempt 8–12 ms, ${Math.round((first.slowShare ?? 0.05) * 100)}% of attempts ${first.slowFactor ?? 10}× slower; ` +
       `${first.without?.requests ?? '?'} measured calls per seed, ${hedges.length} seed(s): median (min–max). Hedge at the live p95, paid from the retry budget.`,
-    columns: ['client', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'extra requests'],
+    columns: [
+      'client',
+      'p50 ms',
+      'p95 ms',
+      'p99 ms',
+      'p99.9 ms',
+      'max ms',
+      'extra requests',
+      'budget refusals',
+    ],
     rows: [],
   };
   const skipped = hedges.find((h) => h.skipped);
   if (skipped) return { ...section, skipped: skipped.skipped };
   for (const [label, key] of [
     ['without hedging', 'without'],
-    ['with hedging (p95)', 'with'],
+    ['hedge at live p95 (default)', 'with'],
+    ['hedge at live p94', 'withP94'],
   ]) {
     const cell = (m, digits = 1) => {
       const s = summarize(hedges.map((h) => h[key][m]));
@@ -95,10 +110,12 @@ function hedgingSection(hedges) {
     section.rows.push([
       label,
       cell('p50Ms'),
+      cell('p95Ms'),
       cell('p99Ms'),
       cell('p999Ms'),
       cell('maxMs'),
       `${round(extra.median, 2)}% (${round(extra.min, 2)}–${round(extra.max, 2)})`,
+      cell('budgetRefused', 0),
     ]);
   }
   return section;
@@ -117,17 +134,22 @@ function goals(amp, hedges) {
     });
   }
   if (hedges.length > 0 && !hedges.some((h) => h.skipped)) {
-    const ratio = summarize(hedges.map((h) => h.with.p99Ms / h.without.p99Ms)).median;
+    for (const [key, label] of [
+      ['with', 'live p95, the default'],
+      ['withP94', 'live p94'],
+    ]) {
+      const ratio = summarize(hedges.map((h) => h[key].p99Ms / h.without.p99Ms)).median;
+      out.push({
+        what: `hedging at the ${label}: caller p99 with ÷ without`,
+        goal: `≤ ${HEDGE_P99_GOAL}`,
+        achieved: round(ratio, 3),
+        met: ratio <= HEDGE_P99_GOAL,
+        shortBy: ratio <= HEDGE_P99_GOAL ? 0 : round(ratio - HEDGE_P99_GOAL, 3),
+      });
+    }
     const extra = summarize(hedges.map((h) => h.with.extraRequestsShare)).median;
     out.push({
-      what: 'hedging: caller p99 with ÷ without (lower is better)',
-      goal: '< 0.5',
-      achieved: round(ratio, 3),
-      met: ratio < 0.5,
-      shortBy: ratio < 0.5 ? 0 : round(ratio - 0.5, 3),
-    });
-    out.push({
-      what: 'hedging: extra requests (share of calls) within the 10% budget',
+      what: 'hedging at the live p95: extra requests (share of calls), within the 10% budget',
       goal: '≤ 0.1',
       achieved: round(extra, 4),
       met: extra <= 0.1,

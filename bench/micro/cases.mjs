@@ -89,4 +89,58 @@ export const MICRO_CASES = [
       return () => Deadline.after(1_000).toHeaders();
     },
   },
+  {
+    name: 'executor execute() fixed cost',
+    kind: 'prazo',
+    about:
+      'createDependency({ p99Ms: 50 }).execute(resolved operation, { idempotent: true }): deadline, plan, budget, recording',
+    async: true,
+    setup: async () => {
+      const createDependency = await prazo('dependency', 'createDependency');
+      const dependency = createDependency({ name: 'bench', p99Ms: 50 });
+      const operation = () => RESOLVED;
+      const options = { idempotent: true };
+      return () => dependency.execute(operation, options);
+    },
+  },
+  {
+    name: 'executor execute() + otel, no SDK',
+    kind: 'prazo',
+    about:
+      'the same, observed by instrumentPrazo() with no OpenTelemetry SDK installed (the API no-op meter)',
+    async: true,
+    setup: async () => {
+      const createDependency = await prazo('dependency', 'createDependency');
+      const instrumentPrazo = await prazo('otel', 'instrumentPrazo');
+      const dependency = createDependency({ name: 'bench', p99Ms: 50 });
+      instrumentPrazo({ dependencies: [dependency] });
+      const operation = () => RESOLVED;
+      const options = { idempotent: true };
+      return () => dependency.execute(operation, options);
+    },
+  },
+  {
+    name: 'executor execute(), hedging armed',
+    kind: 'prazo',
+    about: 'the same with a hedge armed at max(live p95, 1 s) that never fires: one timer per call',
+    async: true,
+    setup: async () => {
+      const createDependency = await prazo('dependency', 'createDependency');
+      const dependency = createDependency({
+        name: 'bench',
+        p99Ms: 1_000,
+        hedge: { minDelayMs: 1_000 },
+        recorder: { windowMs: 50, minSamples: 10 },
+      });
+      const operation = () => RESOLVED;
+      const options = { idempotent: true };
+      // Hedging needs a live p95: keep calling until the recorder has a full window.
+      for (let i = 0; i < 200 && dependency.recorder.quantile(0.95) === undefined; i += 1) {
+        for (let j = 0; j < 20; j += 1) await dependency.execute(operation, options);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      if (dependency.recorder.quantile(0.95) === undefined) throw new Error('hedging never armed');
+      return () => dependency.execute(operation, options);
+    },
+  },
 ];
