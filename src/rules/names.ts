@@ -1,0 +1,70 @@
+import { METRICS, type MetricKey, type MetricSpec } from '../otel/constants.js';
+
+/**
+ * How prazo's OpenTelemetry metric names appear in Prometheus. Two translations exist in the wild,
+ * and a rule written for one finds nothing under the other, so the scheme is an explicit choice:
+ *
+ * - `exporter` (default): `@opentelemetry/exporter-prometheus`, the JS SDK's own scrape endpoint.
+ *   Invalid characters become `_`, monotonic counters get `_total`, units are *not* appended:
+ *   `prazo.dependency.attempt.duration` → `prazo_dependency_attempt_duration_bucket`.
+ * - `otlp`: Prometheus' OTLP receiver and the OpenTelemetry Collector's Prometheus exporters with
+ *   their default `UnderscoreEscapingWithSuffixes` translation (prometheus/otlptranslator): the unit
+ *   is appended as a word (`s` → `_seconds`), `{annotation}` units add nothing, counters end in
+ *   `_total`, dimensionless gauges in `_ratio`: → `prazo_dependency_attempt_duration_seconds_bucket`.
+ *
+ * Attribute names translate the same way in both: `prazo.dependency` → `prazo_dependency`.
+ */
+export type NamingScheme = 'exporter' | 'otlp';
+export const NAMING_SCHEMES: readonly NamingScheme[] = Object.freeze(['exporter', 'otlp']);
+
+/** UCUM units prazo uses, as Prometheus unit words (otlptranslator's table, the part prazo needs). */
+const UNIT_WORDS: Readonly<Record<string, string>> = Object.freeze({
+  s: 'seconds',
+  ms: 'milliseconds',
+  '1': '',
+});
+
+/** An attribute name as a Prometheus label name. */
+export function labelName(attribute: string): string {
+  return attribute.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');
+}
+
+function exporterName(metric: MetricSpec): string {
+  const base = metric.name.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');
+  return metric.kind === 'counter' && !base.endsWith('_total') ? `${base}_total` : base;
+}
+
+function otlpName(metric: MetricSpec): string {
+  let tokens = metric.name.split(/[^a-zA-Z0-9:]+/).filter((t) => t.length > 0);
+  const unit = metric.unit.includes('{')
+    ? ''
+    : (UNIT_WORDS[metric.unit] ?? metric.unit.replace(/[^a-zA-Z0-9:]+/g, '_'));
+  if (unit !== '' && !tokens.includes(unit)) tokens.push(unit);
+  if (metric.kind === 'counter') tokens = [...tokens.filter((t) => t !== 'total'), 'total'];
+  if (metric.unit === '1' && metric.kind === 'gauge')
+    tokens = [...tokens.filter((t) => t !== 'ratio'), 'ratio'];
+  return tokens.join('_');
+}
+
+/** The Prometheus metric family name of one prazo metric (a histogram's series add `_bucket` etc.). */
+export function prometheusName(metric: MetricSpec, scheme: NamingScheme): string {
+  return scheme === 'otlp' ? otlpName(metric) : exporterName(metric);
+}
+
+/** Family names of every prazo metric, by key, under one scheme. */
+export function familyNames(scheme: NamingScheme): Readonly<Record<MetricKey, string>> {
+  const out = {} as Record<MetricKey, string>;
+  for (const key of Object.keys(METRICS) as MetricKey[]) out[key] = prometheusName(METRICS[key], scheme);
+  return Object.freeze(out);
+}
+
+/** Every series name prazo can export under `scheme`: a histogram contributes `_bucket`, `_count`, `_sum`. */
+export function exportedSeriesNames(scheme: NamingScheme): readonly string[] {
+  const out: string[] = [];
+  for (const metric of Object.values(METRICS)) {
+    const name = prometheusName(metric, scheme);
+    if (metric.kind === 'histogram') out.push(`${name}_bucket`, `${name}_count`, `${name}_sum`);
+    else out.push(name);
+  }
+  return Object.freeze(out);
+}

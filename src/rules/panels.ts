@@ -1,0 +1,205 @@
+import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
+import { RULE_DEFAULTS } from './constants.js';
+import type { ResolvedInput } from './input.js';
+import { familyNames, labelName } from './names.js';
+import { type Matcher, num, oneOf, quote, rate, selector, sumBy } from './promql.js';
+
+/**
+ * The dashboard's panels, row by row (SPEC V3: the retry ratio first, with its budget line; then
+ * timeout vs p99 and timeouts by phase, hedges, server wasted work, latency-budget slices). Queries use
+ * Grafana's `$dependency` variable and `$__rate_interval`, which Grafana substitutes before sending.
+ */
+
+export interface PanelTarget {
+  readonly expr: string;
+  readonly legendFormat: string;
+}
+
+export interface PanelSpec {
+  readonly title: string;
+  readonly description: string;
+  /** Grafana unit id: `percentunit`, `s`, `reqps`, `short`. */
+  readonly unit: string;
+  readonly targets: readonly PanelTarget[];
+}
+
+export interface RowSpec {
+  readonly title: string;
+  readonly panels: readonly PanelSpec[];
+}
+
+const L = {
+  dep: labelName(ATTR.dependency),
+  kind: labelName(ATTR.attemptKind),
+  phase: labelName(ATTR.timeoutPhase),
+  outcome: labelName(ATTR.outcome),
+  server: labelName(ATTR.server),
+  endpoint: labelName(ATTR.endpoint),
+  component: labelName(ATTR.component),
+};
+const W = '$__rate_interval';
+const dep: Matcher = [L.dep, '=~', '$dependency'];
+
+export function dashboardRows(input: ResolvedInput): RowSpec[] {
+  const N = familyNames(input.naming);
+  const byDep = (extra: string[] = []) => [L.dep, ...extra];
+  // One flat line per dependency at its budget's ratio, from the config: the alert's own threshold.
+  const budgetLines = input.dependencies
+    .filter((d) => d.maxRatio > 0)
+    .map((d) => ({
+      expr: `label_replace(vector(${num(d.maxRatio)}), ${quote(L.dep)}, ${quote(d.name)}, "", "")`,
+      legendFormat: `budget {{${L.dep}}}`,
+    }));
+  const attempts = sumBy(byDep(), rate(N.attempts, [dep], W));
+  const retries: RowSpec = {
+    title: 'Retries and the retry budget (SPEC R1, R7, V3)',
+    panels: [
+      {
+        title: 'Retry ratio (extra attempts / originals)',
+        description: 'Moves about a minute before the error rate. Flat lines: each budget ratio.',
+        unit: 'percentunit',
+        targets: [
+          { expr: selector(N.retryRatio, [dep]), legendFormat: `{{${L.dep}}} {{instance}}` },
+          ...budgetLines,
+        ],
+      },
+      {
+        title: 'Attempts by kind',
+        description: 'Original requests, retries and hedges per second.',
+        unit: 'reqps',
+        targets: [
+          {
+            expr: sumBy(byDep([L.kind]), rate(N.attempts, [dep], W)),
+            legendFormat: `{{${L.dep}}} {{${L.kind}}}`,
+          },
+        ],
+      },
+      {
+        title: 'Budget refusals by kind',
+        description: 'Retries and hedges the budget said no to: failures beyond what the budget retries.',
+        unit: 'reqps',
+        targets: [
+          {
+            expr: sumBy(byDep([L.kind]), rate(N.budgetRefusals, [dep], W)),
+            legendFormat: `{{${L.dep}}} {{${L.kind}}}`,
+          },
+        ],
+      },
+      {
+        title: 'Deadline-insufficient fast failures',
+        description: 'Calls never sent because the time left could not fit the p99 (SPEC D4).',
+        unit: 'reqps',
+        targets: [
+          { expr: sumBy(byDep(), rate(N.deadlineInsufficient, [dep], W)), legendFormat: `{{${L.dep}}}` },
+        ],
+      },
+    ],
+  };
+  const timeouts: RowSpec = {
+    title: 'Timeouts (SPEC C5, D6, V1)',
+    panels: [
+      {
+        title: 'Configured timeout vs live p99',
+        description: 'The timeout must stay above the p99 of a healthy dependency.',
+        unit: 's',
+        targets: [
+          {
+            expr: selector(N.timeoutConfigured, [dep]),
+            legendFormat: `timeout {{${L.dep}}} {{${L.phase}}} {{instance}}`,
+          },
+          { expr: selector(N.latencyP99, [dep]), legendFormat: `p99 {{${L.dep}}} {{instance}}` },
+        ],
+      },
+      {
+        title: 'Timeouts by phase',
+        description:
+          'connect = instance down; response = slow server; body = stalled stream; deadline = caller out of time.',
+        unit: 'reqps',
+        targets: [
+          {
+            expr: sumBy(byDep([L.phase]), rate(N.timeouts, [dep], W)),
+            legendFormat: `{{${L.dep}}} {{${L.phase}}}`,
+          },
+        ],
+      },
+      {
+        title: 'Abandonment (response/body timeouts / attempts)',
+        description: `Above ${num(RULE_DEFAULTS.abandonmentRatio * 100)}% on a healthy dependency: too tight; ~0 with a stable p99: idle margin.`,
+        unit: 'percentunit',
+        targets: [
+          {
+            expr: `${sumBy(byDep(), rate(N.timeouts, [dep, [L.phase, '=~', oneOf(CALIBRATED_PHASES)]], W))} / ${attempts}`,
+            legendFormat: `{{${L.dep}}}`,
+          },
+        ],
+      },
+      {
+        title: 'Attempt latency p99 by outcome',
+        description: 'From the attempt-duration histogram.',
+        unit: 's',
+        targets: [
+          {
+            expr: `histogram_quantile(0.99, ${sumBy(['le', ...byDep([L.outcome])], rate(`${N.attemptDuration}_bucket`, [dep], W))})`,
+            legendFormat: `{{${L.dep}}} {{${L.outcome}}}`,
+          },
+        ],
+      },
+    ],
+  };
+  const hedging: RowSpec = {
+    title: 'Hedging and server-side waste (SPEC H1–H3, D7)',
+    panels: [
+      {
+        title: 'Hedges sent and won',
+        description: 'Hedges are paid from the retry budget; a hedge that rarely wins is load for nothing.',
+        unit: 'reqps',
+        targets: [
+          {
+            expr: sumBy(byDep(), rate(N.attempts, [dep, [L.kind, '=', 'hedge']], W)),
+            legendFormat: `sent {{${L.dep}}}`,
+          },
+          { expr: sumBy(byDep(), rate(N.hedgesWon, [dep], W)), legendFormat: `won {{${L.dep}}}` },
+        ],
+      },
+      {
+        title: 'Wasted work and expired requests',
+        description:
+          'Responses finished after their deadline (nobody waited), and requests refused on arrival.',
+        unit: 'reqps',
+        targets: [
+          { expr: sumBy([L.server], rate(N.wastedWork, [], W)), legendFormat: `wasted {{${L.server}}}` },
+          {
+            expr: sumBy([L.server], rate(N.rejectedExpired, [], W)),
+            legendFormat: `rejected expired {{${L.server}}}`,
+          },
+          {
+            expr: sumBy([L.server], rate(N.wastedWorkTime, [], W)),
+            legendFormat: `busy seconds/s wasted {{${L.server}}}`,
+          },
+        ],
+      },
+    ],
+  };
+  const rows = [retries, timeouts, hedging];
+  if (input.endpoints.length > 0) {
+    const endpoints: Matcher = [L.endpoint, '=~', oneOf(input.endpoints.map((e) => e.name))];
+    const by = [L.endpoint, L.component];
+    rows.push({
+      title: 'Latency budgets (SPEC B1, B3)',
+      panels: [
+        {
+          title: 'Slice overrun rate by component',
+          description: `Share of runs over their slice; above ${num(RULE_DEFAULTS.sliceOverrunRatio * 100)}% the budget design no longer holds.`,
+          unit: 'percentunit',
+          targets: [
+            {
+              expr: `${sumBy(by, rate(N.sliceOverruns, [endpoints], W))} / ${sumBy(by, rate(N.sliceObservations, [endpoints], W))}`,
+              legendFormat: `{{${L.endpoint}}} {{${L.component}}}`,
+            },
+          ],
+        },
+      ],
+    });
+  }
+  return rows;
+}

@@ -1,0 +1,110 @@
+import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
+import { ALERTS, RULE_DEFAULTS as R } from './constants.js';
+import type { ResolvedDependency } from './input.js';
+import { familyNames, labelName, type NamingScheme } from './names.js';
+import { type Matcher, num, oneOf, rate, selector, sumBy, sumWithout } from './promql.js';
+import type { AlertRule } from './types.js';
+
+/**
+ * The alert rules of one dependency (SPEC R7, V1, V3, C5, H3). Gauges (the retry ratio, the timeouts,
+ * the live p99) are per process, so their rules keep every label and fire per instance; rates are
+ * summed per `job` and dependency, so a fleet's abandonment is judged on all of its attempts.
+ */
+
+const L = {
+  dependency: labelName(ATTR.dependency),
+  kind: labelName(ATTR.attemptKind),
+  phase: labelName(ATTR.timeoutPhase),
+  outcome: labelName(ATTR.outcome),
+};
+const BY = ['job', L.dependency];
+
+const pct = (x: number): string => `${Number((x * 100).toPrecision(6))}%`;
+
+export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): AlertRule[] {
+  const N = familyNames(naming);
+  const d: Matcher = [L.dependency, '=', dep.name];
+  const rules: AlertRule[] = [];
+  const hedges = dep.hedging ? ' Hedges spend the same budget (SPEC H3): check the hedge panel too.' : '';
+
+  if (dep.maxRatio > 0) {
+    // The ratio alone misleads at low traffic, where the budget's floor (not its ratio) governs.
+    const originals = sumWithout([L.kind], rate(N.attempts, [d, [L.kind, '=', 'original']], R.rateWindow));
+    const governs = `${originals} * ${num(dep.maxRatio)} > ${num(dep.minPerSecond)}`;
+    const ratio = selector(N.retryRatio, [d]);
+    const warn = dep.maxRatio * R.warnFraction;
+    rules.push({
+      alert: ALERTS.retryRatioHigh,
+      expr: `(${ratio} > ${num(warn)}) and (${governs})`,
+      for: R.warnFor,
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: `Retries to ${dep.name} are above ${pct(warn)} of original requests`,
+        description: `The retry ratio of ${dep.name} is {{ $value | humanizePercentage }} (budget ${pct(dep.maxRatio)}). Retries are masking a degradation: the error rate follows in about a minute (SPEC R7).${hedges}`,
+        runbook: `Look at ${dep.name}'s timeouts by phase and error rate now, before users see failures; if it is degrading, shed load or fail over before the budget runs out.`,
+      },
+    });
+    const exhausted = dep.maxRatio * R.exhaustedFraction;
+    rules.push({
+      alert: ALERTS.retryBudgetExhausted,
+      expr: `(${ratio} >= ${num(exhausted)}) and (${governs})`,
+      for: R.exhaustedFor,
+      labels: { severity: 'critical' },
+      annotations: {
+        summary: `The retry budget of ${dep.name} is spent (ratio at its ${pct(dep.maxRatio)} cap)`,
+        description: `The retry ratio of ${dep.name} is {{ $value | humanizePercentage }}, at the budget's cap: further failures are no longer retried and reach callers as errors, by design (SPEC R1).${hedges}`,
+        runbook: `Treat ${dep.name} as down: check its health and its own dependencies; do not raise the budget ratio, that only multiplies load on a failing service.`,
+      },
+    });
+  }
+
+  const refusals = (window: string) => sumBy(BY, rate(N.budgetRefusals, [d], window));
+  rules.push({
+    alert: ALERTS.budgetRefusalsClimbing,
+    expr:
+      `(${refusals(R.rateWindow)} > ${num(R.refusalsMinPerSecond)}) and ` +
+      `(${refusals(R.rateWindow)} > ${num(R.refusalsClimbFactor)} * ${refusals(R.refusalsBaseline)})`,
+    for: R.refusalsFor,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: `The retry budget of ${dep.name} is refusing more and more extra attempts`,
+      description: `{{ $value | humanize }} refusals/s for ${dep.name}, over ${num(R.refusalsClimbFactor)}× its hourly rate: failures now exceed what the budget retries (SPEC R1, H3).`,
+      runbook: `Check ${dep.name}'s error rate and timeouts by phase; refusals are the budget protecting it, so fix the cause rather than the budget.`,
+    },
+  });
+
+  const response: Matcher = [L.phase, '=', 'response'];
+  rules.push({
+    alert: ALERTS.timeoutBelowP99,
+    expr: `${selector(N.timeoutConfigured, [d, response])} < ignoring (${L.phase}) (${selector(N.latencyP99, [d])} * ${num(R.timeoutHeadroom)})`,
+    for: R.timeoutFor,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: `The response timeout of ${dep.name} is below (or within ${pct(R.timeoutHeadroom - 1)} of) its live p99`,
+      description: `Configured response timeout {{ $value | humanizeDuration }} for ${dep.name} no longer clears the measured p99: healthy calls are being cut (SPEC C5, V1).`,
+      runbook: `Recalibrate ${dep.name} from a healthy window (prazo calibrate), or find why its p99 grew (deploy, volume, a missing index).`,
+    },
+  });
+
+  const attempts = sumBy(BY, rate(N.attempts, [d], R.abandonmentWindow));
+  const abandoned = sumBy(
+    BY,
+    rate(N.timeouts, [d, [L.phase, '=~', oneOf(CALIBRATED_PHASES)]], R.abandonmentWindow),
+  );
+  const errors = sumBy(
+    BY,
+    rate(`${N.attemptDuration}_count`, [d, [L.outcome, '=', 'error']], R.abandonmentWindow),
+  );
+  rules.push({
+    alert: ALERTS.abandonmentHigh,
+    expr: `(${abandoned} / ${attempts} > ${num(R.abandonmentRatio)}) unless (${errors} / ${attempts} >= ${num(R.healthyErrorRatio)})`,
+    for: R.abandonmentFor,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: `Over ${pct(R.abandonmentRatio)} of attempts to a healthy ${dep.name} end in a timeout`,
+      description: `{{ $value | humanizePercentage }} of attempts to ${dep.name} hit the response/body timeout while its error rate is low: the timeout is too tight (SPEC C5).`,
+      runbook: `Compare ${dep.name}'s configured timeout with its p99 panel and recalibrate; if p99 is stable and low, look for a few slow instances instead.`,
+    },
+  });
+  return rules;
+}
