@@ -72,7 +72,7 @@ describe('Attempt: one timer per call, phase-split timeouts (SPEC C2, D5, D6)', 
     clock.advance(1);
     expect(aborts).toHaveLength(1);
     expect(inner.error).toMatchObject({ code: 'RESPONSE_TIMEOUT', dependency: 'inventory', timeoutMs: 100 });
-    expect((inner.error as { elapsedMs: number }).elapsedMs).toBe(100);
+    expect((inner.error as unknown as { elapsedMs: number }).elapsedMs).toBe(100);
     expect(clock.pendingTimers()).toBe(0);
   });
 

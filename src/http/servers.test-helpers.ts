@@ -11,6 +11,8 @@ export interface SeenRequest {
   readonly method: string;
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
+  /** Becomes true when the connection that carried this request closes. */
+  socketClosed: boolean;
 }
 
 export interface TestServer {
@@ -31,7 +33,11 @@ export async function startServer(handler: Handler, host = '127.0.0.1'): Promise
   const seen: SeenRequest[] = [];
   const server = http.createServer((req, res) => {
     const index = seen.length;
-    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    const entry = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, socketClosed: false };
+    seen.push(entry);
+    req.socket.once('close', () => {
+      entry.socketClosed = true;
+    });
     handler(req, res, index);
   });
   server.keepAliveTimeout = 30_000;

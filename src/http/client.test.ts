@@ -1,0 +1,224 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { runWithDeadline } from '../deadline/ambient.js';
+import { Deadline } from '../deadline/deadline.js';
+import { createLatencyRecorder } from '../latency/recorder.js';
+import { createHttpClient, type HttpClient } from './client.js';
+import type { HttpClientOptions } from './options.js';
+import { faults, type Handler, startServer, type TestServer } from './servers.test-helpers.js';
+
+/**
+ * The client against real loopback servers (SPEC C2, D4, D5, D6). Timing assertions keep margins of
+ * 100 ms and more: two shared cores.
+ */
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function setup(handler: Handler, options: Partial<HttpClientOptions> = {}) {
+  const server = await startServer(handler);
+  const client = createHttpClient({ name: 'inventory', origin: server.origin, ...options });
+  cleanup.push(
+    () => server.close(),
+    () => client.destroy(),
+  );
+  return { server, client };
+}
+
+const rejection = async (promise: Promise<unknown>): Promise<Record<string, unknown>> => {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Record<string, unknown>;
+  }
+  throw new Error('expected a rejection');
+};
+
+const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+  const start = performance.now();
+  const value = await fn();
+  return [value, performance.now() - start];
+};
+
+const waitFor = async (check: () => boolean, ms = 2_000): Promise<void> => {
+  const until = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > until) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+};
+
+const get = async (client: HttpClient, path = '/'): Promise<string> =>
+  (await client.request(path)).body.text();
+
+describe('deadlines out (SPEC D1, D5)', () => {
+  it('sends the absolute deadline downstream, and the configured relative forms', async () => {
+    const { server, client } = await setup(faults.ok(), {
+      deadlineHeaders: { grpcTimeout: true, envoy: true },
+    });
+    const before = Date.now();
+    await (
+      await client.request('/a', { deadline: 1_500, headers: { 'x-deadline-epoch-ms': '1' } })
+    ).body.text();
+    const headers = server.seen[0]!.headers;
+    const epoch = Number(headers['x-deadline-epoch-ms']);
+    expect(epoch).toBeGreaterThanOrEqual(before + 1_400);
+    expect(epoch).toBeLessThanOrEqual(Date.now() + 1_500);
+    expect(headers['grpc-timeout']).toMatch(/^1[0-9]{3}m$/);
+    expect(Number(headers['x-envoy-expected-rq-timeout-ms'])).toBeGreaterThan(1_300);
+  });
+
+  it('uses the ambient deadline, and a per-call one can only shorten it', async () => {
+    const { server, client } = await setup(faults.ok());
+    await runWithDeadline(Deadline.after(800), async () => {
+      await get(client);
+      await (await client.request('/', { deadline: 5_000 })).body.text();
+      await (await client.request('/', { deadline: 300 })).body.text();
+    });
+    const [a, b, c] = server.seen.map((r) => Number(r.headers['x-deadline-epoch-ms']) - Date.now());
+    expect(a).toBeLessThanOrEqual(800);
+    expect(b).toBeLessThanOrEqual(800); // 5000 asked, the caller's 800 wins
+    expect(c).toBeLessThanOrEqual(300);
+    expect(c).toBeGreaterThan(100);
+  });
+});
+
+describe('fail fast before the socket (SPEC D4)', () => {
+  it('refuses with DEADLINE_INSUFFICIENT when the remaining time is below p99, touching nothing', async () => {
+    const { server, client } = await setup(faults.ok(), { p99Ms: 200 });
+    const error = await rejection(client.request('/', { deadline: 150 }));
+    expect(error).toMatchObject({ code: 'DEADLINE_INSUFFICIENT', dependency: 'inventory', neededMs: 200 });
+    expect(error.remainingMs).toBeLessThanOrEqual(150);
+    expect(server.connections).toBe(0);
+  });
+
+  it('uses the live p99 of the recorder when no p99Ms is configured', async () => {
+    const recorder = createLatencyRecorder({ minSamples: 1, windowMs: 60_000 });
+    for (let i = 0; i < 10; i += 1) recorder.record(400, 'success');
+    const { server, client } = await setup(faults.ok(), { recorder });
+    expect(recorder.quantile(0.99)).toBeUndefined(); // the window is not full yet: no live p99
+    await get(client);
+    expect(server.seen).toHaveLength(1);
+  });
+});
+
+describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
+  it('a server that accepts and never answers → RESPONSE_TIMEOUT at the configured time', async () => {
+    const { server, client } = await setup(faults.silent(), { responseTimeoutMs: 300 });
+    const [error, elapsed] = await timed(() => rejection(client.request('/', { deadline: 5_000 })));
+    expect(error).toMatchObject({
+      code: 'RESPONSE_TIMEOUT',
+      phase: 'response',
+      dependency: 'inventory',
+      timeoutMs: 300,
+    });
+    expect(elapsed).toBeGreaterThanOrEqual(295);
+    expect(elapsed).toBeLessThan(450);
+    // The connection that carried the request is released, not left hanging. (undici then opens a
+    // spare idle one, nodejs/undici#5845: not ours to close, `client.close()` does.)
+    await waitFor(() => server.seen[0]!.socketClosed);
+  });
+
+  it('a body that stalls → BODY_TIMEOUT while reading it', async () => {
+    const { client } = await setup(faults.stalledBody(), { bodyTimeoutMs: 250 });
+    const response = await client.request('/', { deadline: 5_000 });
+    expect(response.statusCode).toBe(200);
+    const [error, elapsed] = await timed(() => rejection(response.body.text()));
+    expect(error).toMatchObject({ code: 'BODY_TIMEOUT', phase: 'body', timeoutMs: 250 });
+    expect(elapsed).toBeGreaterThanOrEqual(200);
+    expect(elapsed).toBeLessThan(450);
+  });
+
+  it('the deadline bounds every phase → DEADLINE_EXCEEDED, and the connection is released', async () => {
+    const { server, client } = await setup(faults.silent(), { responseTimeoutMs: 5_000 });
+    const [error, elapsed] = await timed(() => rejection(client.request('/', { deadline: 250 })));
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', phase: 'deadline', dependency: 'inventory' });
+    expect(elapsed).toBeGreaterThanOrEqual(245);
+    expect(elapsed).toBeLessThan(400);
+    await waitFor(() => server.seen[0]!.socketClosed);
+  });
+
+  it('a reset mid-response fails the body read with the socket error', async () => {
+    const { client } = await setup(faults.resetMidResponse());
+    const response = await client.request('/');
+    const error = await rejection(response.body.text());
+    expect(['UND_ERR_SOCKET', 'ECONNRESET']).toContain(error.code);
+  });
+
+  it('the caller aborting rejects with its own reason', async () => {
+    const { client } = await setup(faults.silent());
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user left')), 50);
+    const error = await rejection(client.request('/', { signal: controller.signal }));
+    expect(error.message).toBe('user left');
+  });
+
+  it('records latencies by outcome', async () => {
+    const recorder = createLatencyRecorder({ minSamples: 1, windowMs: 60_000 });
+    const { client } = await setup(faults.sequence(faults.ok(), faults.status(503), faults.silent()), {
+      recorder,
+      responseTimeoutMs: 100,
+    });
+    await get(client);
+    await get(client);
+    await rejection(client.request('/'));
+    const w = recorder.currentWindow();
+    expect([w.successes, w.errors, w.timeouts]).toEqual([1, 1, 1]);
+  });
+});
+
+describe('idempotency keys (SPEC R5)', () => {
+  it('sends a per-call key, generates one on request, and keeps the caller’s own', async () => {
+    const { server, client } = await setup(faults.ok(), { generateIdempotencyKey: true });
+    await (await client.request('/', { method: 'POST', body: 'a', idempotencyKey: 'order-7' })).body.text();
+    await (await client.request('/', { method: 'POST', body: 'b' })).body.text();
+    await (await client.request('/', { method: 'POST', headers: { 'Idempotency-Key': 'mine' } })).body.text();
+    await get(client);
+    const keys = server.seen.map((r) => r.headers['idempotency-key']);
+    expect(keys[0]).toBe('order-7');
+    expect(keys[1]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[2]).toBe('mine');
+    expect(keys[3]).toBeUndefined(); // a GET needs none
+  });
+});
+
+describe('fetch()', () => {
+  it('returns a fetch Response, with a null body where fetch has none', async () => {
+    const { client } = await setup(
+      faults.sequence(faults.ok('hello'), faults.status(204), (req, res) => {
+        let body = '';
+        req.on('data', (c) => {
+          body += c;
+        });
+        req.on('end', () => res.end(`${req.method} ${req.headers['content-type']} ${body}`));
+      }),
+    );
+    const a = await client.fetch('/x');
+    expect([a.status, await a.text()]).toEqual([200, 'hello']);
+    const b = await client.fetch(new URL(`${client.origin}/y`));
+    expect([b.status, b.body]).toEqual([204, null]);
+    const c = await client.fetch('/z', { method: 'post', body: new URLSearchParams({ q: '1' }) });
+    expect(await c.text()).toBe('POST application/x-www-form-urlencoded;charset=UTF-8 q=1');
+  });
+
+  it('rejects with prazo’s typed errors', async () => {
+    const { client } = await setup(faults.silent(), { responseTimeoutMs: 100 });
+    expect(await rejection(client.fetch('/'))).toMatchObject({ code: 'RESPONSE_TIMEOUT' });
+    expect(await rejection(client.fetch('http://elsewhere.invalid/'))).toMatchObject({
+      code: 'INVALID_OPTIONS',
+    });
+  });
+});
+
+describe('per-call input', () => {
+  it('refuses bad per-call numbers with INVALID_OPTIONS, never NaN or a hang', async () => {
+    const { server, client } = await setup(faults.ok());
+    for (const bad of [{ deadline: Number.NaN }, { responseTimeoutMs: -1 }, { idempotencyKey: 'a\nb' }]) {
+      expect(await rejection(client.request('/', bad as never))).toMatchObject({ code: 'INVALID_OPTIONS' });
+    }
+    expect(server.connections).toBe(0);
+  });
+});
+
+export type { TestServer };
