@@ -14,7 +14,7 @@ export interface AttemptOwner<T> {
   outgoingHeaders(deadline: Deadline): Record<string, string>;
   /** The attempt settled: `ok` with a value, or failed with `value` as the error. */
   ended(attempt: Attempt<T>, ok: boolean, value: unknown, timedOut: boolean): void;
-  /** The attempt was cancelled (hedge lost, caller aborted): no outcome to record. */
+  /** The attempt was cancelled (hedge lost, caller aborted): it has no outcome of its own. */
   cancelled(attempt: Attempt<T>): void;
   /** A value that arrived after the attempt was over (timed out or cancelled): release it. */
   late(value: T): void;

@@ -255,8 +255,13 @@ export class Execution<T> implements AttemptOwner<T> {
 
   #win(attempt: Attempt<T>, value: T): void {
     const other = this.#primary ?? this.#hedge;
-    if (other !== undefined) other.cancel(new DOMException(HEDGE_LOST, 'AbortError'));
     const core = this.#core;
+    if (other !== undefined) {
+      // The loser is recorded at the instant it lost: a lower bound of its latency. Leaving it out
+      // would hide the slow tail from the recorder, lower the live p95 and make hedging feed itself.
+      core.recorder.record(core.clock.now() - other.started, 'success');
+      other.cancel(new DOMException(HEDGE_LOST, 'AbortError'));
+    }
     if (attempt.kind === 'hedge' && core.events.active) {
       core.events.emit({ type: 'hedge-won', dependency: core.name, attempt: attempt.attempt });
     }
