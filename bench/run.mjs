@@ -46,8 +46,8 @@ export const SETTINGS = {
     effect: { runs: 3, outageSeconds: 60, rps: 100, hedgeRequests: 20_000 },
   },
   quick: {
-    http: { runs: 1, warmupMs: 200, durationMs: 500, concurrency: 50 },
-    micro: { runs: 1, batchMs: 10, batches: 3 },
+    http: { runs: 1, warmupMs: 200, durationMs: 300, concurrency: 50 },
+    micro: { runs: 1, batchMs: 5, batches: 3 },
     memory: { runs: 1, rates: [100_000], steadyMs: 100, prazoCopies: 5 },
     effect: { runs: 1, outageSeconds: 20, rps: 100, hedgeRequests: 2_000 },
   },

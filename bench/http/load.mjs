@@ -89,4 +89,5 @@ report({
   p50Ms: percentile(sorted, 0.5) ?? null,
   p99Ms: percentile(sorted, 0.99) ?? null,
   cpuUsPerReq: measured > 0 ? (cpu.user + cpu.system) / measured : null,
+  stats: variant.stats?.() ?? null,
 });

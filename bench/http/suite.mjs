@@ -62,6 +62,15 @@ export function summarizeHttp(rounds, skipped, settings) {
     }
     const own = rounds.map((r) => r[name]).filter(Boolean);
     const entry = { runs: own.length, errors: own.reduce((s, r) => s + r.errors, 0) };
+    const withStats = own.filter((r) => r.stats);
+    if (withStats.length > 0) {
+      entry.stats = { requests: own.reduce((n, r) => n + r.requests, 0) };
+      for (const r of withStats) {
+        for (const [k, v] of Object.entries(r.stats)) {
+          entry.stats[k] = typeof v === 'boolean' ? (entry.stats[k] ?? true) && v : (entry.stats[k] ?? 0) + v;
+        }
+      }
+    }
     const firstError = own.find((r) => r.firstError)?.firstError;
     if (firstError) entry.firstError = firstError;
     for (const m of METRICS) entry[m] = rounded(summarize(own.map((r) => r[m])));

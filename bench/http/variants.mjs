@@ -1,12 +1,4 @@
-import {
-  ConsecutiveBreaker,
-  ExponentialBackoff,
-  handleAll,
-  retry,
-  TimeoutStrategy,
-  timeout,
-  wrap,
-} from 'cockatiel';
+import { ExponentialBackoff, handleAll, retry, TimeoutStrategy, timeout, wrap } from 'cockatiel';
 import { Agent, request } from 'undici';
 import { prazo } from '../lib/prazo.mjs';
 
@@ -21,12 +13,32 @@ import { prazo } from '../lib/prazo.mjs';
  * - `prazo-request`: prazo's `request()` with a deadline per call, a retry budget, latency recording,
  *   and hedging armed but set never to fire (the hedge delay floor is far above the loopback latency).
  * - `prazo-fetch`: prazo's `fetch()`, same settings.
+ * - `prazo-execute`: prazo's executor (`createDependency(...).execute`, same settings) around bare
+ *   `undici.request`, passing the attempt's signal and deadline headers: what the policy layer costs on
+ *   its own, to tell it apart from the client's.
+ *
+ * A variant may expose `stats()` (hedges sent, retries...), reported next to its numbers: "armed, not
+ * firing" is checked, not assumed.
  */
-export const HTTP_VARIANTS = ['undici', 'prazo-request', 'prazo-fetch', 'cockatiel', 'fetch'];
+export const HTTP_VARIANTS = [
+  'undici',
+  'prazo-request',
+  'prazo-fetch',
+  'prazo-execute',
+  'cockatiel',
+  'fetch',
+];
 
 /** Per-call deadline and attempt settings shared by the resilient variants. */
 export const CALL_DEADLINE_MS = 5_000;
 const ATTEMPT_TIMEOUT_MS = 2_000;
+/**
+ * The configured p99 of the loopback dependency, in ms, and the hedge floor: the hedge is armed on
+ * every call (one timer) at max(live p95, 250 ms), below the attempt timeout ceil(200 × 1.4) = 280 ms,
+ * so it fires only for a call stalled for 250 ms (none on a healthy loopback).
+ */
+const P99_MS = 200;
+const HEDGE = { minDelayMs: 250 };
 
 export async function createVariant(name, { origin }) {
   const url = `${origin}/`;
@@ -55,7 +67,6 @@ export async function createVariant(name, { origin }) {
         retry(handleAll, { maxAttempts: 2, backoff: new ExponentialBackoff() }),
         timeout(ATTEMPT_TIMEOUT_MS, TimeoutStrategy.Aggressive),
       );
-      void ConsecutiveBreaker;
       return {
         call: () =>
           policy.execute(async ({ signal }) => {
@@ -68,6 +79,8 @@ export async function createVariant(name, { origin }) {
     case 'prazo-request':
     case 'prazo-fetch':
       return createPrazoVariant(name, origin);
+    case 'prazo-execute':
+      return createExecuteVariant(url);
     default:
       throw new Error(`unknown HTTP variant: ${name}`);
   }
@@ -76,33 +89,73 @@ export async function createVariant(name, { origin }) {
 async function createPrazoVariant(name, origin) {
   const createHttpClient = await prazo('http', 'createHttpClient');
   const createRetryBudget = await prazo('budget', 'createRetryBudget');
+  const createLatencyRecorder = await prazo('latency', 'createLatencyRecorder');
   const Deadline = await prazo('deadline', 'Deadline');
+  const recorder = createLatencyRecorder();
   const client = createHttpClient({
     name: 'bench',
     origin,
-    p99Ms: 50,
+    p99Ms: P99_MS,
     attempts: 2,
+    defaultDeadlineMs: CALL_DEADLINE_MS,
     retryBudget: createRetryBudget(),
-    hedge: { minDelayMs: 1_000 },
+    recorder,
+    hedge: HEDGE,
   });
+  const counts = typeof client.on === 'function' ? countEvents(client) : {};
+  const stats = () => ({ ...counts, recording: recorder.currentWindow().count > 0 });
   if (name === 'prazo-request') {
     return {
       call: async () => {
-        const res = await client.request({
-          path: '/',
-          method: 'GET',
-          deadline: Deadline.after(CALL_DEADLINE_MS),
-        });
+        const res = await client.request({ path: '/', deadline: Deadline.after(CALL_DEADLINE_MS) });
         await res.body.dump();
       },
       close: () => client.close(),
+      stats,
     };
   }
   return {
     call: async () => {
-      const res = await client.fetch(`${origin}/`, { deadline: Deadline.after(CALL_DEADLINE_MS) });
+      const res = await client.fetch(url(origin), { deadline: Deadline.after(CALL_DEADLINE_MS) });
       await res.arrayBuffer();
     },
     close: () => client.close(),
+    stats,
   };
+}
+
+const url = (origin) => `${origin}/`;
+
+async function createExecuteVariant(url) {
+  const createDependency = await prazo('dependency', 'createDependency');
+  const dependency = createDependency({
+    name: 'bench',
+    p99Ms: P99_MS,
+    attempts: 2,
+    defaultDeadlineMs: CALL_DEADLINE_MS,
+    hedge: HEDGE,
+  });
+  const counts = countEvents(dependency);
+  const dispatcher = new Agent();
+  const operation = async ({ signal, headers }) => {
+    const res = await request(url, { dispatcher, signal, headers });
+    await res.body.dump();
+  };
+  const options = { idempotent: true };
+  return {
+    call: () => dependency.execute(operation, options),
+    close: () => dispatcher.close(),
+    stats: () => counts,
+  };
+}
+
+/** Counts the executor's retries and hedges, to show that hedging was armed but did not fire. */
+function countEvents(dependency) {
+  const counts = { retries: 0, hedges: 0 };
+  dependency.on((event) => {
+    if (event.type !== 'attempt') return;
+    if (event.kind === 'retry') counts.retries += 1;
+    else if (event.kind === 'hedge') counts.hedges += 1;
+  });
+  return counts;
 }

@@ -67,6 +67,20 @@ function httpTable(http) {
       ]),
     );
   }
+  const notes = Object.entries(http.variants)
+    .filter(([, v]) => v.stats)
+    .map(([name, v]) => {
+      const { requests, ...counts } = v.stats;
+      const said = Object.entries(counts).map(([k, n]) =>
+        typeof n === 'boolean' ? `${k} ${n ? 'on' : 'OFF'}` : `${fmt(n, 0)} ${k}`,
+      );
+      return `${name}: ${said.join(', ')} over ${fmt(requests, 0)} measured requests`;
+    });
+  if (notes.length > 0)
+    lines.push(
+      '',
+      `Extra attempts sent by the resilient variants (hedging armed, meant not to fire): ${notes.join('; ')}.`,
+    );
   return lines;
 }
 

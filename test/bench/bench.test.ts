@@ -22,6 +22,7 @@ type Range = { median: number | null; min: number | null; max: number | null };
 type Skippable = { skipped?: string };
 interface HttpVariant extends Skippable {
   errors: number;
+  stats?: { requests: number; recording?: boolean; hedges?: number; retries?: number };
   firstError?: string;
   reqPerSec: Range;
   p50Ms: Range;
@@ -110,6 +111,8 @@ describe('npm run bench -- --quick', () => {
       }
     }
     expect(variants.undici?.ratio.reqPerSec.median).toBe(1);
+    // Recording is part of what prazo-request is measured with: check it was on, not assumed.
+    for (const name of ['prazo-request', 'prazo-fetch']) expect(variants[name]?.stats?.recording).toBe(true);
   });
 
   it('measures every micro case in ns per operation', () => {
