@@ -1,0 +1,81 @@
+import type { Behaviour } from '../faults/http-faults.js';
+import { answerOk } from '../faults/http-faults.js';
+
+/**
+ * The soak's fault mix, shared by the server (parent process) and the driver (child process). The
+ * driver picks, per logical call, a kind and a fault with a seeded PRNG and writes the fault into the
+ * path (`/soak/<id>/<fault>`); the server inflicts it on the **first** copy of that call only, so a
+ * retry (when the client makes one) meets a healthy server.
+ */
+
+export const SOAK_TIMEOUTS = Object.freeze({
+  connectTimeoutMs: 300,
+  responseTimeoutMs: 100,
+  bodyTimeoutMs: 100,
+});
+
+/** Faults, with their share of all calls (they add up to the issue's 10 %). */
+export const FAULT_MIX = Object.freeze({
+  '503': 0.015,
+  '500': 0.015,
+  '429': 0.01,
+  'reset-before': 0.02,
+  'slow-head': 0.01,
+  'stall-body': 0.01,
+  'reset-mid-body': 0.02,
+} as const);
+
+export type SoakFault = keyof typeof FAULT_MIX | 'ok';
+
+/** mulberry32: a tiny seeded PRNG, so a soak run is reproducible. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+export function pickFault(u: number): SoakFault {
+  let acc = 0;
+  for (const [fault, share] of Object.entries(FAULT_MIX)) {
+    acc += share;
+    if (u < acc) return fault as SoakFault;
+  }
+  return 'ok';
+}
+
+const status =
+  (code: number, retryAfter?: string): Behaviour =>
+  ({ res }) => {
+    res.writeHead(code, { 'content-length': 2, ...(retryAfter ? { 'retry-after': retryAfter } : {}) });
+    res.end('no');
+  };
+
+const BEHAVIOURS: Readonly<Record<SoakFault, Behaviour>> = {
+  ok: answerOk,
+  '503': status(503),
+  '500': status(500),
+  '429': status(429, '0'),
+  'reset-before': ({ res }) => res.socket?.resetAndDestroy(),
+  'slow-head': (ctx) => ctx.later(() => answerOk(ctx), SOAK_TIMEOUTS.responseTimeoutMs * 2),
+  'stall-body': ({ res }) => {
+    res.writeHead(200, { 'content-length': 1024 });
+    res.write('x'.repeat(16));
+  },
+  'reset-mid-body': ({ res, later }) => {
+    res.writeHead(200, { 'content-length': 1024 });
+    res.write('x'.repeat(16));
+    later(() => res.socket?.resetAndDestroy(), 5);
+  },
+};
+
+/** The server side: the fault named in the path on a call's first copy, 200 on every later one. */
+export const soakBehaviour: Behaviour = (ctx) => {
+  const fault = (ctx.req.url ?? '').split('/')[3] as SoakFault | undefined;
+  const behaviour = ctx.copy === 1 && fault !== undefined ? BEHAVIOURS[fault] : undefined;
+  (behaviour ?? answerOk)(ctx);
+};
