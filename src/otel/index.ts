@@ -26,4 +26,4 @@ export {
   type ServerEventLike,
   type ServerEventSource,
 } from './server.js';
-export type { SliceObservation, SliceSource } from './slices.js';
+export type { OverrunObserver } from './slices.js';

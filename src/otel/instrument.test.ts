@@ -181,7 +181,6 @@ describe('instrumentPrazo: lifecycle and options', () => {
           meterProvider: {} as never,
           dependencies: [{ name: '', on: 3 } as never, new EventSource('d'), new EventSource('d')],
           servers: [{ name: 'api' } as never],
-          slices: 'nope' as never,
         });
       } catch (e) {
         return e;
@@ -197,7 +196,6 @@ describe('instrumentPrazo: lifecycle and options', () => {
       'on(listener)',
       '"d"',
       'servers[0]',
-      '`slices`',
     ]) {
       expect(problems).toContain(fragment);
     }

@@ -6,7 +6,7 @@ import { type InstrumentableDependency, recordDependencyEvents } from './depende
 import { DependencyGauges } from './gauges.js';
 import { createInstruments, type PrazoInstruments } from './instruments.js';
 import { type InstrumentableServer, recordServerEvents, type ServerEventSource } from './server.js';
-import { recordSlices, type SliceSource } from './slices.js';
+import { countingTracker, type OverrunObserver } from './slices.js';
 import { validateOptions } from './validate.js';
 
 /**
@@ -30,8 +30,6 @@ export interface InstrumentPrazoOptions {
    * `default`); more with `addServer`. Names must be unique.
    */
   readonly servers?: Iterable<InstrumentableServer | ServerEventSource>;
-  /** Latency-budget slice sources (SPEC B3); more with `addSlices`. */
-  readonly slices?: Iterable<SliceSource>;
 }
 
 /** A live instrumentation: `dispose()` unsubscribes from every source and removes the gauge callback. */
@@ -39,8 +37,16 @@ export interface PrazoInstrumentation extends Disposable {
   readonly instruments: PrazoInstruments;
   addDependency(dependency: InstrumentableDependency): Disposable;
   addServer(server: InstrumentableServer | ServerEventSource): Disposable;
-  addSlices(source: SliceSource): Disposable;
+  /**
+   * Counts slice observations and overruns of one endpoint's latency budget (SPEC B3): returns a
+   * tracker that behaves like `tracker` (e.g. `createOverrunTracker({ budget })`) and also records
+   * every `observe` as `prazo.endpoint.slice.*` with `prazo.endpoint = endpoint`. Use the returned one.
+   */
+  trackSlices<T extends OverrunObserver>(tracker: T, endpoint: string): T;
 }
+
+const hasObserve = (value: unknown): value is OverrunObserver =>
+  typeof (value as OverrunObserver | null)?.observe === 'function';
 
 const asServer = (server: InstrumentableServer | ServerEventSource): InstrumentableServer =>
   'events' in server ? server : { events: server };
@@ -83,7 +89,14 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
       return track(recordDependencyEvents(instruments, dependency), gauges.add(dependency), forget);
     },
     addServer: (server) => track(recordServerEvents(instruments, asServer(server))),
-    addSlices: (source) => track(recordSlices(instruments, source, OTEL_LIMITS.attributeCacheSize)),
+    trackSlices: (tracker, endpoint) => {
+      if (!hasObserve(tracker) || typeof endpoint !== 'string' || endpoint.length === 0) {
+        throw new InvalidOptionsError('instrumentPrazo.trackSlices', [
+          'give an overrun tracker (with `observe(component, elapsedMs)`) and a non-empty endpoint name',
+        ]);
+      }
+      return countingTracker(instruments, tracker, endpoint, OTEL_LIMITS.attributeCacheSize, () => !disposed);
+    },
     dispose: () => {
       if (disposed) return;
       for (const handle of [...live]) handle.dispose();
@@ -93,6 +106,5 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
   };
   for (const dependency of resolved.dependencies) instrumentation.addDependency(dependency);
   for (const server of resolved.servers) instrumentation.addServer(server);
-  for (const source of resolved.slices) instrumentation.addSlices(source);
   return instrumentation;
 }

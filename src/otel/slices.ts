@@ -1,47 +1,61 @@
 import type { Attributes } from '@opentelemetry/api';
-import type { Disposable } from '../dependency/types.js';
 import { ATTR } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /**
  * Latency-budget slices (SPEC B1, B3): each timed run of an endpoint component counts as one
  * observation, and as an overrun when it took longer than its slice. Both are counters, so the alert
- * is a *rate* per component (overruns / observations), as B3 asks: one slow run is noise, a component
- * that keeps eating into its neighbours' time is a design problem (cache, queue, or a new SLO).
+ * is a *rate* per component (overruns / observations) that Prometheus can sum across instances: one
+ * slow run is noise, a component that keeps eating its neighbours' time is a design problem.
+ *
+ * The source is `src/slo/`'s overrun tracker, whose `observe(component, elapsedMs)` already decides
+ * "overrun or not": the instrumentation wraps it, so the tracker's own alarm and the metric can never
+ * disagree about what an overrun is.
  */
 
-/** One timed run of a component, as the latency-budget tracker reports it. */
-export interface SliceObservation {
-  readonly endpoint: string;
-  readonly component: string;
-  /** True when the run took longer than the component's slice. */
-  readonly overrun: boolean;
+/** The part of an overrun tracker (`createOverrunTracker(...)`) the metrics need. */
+export interface OverrunObserver {
+  /** Records one run; true when it overran its slice. */
+  observe(component: string, elapsedMs: number): boolean;
 }
 
-/** A source of slice observations (the latency-budget tracker of `src/slo/`, or your own). */
-export interface SliceSource {
-  onSlice(listener: (observation: SliceObservation) => void): Disposable;
-}
-
-const key = (endpoint: string, component: string): string => `${endpoint}\u0000${component}`;
-
-export function recordSlices(
+/**
+ * A tracker that behaves exactly like `tracker` and also counts each observation (every method but
+ * `observe` is the tracker's own). Counting stops when `live()` turns false (instrumentation disposed).
+ */
+export function countingTracker<T extends OverrunObserver>(
   instruments: PrazoInstruments,
-  source: SliceSource,
+  tracker: T,
+  endpoint: string,
   cacheLimit: number,
-): Disposable {
+  live: () => boolean,
+): T {
   const cache = new Map<string, Attributes>();
-  const attributesOf = (endpoint: string, component: string): Attributes => {
-    const k = key(endpoint, component);
-    const hit = cache.get(k);
+  const attributesOf = (component: string): Attributes => {
+    const hit = cache.get(component);
     if (hit) return hit;
     const built = Object.freeze({ [ATTR.endpoint]: endpoint, [ATTR.component]: component });
-    if (cache.size < cacheLimit) cache.set(k, built);
+    if (cache.size < cacheLimit) cache.set(component, built);
     return built;
   };
-  return source.onSlice((observation) => {
-    const attributes = attributesOf(observation.endpoint, observation.component);
-    instruments.sliceObservations.add(1, attributes);
-    if (observation.overrun) instruments.sliceOverruns.add(1, attributes);
-  });
+  const known = componentNames(tracker);
+  const observe = (component: string, elapsedMs: number): boolean => {
+    const over = tracker.observe(component, elapsedMs);
+    // The tracker ignores names outside its budget and NaN times: so do the metrics (bounded labels).
+    const counted = known === undefined ? typeof component === 'string' : known.has(component);
+    if (live() && counted && !Number.isNaN(elapsedMs)) {
+      const attributes = attributesOf(component);
+      instruments.sliceObservations.add(1, attributes);
+      if (over) instruments.sliceOverruns.add(1, attributes);
+    }
+    return over;
+  };
+  return Object.assign(Object.create(tracker) as T, { observe });
+}
+
+/** The tracker's budget components, read once (fixed by its budget); undefined when it cannot say. */
+function componentNames(tracker: OverrunObserver): Set<string> | undefined {
+  const report = (tracker as { report?: () => readonly { name: string }[] }).report;
+  if (typeof report !== 'function') return undefined;
+  return new Set(report.call(tracker).map((c) => c.name));
 }

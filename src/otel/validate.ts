@@ -3,7 +3,6 @@ import { OptionsValidator } from '../options/validator.js';
 import type { InstrumentableDependency } from './dependency.js';
 import type { InstrumentPrazoOptions } from './instrument.js';
 import { DEFAULT_SERVER_NAME, type InstrumentableServer, type ServerEventSource } from './server.js';
-import type { SliceSource } from './slices.js';
 
 /** `instrumentPrazo`'s options, checked once; every problem is reported together. */
 export interface ResolvedOptions {
@@ -11,7 +10,6 @@ export interface ResolvedOptions {
   readonly meterProvider: MeterProvider | undefined;
   readonly dependencies: readonly InstrumentableDependency[];
   readonly servers: readonly (InstrumentableServer | ServerEventSource)[];
-  readonly slices: readonly SliceSource[];
 }
 
 const hasMethod = (value: unknown, method: string): boolean =>
@@ -95,12 +93,7 @@ export function validateOptions(options: InstrumentPrazoOptions): ResolvedOption
     meterProvider: given.meterProvider,
     dependencies: dependencies(v, given.dependencies),
     servers: servers(v, given.servers),
-    slices: list(v, 'slices', given.slices) as SliceSource[],
   };
-  resolved.slices.forEach((source, i) => {
-    if (!hasMethod(source, 'onSlice'))
-      v.problem(`\`slices[${i}]\` must have an \`onSlice(listener)\` method`);
-  });
   v.done();
   return resolved;
 }
