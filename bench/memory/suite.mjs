@@ -18,7 +18,8 @@ export async function runMemorySuite({ runs, rates, steadyMs, prazoCopies, log }
     for (const design of rotate(designs, r)) {
       for (const rate of rates) {
         if (skipped[design]) continue;
-        const copies = design === 'prazo' ? prazoCopies : 1;
+        // Enough copies that the retained total rises well above GC noise (~100 KiB).
+        const copies = design === 'prazo' ? prazoCopies : rate >= 100_000 ? 1 : 10;
         const out = await runChild(
           RUN,
           [

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -12,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
  * numbers are only meaningful from a full run (`npm run bench`), as ratios.
  */
 const run = promisify(execFile);
-const root = path.resolve(import.meta.dirname, '../..');
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'prazo-bench-test-'));
 const out = path.join(dir, 'results.json');
 
