@@ -13,10 +13,23 @@ export interface ReadSourceOptions {
   readonly column?: string;
 }
 
+/** `name_bucket{labels`: a global regex, so matches never overlap and one scan is linear. */
+const BUCKET_OPEN = /_bucket\s*\{([^}\n]*)/g;
+
+/** True when some `_bucket{...}` in `head` has an `le` label. Linear in `head`, unlike one regex with
+ * `[^}\n]*\ble=`, which backtracks from every `_bucket{` and took seconds on a 64 KB hostile head. */
+function hasBucketLine(head: string): boolean {
+  BUCKET_OPEN.lastIndex = 0;
+  for (let m = BUCKET_OPEN.exec(head); m !== null; m = BUCKET_OPEN.exec(head)) {
+    if (/\ble\s*=/.test(m[1]!)) return true;
+  }
+  return false;
+}
+
 /** Guesses the format from the text (bounded look at the first lines). */
 export function detectFormat(text: string): SourceFormat {
   const head = text.slice(0, 64 * 1024);
-  if (/_bucket\s*\{[^}\n]*\ble\s*=/.test(head)) return 'prometheus';
+  if (hasBucketLine(head)) return 'prometheus';
   const first = head.split(/\r?\n/).find((l) => l.trim() !== '' && !l.trim().startsWith('#')) ?? '';
   return /[a-zA-Z_]/.test(first) && /[,;\t]|^[a-zA-Z_]+$/.test(first.trim()) ? 'csv' : 'samples';
 }

@@ -1,0 +1,138 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createDependency } from '../dependency/dependency.js';
+import { InvalidOptionsError } from '../errors/index.js';
+import { checkConfigFile, checkConfigText, formatProblem, loadConfig } from './index.js';
+
+const EXAMPLE = new URL('../../examples/prazo.config.yaml', import.meta.url).pathname;
+const noFiles = { readText: () => '' };
+const lines = (text: string) => checkConfigText(text, noFiles).problems.map(formatProblem);
+
+describe('the central config (SPEC C7)', () => {
+  it('loads the shipped example: the seed chain and the POST /pedidos budget, without a problem', () => {
+    const { config, problems } = checkConfigFile(EXAMPLE);
+    expect(problems).toEqual([]);
+    expect([...config!.dependencies.keys()]).toEqual(['orders', 'inventory', 'orders-db', 'supplier']);
+    const supplier = config!.dependencies.get('supplier')!;
+    expect(supplier.options.p99Ms).toBeCloseTo(64.29, 2); // from the healthy histogram
+    expect(supplier.calibration).toMatchObject({ responseMs: 90, attempts: 2, warning: null });
+    const pedidos = config!.endpoints.get('POST /pedidos')!;
+    expect(pedidos.budget.totalSloMs).toBe(800);
+    expect(pedidos.timeouts.components.find((c) => c.name === 'servico_estoque')).toMatchObject({
+      responseMs: 119,
+      attempts: 2,
+    });
+    expect(config!.service).toMatchObject({ name: 'orders', defaultMs: 2000, maxMs: 10000 });
+    // runtime objects, straight into the library
+    const inventory = createDependency(config!.dependencies.get('inventory')!.options);
+    expect(inventory.timeouts.responseMs).toBe(119);
+  });
+
+  it('points every error at file, line and key, all in one pass', () => {
+    const text = [
+      'dependencies:', // 1
+      '  - name: inventory', // 2
+      '    p99Ms: -3', // 3
+      '    attempts: 0', // 4
+      '    retryBudget: { maxRatio: 20 }', // 5
+      '  - name: supplier', // 6
+      '    p99ms: 100', // 7
+      'endpoints:', // 8
+      '  - endpoint: GET /x', // 9
+      '    total_slo_ms: 100', // 10
+      '    components:', // 11
+      '      - { name: a, kind: remote, slice_ms: 80 }', // 12
+    ].join('\n');
+    expect(lines(text)).toEqual([
+      'prazo.config.yaml:3:5: error: dependencies[0].p99Ms: must be a number in (0, 86400000] (ms), got -3',
+      'prazo.config.yaml:4:5: error: dependencies[0].attempts: `attempts` must be an integer in [1, 10], got 0',
+      'prazo.config.yaml:5:20: error: dependencies[0].retryBudget.maxRatio: retryBudget: `maxRatio` must be a finite number in [0, 10], got 20',
+      'prazo.config.yaml:6:5: error: dependencies[1]: needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)',
+      'prazo.config.yaml:7:5: warning: dependencies[1].p99ms: unknown key; did you mean `p99Ms`?',
+      'prazo.config.yaml:11:5: error: endpoints[0].components: slices fall short of total_slo_ms by 20 ms: a 80 = 80, SLO 100',
+    ]);
+  });
+
+  it('refuses prototype keys, duplicate keys and YAML syntax errors with their lines', () => {
+    expect(lines('dependencies:\n  - name: x\n    p99Ms: 5\n    __proto__: { polluted: true }\n')).toEqual([
+      'prazo.config.yaml:4:1: error: key `__proto__` is not allowed (prototype pollution)',
+    ]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(lines('constructor: 1\n')[0]).toContain('`constructor` is not allowed');
+    expect(lines('a: 1\na: 2\n')[0]).toMatch(/^prazo\.config\.yaml:2:1: error: Map keys must be unique/);
+    expect(lines('dependencies: [\n')[0]).toMatch(/^prazo\.config\.yaml:\d+:1: error: /);
+    expect(lines('- just\n- a list\n')[0]).toContain('must hold a mapping');
+  });
+
+  it('accepts JSON, with line numbers too', () => {
+    const json = '{\n  "dependencies": [\n    { "name": "x", "p99Ms": 100, "slack": 9 }\n  ]\n}\n';
+    expect(lines(json)).toEqual([
+      'prazo.config.yaml:3:34: error: dependencies[0].slack: `slack` must be a finite number in [1.3, 1.5], got 9',
+    ]);
+    expect(checkConfigText('{"dependencies": [{"name": "x", "p99Ms": 100}]}', noFiles).config).toBeDefined();
+  });
+
+  it('refuses to calibrate on a degraded histogram (SPEC C4)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prazo-config-'));
+    const degraded = readFileSync(
+      new URL('../../examples/histograms/supplier-degraded.prom', import.meta.url),
+    );
+    writeFileSync(join(dir, 'h.prom'), degraded);
+    writeFileSync(
+      join(dir, 'prazo.config.yaml'),
+      'dependencies:\n  - name: supplier\n    histogram: { file: h.prom }\n',
+    );
+    const { config, problems } = checkConfigFile(join(dir, 'prazo.config.yaml'));
+    expect(config).toBeUndefined();
+    expect(problems[0]!.line).toBe(3);
+    expect(problems[0]!.message).toContain(
+      'degraded window (error rate 5.8% above 2.0%; timeout rate 3.5% above 1.0%)',
+    );
+    expect(problems[0]!.message).toContain('refusing to calibrate');
+  });
+
+  it('warns about attempts that do not fit, infeasible deadlines, pools and budgets', () => {
+    const text = [
+      'dependencies:',
+      '  - { name: a, p99Ms: 180, attempts: 3, defaultDeadlineMs: 600 }',
+      '  - { name: b, p99Ms: 180, defaultDeadlineMs: 100 }',
+      '  - { name: c, p99Ms: 1000, pool: { size: 50, rps: 100 } }',
+    ].join('\n');
+    expect(lines(text)).toEqual([
+      'prazo.config.yaml:2:41: warning: dependencies[0].defaultDeadlineMs: deadline of 600 ms fits 2 attempt(s), not 3',
+      'prazo.config.yaml:3:28: error: dependencies[1].defaultDeadlineMs: deadline of 100 ms fits 0 attempt(s), not 2: infeasible for this dependency, one attempt needs 282 ms (252 ms timeout + 30 ms overhead)',
+      'prazo.config.yaml:4:5: warning: dependencies[2].attempts: deadline of 2000 ms fits 1 attempt(s), not 2',
+      "prazo.config.yaml:4:29: warning: dependencies[2].pool: timeout of 1400 ms exceeds the 500 ms a pool of 50 tolerates at 100 req/s (Little's law: N / λ): a slow dependency would exhaust the pool",
+    ]);
+  });
+
+  it('loadConfig throws one InvalidOptionsError listing every error; a missing file is a problem', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prazo-config-'));
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(
+      file,
+      'dependencies:\n  - { name: a }\n  - { name: a, p99Ms: 5 }\n  - { name: a, p99Ms: 6 }\n',
+    );
+    try {
+      loadConfig(file);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidOptionsError);
+      expect((error as InvalidOptionsError).problems).toHaveLength(2);
+      expect((error as InvalidOptionsError).problems[1]).toContain(
+        ':4:7: error: dependencies[2].name: duplicate dependency a',
+      );
+    }
+    expect(checkConfigFile(join(dir, 'nope.yaml')).problems[0]!.message).toContain('cannot read');
+  });
+
+  it('bounds the file size and alias expansion', () => {
+    expect(lines(`a: "${'x'.repeat(1024 * 1024)}"`)[0]).toContain('larger than');
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 0; i < 8; i += 1)
+      bomb.push(`${'b'.repeat(i + 1)}: &b${i} [${`*${i === 0 ? 'a' : `b${i - 1}`}, `.repeat(10)}x]`);
+    expect(lines(bomb.join('\n'))[0]).toContain('cannot read the file');
+  });
+});

@@ -1,0 +1,102 @@
+import { closeSync, openSync, readSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { InvalidOptionsError } from '../errors/options.js';
+import { type EndpointConfig, readBody } from './body.js';
+import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from './constants.js';
+import type { DependencyConfig } from './dependency.js';
+import { parseConfigText } from './document.js';
+import type { ReadText } from './histogram.js';
+import { type ConfigProblem, formatPath, formatProblem } from './problem.js';
+import type { ServiceConfig } from './sections.js';
+
+/**
+ * The central configuration (SPEC C7): one reviewable file, `prazo.config.yaml` (or JSON), holding
+ * the service's deadline policy, every dependency's calibration inputs, retry budget and hedging, and
+ * the latency budget of each endpoint. Loaded into validated runtime objects; every problem is
+ * reported with its file, line and key, all of them at once.
+ */
+export interface PrazoConfig {
+  readonly file: string;
+  readonly service: ServiceConfig | undefined;
+  readonly dependencies: ReadonlyMap<string, DependencyConfig>;
+  readonly endpoints: ReadonlyMap<string, EndpointConfig>;
+}
+
+export interface ConfigCheck {
+  /** Undefined when any problem is an error. */
+  readonly config: PrazoConfig | undefined;
+  /** Errors and warnings, in file order. */
+  readonly problems: readonly ConfigProblem[];
+}
+
+export interface CheckOptions {
+  /** Name shown in problems. Default `prazo.config.yaml`. */
+  readonly file?: string;
+  /** Reads a histogram file named in the config (paths relative to the config's directory). */
+  readonly readText?: ReadText;
+}
+
+/** Reads a text file with a size bound, without reading past it. */
+export function readBoundedText(path: string, maxBytes: number): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(maxBytes + 1);
+    let total = 0;
+    for (;;) {
+      const n = readSync(fd, buffer, total, buffer.length - total, null);
+      if (n === 0) break;
+      total += n;
+      if (total > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
+    }
+    return buffer.subarray(0, total).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Validates config text; never throws on bad content (problems are returned). */
+export function checkConfigText(text: string, options: CheckOptions = {}): ConfigCheck {
+  const file = options.file ?? DEFAULT_CONFIG_FILE;
+  const readText = options.readText ?? ((f: string) => readBoundedText(f, 16 * 1024 * 1024));
+  const doc = parseConfigText(text);
+  const raw = [...doc.problems];
+  const body = doc.data === undefined ? undefined : readBody(doc.data, raw, readText);
+  const problems = raw
+    .map((p): ConfigProblem => {
+      const pos = p.line !== undefined ? { line: p.line, col: 1 } : doc.locate(p.path);
+      return { file, ...pos, key: formatPath(p.path), message: p.message, severity: p.severity };
+    })
+    .sort((a, b) => a.line - b.line || a.col - b.col);
+  const failed = problems.some((p) => p.severity === 'error');
+  const config = failed || body === undefined ? undefined : Object.freeze({ file, ...body });
+  return Object.freeze({ config, problems: Object.freeze(problems) });
+}
+
+/** Validates a config file; histogram files are read relative to it. An unreadable file is a problem. */
+export function checkConfigFile(path: string = DEFAULT_CONFIG_FILE): ConfigCheck {
+  let text: string;
+  try {
+    text = readBoundedText(path, CONFIG_LIMITS.maxBytes);
+  } catch (error) {
+    const message = `cannot read: ${(error as Error).message}`;
+    return {
+      config: undefined,
+      problems: [{ file: path, line: 0, col: 0, key: '', message, severity: 'error' }],
+    };
+  }
+  const base = dirname(resolve(path));
+  return checkConfigText(text, {
+    file: path,
+    readText: (f) => readBoundedText(resolve(base, f), 16 * 1024 * 1024),
+  });
+}
+
+/**
+ * Loads and validates a config file. Throws one `InvalidOptionsError` (context: the file) listing
+ * every error as `file:line:col: error: key: message`. Warnings do not stop loading.
+ */
+export function loadConfig(path: string = DEFAULT_CONFIG_FILE): PrazoConfig {
+  const { config, problems } = checkConfigFile(path);
+  if (config !== undefined) return config;
+  throw new InvalidOptionsError(path, problems.filter((p) => p.severity === 'error').map(formatProblem));
+}
