@@ -4,7 +4,7 @@ import { FakeClock } from '../clock/fake.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
 import { createDependency } from './dependency.js';
-import { coded, drive, fakeCall, mulberry32, quantile } from './test-helpers.js';
+import { coded, drive, fakeCall, mulberry32, quantile } from './dependency.test-helpers.js';
 import type { AttemptContext, DependencyEvent } from './types.js';
 
 /** A latency source with a fixed p95 (and nothing else), to pin the hedge delay. */

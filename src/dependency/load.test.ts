@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { createDependency } from './dependency.js';
-import { coded, drive, fakeCall, mulberry32 } from './test-helpers.js';
+import { coded, drive, fakeCall, mulberry32 } from './dependency.test-helpers.js';
 import type { DependencyEvent } from './types.js';
 
 /**

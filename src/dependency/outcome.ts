@@ -23,6 +23,20 @@ export function resultVerdict<T>(
   }
 }
 
+/** Releases a result that will not be returned; a `discard` that throws becomes a warning. */
+export function discardSafely<T>(
+  discard: ((value: T) => void) | undefined,
+  value: T,
+  dependency: string,
+): void {
+  if (discard === undefined) return;
+  try {
+    discard(value);
+  } catch (error) {
+    process.emitWarning(`prazo: discard() threw for ${dependency}: ${String(error)}`, 'PrazoWarning');
+  }
+}
+
 /** Success, error or timeout (any phase's, or the deadline's), for the recorder (SPEC C4, C5). */
 export function outcomeOf(
   ok: boolean,

@@ -6,7 +6,7 @@ import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
 import { ConnectTimeoutError, ResponseTimeoutError } from '../errors/timeout.js';
 import { createDependency } from './dependency.js';
-import { coded, fakeCall } from './test-helpers.js';
+import { coded, fakeCall } from './dependency.test-helpers.js';
 import type { AttemptContext, DependencyEvent } from './types.js';
 
 interface Response {

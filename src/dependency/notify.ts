@@ -1,0 +1,29 @@
+import type { DependencyCore } from './core.js';
+import type { AttemptKind } from './types.js';
+
+/**
+ * The executor's decisions as events. Each helper takes primitives and builds its event only when
+ * someone listens: with no listener, a call allocates nothing for events (SPEC R7 metrics hook here).
+ */
+
+export function attempt(core: DependencyCore, kind: AttemptKind, attempt: number): void {
+  if (core.events.active) core.events.emit({ type: 'attempt', dependency: core.name, kind, attempt });
+}
+
+export function budgetRefused(core: DependencyCore, kind: 'retry' | 'hedge'): void {
+  if (core.events.active) core.events.emit({ type: 'budget-refused', dependency: core.name, kind });
+}
+
+export function retryAfter(core: DependencyCore, waitMs: number, honoured: boolean): void {
+  if (core.events.active) core.events.emit({ type: 'retry-after', dependency: core.name, waitMs, honoured });
+}
+
+export function insufficient(core: DependencyCore, remainingMs: number, attempt: number): void {
+  if (!core.events.active) return;
+  const neededMs = core.p99Ms;
+  core.events.emit({ type: 'deadline-insufficient', dependency: core.name, remainingMs, neededMs, attempt });
+}
+
+export function hedgeWon(core: DependencyCore, attempt: number): void {
+  if (core.events.active) core.events.emit({ type: 'hedge-won', dependency: core.name, attempt });
+}
