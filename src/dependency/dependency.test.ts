@@ -1,0 +1,189 @@
+import { describe, expect, it, vi } from 'vitest';
+import { createRetryBudget } from '../budget/budget.js';
+import { FakeClock } from '../clock/fake.js';
+import { runWithDeadline } from '../deadline/ambient.js';
+import { Deadline } from '../deadline/deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { createDependency } from './dependency.js';
+import { coded, fakeCall } from './dependency.test-helpers.js';
+import type { AttemptContext, DependencyEvent } from './types.js';
+
+describe('createDependency options', () => {
+  it('calibrates its timeouts from p99 (SPEC C1–C3) and keeps the warning', () => {
+    const dep = createDependency({ name: 'balance', p99Ms: 180, attempts: 3, defaultDeadlineMs: 600 });
+    expect(dep.timeouts).toMatchObject({ responseMs: 252, connectMs: 252, attempts: 2 });
+    expect(dep.timeouts.warning).toContain('fits 2 attempt(s), not 3');
+    expect(dep.name).toBe('balance');
+    expect(dep.p99Ms).toBe(180);
+  });
+
+  it('reports every problem at once, including the nested ones', () => {
+    let error: unknown;
+    try {
+      createDependency({
+        name: '',
+        p99Ms: -1,
+        attempts: 0,
+        slack: 2,
+        retryBudget: { maxRatio: -1 },
+        hedge: { percentile: 0.1 },
+        recorder: { windowMs: 1 },
+        random: 3 as never,
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    const text = (error as InvalidOptionsError).problems.join('\n');
+    for (const what of [
+      'name',
+      'p99Ms',
+      'attempts',
+      'slack',
+      'retryBudget: `maxRatio`',
+      'recorder: `windowMs`',
+      'random',
+    ]) {
+      expect(text).toContain(what);
+    }
+  });
+
+  it('requires a name and a p99', () => {
+    expect(() => createDependency({} as never)).toThrow(/`name` is required[\s\S]*`p99Ms` is required/);
+  });
+
+  it('shares a budget instance between dependencies (one budget per dependency group)', async () => {
+    const clock = new FakeClock();
+    const budget = createRetryBudget({ clock });
+    const a = createDependency({ name: 'a', p99Ms: 10, clock, retryBudget: budget });
+    const b = createDependency({ name: 'b', p99Ms: 10, clock, retryBudget: budget });
+    expect(a.budget).toBe(budget);
+    const op = (ctx: AttemptContext) => fakeCall(clock, ctx, 1, () => 'ok');
+    const done = Promise.all([a.execute(op, { idempotent: true }), b.execute(op, { idempotent: true })]);
+    await clock.runAllAsync();
+    await done;
+    expect(budget.state().originals).toBe(2);
+  });
+});
+
+describe('deadlines (SPEC D1, D5)', () => {
+  it('runs under the ambient deadline when the call brings none, else the default', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 10, clock, defaultDeadlineMs: 500 });
+    const seen: number[] = [];
+    const op = (ctx: AttemptContext) => {
+      seen.push(ctx.deadline.remainingMs());
+      return fakeCall(clock, ctx, 1, () => 'ok');
+    };
+    const ambient = runWithDeadline(Deadline.after(30, { clock }), () =>
+      dep.execute(op, { idempotent: true }),
+    );
+    const fallback = dep.execute(op, { idempotent: true });
+    await clock.runAllAsync();
+    await Promise.all([ambient, fallback]);
+    expect(seen).toEqual([14, 14]); // each attempt's own deadline: min(call deadline, its 14 ms slice)
+    const long = createDependency({ name: 'y', p99Ms: 100, clock, defaultDeadlineMs: 500 });
+    const p = long.execute(op, { idempotent: true });
+    await clock.runAllAsync();
+    await p;
+    expect(seen[2]).toBe(140);
+  });
+
+  it('sends the attempt deadline downstream in the configured headers', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 100, clock, headerFormat: { grpcTimeout: true } });
+    let headers: Readonly<Record<string, string>> = {};
+    const p = dep.execute(
+      (ctx) => {
+        headers = ctx.headers;
+        return fakeCall(clock, ctx, 1, () => 'ok');
+      },
+      { idempotent: true },
+    );
+    await clock.runAllAsync();
+    await p;
+    expect(headers).toEqual({
+      'x-deadline-epoch-ms': String(1_700_000_000_000 + 140),
+      'grpc-timeout': '140m',
+    });
+  });
+});
+
+describe('events and the recorder', () => {
+  it('records every attempt latency and outcome', async () => {
+    const clock = new FakeClock();
+    const recorded: [number, string][] = [];
+    const recorder = {
+      record: (ms: number, outcome: string) => void recorded.push([ms, outcome]),
+      quantile: () => undefined,
+      lastWindow: () => undefined,
+      currentWindow: () => {
+        throw new Error('unused');
+      },
+    };
+    const dep = createDependency({ name: 'x', p99Ms: 50, attempts: 3, clock, recorder, random: () => 0 });
+    let n = 0;
+    const p = dep.execute(
+      (ctx) => {
+        n += 1;
+        if (n === 1)
+          return fakeCall<string>(clock, ctx, 5, () => {
+            throw coded('ECONNRESET');
+          });
+        if (n === 2) return new Promise<string>(() => {});
+        return fakeCall(clock, ctx, 7, () => 'ok');
+      },
+      { idempotent: true, retryResponseTimeout: true },
+    );
+    await clock.runAllAsync();
+    await p;
+    expect(recorded).toEqual([
+      [5, 'error'],
+      [70, 'timeout'],
+      [7, 'success'],
+    ]);
+  });
+
+  it('unsubscribes with dispose, and survives a listener that throws', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 10, clock });
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    const seen: DependencyEvent['type'][] = [];
+    const bad = dep.on(() => {
+      throw new Error('listener bug');
+    });
+    const good = dep.on((e) => seen.push(e.type));
+    const op = (ctx: AttemptContext) => fakeCall(clock, ctx, 1, () => 'ok');
+    const first = dep.execute(op, { idempotent: true });
+    await clock.runAllAsync();
+    await expect(first).resolves.toBe('ok');
+    expect(seen).toEqual(['attempt', 'attempt-end']);
+    expect(warn).toHaveBeenCalled();
+    bad.dispose();
+    good.dispose();
+    good.dispose();
+    const second = dep.execute(op, { idempotent: true });
+    await clock.runAllAsync();
+    await second;
+    expect(seen).toHaveLength(2);
+    warn.mockRestore();
+  });
+
+  it('rejects a non-function operation without calling anything', async () => {
+    const dep = createDependency({ name: 'x', p99Ms: 10 });
+    await expect(dep.execute(42 as never)).rejects.toBeInstanceOf(InvalidOptionsError);
+  });
+
+  it('treats an operation that returns a plain value, or throws synchronously, like a promise', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 10, clock });
+    await expect(dep.execute((() => 'plain') as never, { idempotent: true })).resolves.toBe('plain');
+    const boom = new Error('sync');
+    await expect(
+      dep.execute(() => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+});
