@@ -1,4 +1,5 @@
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import type { Deadline, HeaderFormat } from './deadline.js';
 
 /** What the guarded call receives. */
@@ -49,7 +50,7 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
       if (settled) return false;
       settled = true;
       clock.clearTimer(timer);
-      callerSignal?.removeEventListener('abort', onCallerAbort);
+      if (callerSignal !== undefined) unsubscribeAbort(callerSignal, onCallerAbort);
       return true;
     };
     const onCallerAbort = (): void => {
@@ -67,7 +68,7 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
       controller.abort(error);
       reject(error);
     }, remaining);
-    callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
+    if (callerSignal !== undefined) subscribeAbort(callerSignal, onCallerAbort);
 
     let pending: Promise<T>;
     try {
