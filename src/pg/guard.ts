@@ -1,0 +1,61 @@
+import type { Deadline } from '../deadline/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { sendCancelRequest } from './cancel.js';
+import { QUERY_CANCELED } from './constants.js';
+import type { ResolvedPgOptions } from './options.js';
+import type { PgClient } from './types.js';
+
+/** True for a pg error with SQLSTATE 57014 (`statement_timeout` or a cancel request). */
+export function isQueryCanceled(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === QUERY_CANCELED;
+}
+
+/**
+ * Runs one statement on `client` under `deadline` with real, server-side cancellation (SPEC D7):
+ * - the server's `statement_timeout` (set by the caller) is the first line: it fires on the server;
+ * - one timer at `deadline + cancelGraceMs` sends a cancel request if no answer came by then;
+ * - the caller's signal aborting sends a cancel request at once.
+ * SQLSTATE 57014 then becomes the caller's abort reason, or DeadlineExceededError (pg error as cause).
+ */
+export async function guarded<T>(
+  client: PgClient,
+  deadline: Deadline,
+  options: ResolvedPgOptions,
+  run: () => Promise<T>,
+): Promise<T> {
+  const { clock, signal, name, cancelGraceMs } = options;
+  if (signal?.aborted) throw signal.reason;
+  const started = clock.now();
+  const cancel = (): void => sendCancelRequest(client);
+  const timer = clock.setTimer(cancel, deadline.remainingMs() + cancelGraceMs, { unref: true });
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    return await run();
+  } catch (error) {
+    if (!isQueryCanceled(error)) throw error;
+    if (signal?.aborted) throw signal.reason;
+    if (!ranOutOfTime(error, deadline, cancelGraceMs)) throw error; // someone else cancelled it
+    throw new DeadlineExceededError({
+      dependency: name,
+      elapsedMs: clock.now() - started,
+      deadlineEpochMs: deadline.epochMs(),
+      cause: error,
+    });
+  } finally {
+    clock.clearTimer(timer);
+    signal?.removeEventListener('abort', cancel);
+  }
+}
+
+/**
+ * Whether a 57014 is ours: `statement_timeout` fires a little before the deadline (the value is
+ * rounded down and set before the statement starts), hence the grace; the English message is a
+ * second hint when `lc_messages` allows it. Another session's `pg_cancel_backend` stays a pg error.
+ */
+function ranOutOfTime(error: unknown, deadline: Deadline, graceMs: number): boolean {
+  const message = (error as { message?: unknown }).message;
+  return (
+    deadline.remainingMs() <= Math.max(graceMs, 1) ||
+    (typeof message === 'string' && message.includes('statement timeout'))
+  );
+}

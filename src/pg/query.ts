@@ -1,0 +1,101 @@
+import type { QueryResult, QueryResultRow } from 'pg';
+import { currentDeadline } from '../deadline/ambient.js';
+import type { Deadline } from '../deadline/deadline.js';
+import { guarded } from './guard.js';
+import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
+import { beginSql, checkFits, connectionBroken, type Lease, lease, statementTimeoutMs } from './session.js';
+import { isPool, type PgClient, type PgPool } from './types.js';
+
+/**
+ * Runs one query with a server-side `statement_timeout` equal to what is left of the deadline
+ * (SPEC D4, D7). With less than `p99Ms` left it is not sent (DeadlineInsufficientError); when the
+ * time runs out the *server* stops it, and SQLSTATE 57014 becomes DeadlineExceededError (the pg
+ * error as `cause`). Outside any deadline the query runs as given: prazo never invents one.
+ *
+ * How the timeout is scoped, and why:
+ * - idle client: `BEGIN; SET LOCAL statement_timeout = N` (one round trip), the query, `COMMIT`.
+ *   `SET LOCAL` dies with the transaction *on the server*, so the setting can never leak into the
+ *   next user of a pooled connection, even if this process fails between two statements. A plain
+ *   `SET` + `RESET` saves one round trip but makes the pool's hygiene depend on our `finally`.
+ *   A single statement is atomic anyway, so the wrapping transaction changes nothing else; only
+ *   statements that refuse a transaction block (VACUUM, CREATE INDEX CONCURRENTLY) cannot use this.
+ * - client already inside a transaction (pg's `getTransactionStatus() === 'T'`): the current value
+ *   is saved and `set_config(..., is_local => true)` sets ours; the saved value is put back after.
+ */
+export async function queryWithDeadline<R extends QueryResultRow = QueryResultRow>(
+  target: PgClient | PgPool,
+  sql: string,
+  params: unknown[] = [],
+  options: PgDeadlineOptions = {},
+): Promise<QueryResult<R>> {
+  const resolved = resolvePgOptions('queryWithDeadline', options, currentDeadline());
+  const { deadline } = resolved;
+  if (deadline === undefined) {
+    const { client, release } = await leaseUnbounded(target);
+    try {
+      return await client.query<R>(sql, params);
+    } finally {
+      release();
+    }
+  }
+  checkFits(deadline, resolved);
+  const { client, release } = await lease(target, deadline, resolved);
+  try {
+    const result =
+      client.getTransactionStatus?.() === 'T'
+        ? await inTransaction<R>(client, sql, params, deadline, resolved)
+        : await inOwnTransaction<R>(client, sql, params, deadline, resolved);
+    release();
+    return result;
+  } catch (error) {
+    release(connectionBroken(error));
+    throw error;
+  }
+}
+
+async function inOwnTransaction<R extends QueryResultRow>(
+  client: PgClient,
+  sql: string,
+  params: unknown[],
+  deadline: Deadline,
+  options: ResolvedPgOptions,
+): Promise<QueryResult<R>> {
+  await client.query(beginSql(deadline));
+  try {
+    const result = await guarded(client, deadline, options, () => client.query<R>(sql, params));
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
+async function inTransaction<R extends QueryResultRow>(
+  client: PgClient,
+  sql: string,
+  params: unknown[],
+  deadline: Deadline,
+  options: ResolvedPgOptions,
+): Promise<QueryResult<R>> {
+  const saved = await client.query<{ previous: string }>(
+    "SELECT current_setting('statement_timeout') AS previous, set_config('statement_timeout', $1, true)",
+    [String(statementTimeoutMs(deadline))],
+  );
+  try {
+    return await guarded(client, deadline, options, () => client.query<R>(sql, params));
+  } finally {
+    if (client.getTransactionStatus?.() === 'T') {
+      await client.query("SELECT set_config('statement_timeout', $1, true)", [
+        saved.rows[0]?.previous ?? '0',
+      ]);
+    }
+  }
+}
+
+/** A client without any deadline: a pool's `connect()` waits as long as the pool lets it. */
+export async function leaseUnbounded(target: PgClient | PgPool): Promise<Lease> {
+  if (!isPool(target)) return { client: target, release: () => undefined };
+  const client = await target.connect();
+  return { client, release: (broken) => client.release(broken === true) };
+}

@@ -1,0 +1,88 @@
+import type { Clock } from '../clock/clock.js';
+import type { Deadline } from '../deadline/deadline.js';
+import { isPrazoError } from '../errors/base.js';
+import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import type { ResolvedPgOptions } from './options.js';
+import { isPool, type PgClient, type PgPool, type PgPoolClient } from './types.js';
+
+/**
+ * The `statement_timeout` for what is left of `deadline`, in whole ms, rounded down (the server
+ * stopping a little early is safe, a little late is not) and at least 1: 0 would mean "no limit".
+ */
+export function statementTimeoutMs(deadline: Deadline): number {
+  return Math.max(1, Math.floor(deadline.remainingMs()));
+}
+
+/** `BEGIN` and a transaction-scoped `statement_timeout`, in one round trip (a simple-protocol batch). */
+export function beginSql(deadline: Deadline): string {
+  return `BEGIN; SET LOCAL statement_timeout = ${statementTimeoutMs(deadline)}`;
+}
+
+/** Fails fast, before any I/O, when less than the p99 is left (SPEC D4). */
+export function checkFits(deadline: Deadline, options: ResolvedPgOptions): void {
+  const remainingMs = deadline.remainingMs();
+  if (remainingMs <= 0 || remainingMs < options.p99Ms) {
+    throw new DeadlineInsufficientError({ dependency: options.name, remainingMs, neededMs: options.p99Ms });
+  }
+}
+
+/** A client to work on, and how to give it back. */
+export interface Lease {
+  readonly client: PgClient;
+  /** Returns a pooled client (destroying it when `broken`); a no-op for a caller's own client. */
+  release(broken?: unknown): void;
+}
+
+/**
+ * Takes a client from `target` when it is a pool, waiting no longer than the deadline (a pool with
+ * no free connection must not hold the request past it); a client arriving too late goes back.
+ */
+export async function lease(
+  target: PgClient | PgPool,
+  deadline: Deadline,
+  options: ResolvedPgOptions,
+): Promise<Lease> {
+  if (!isPool(target)) return { client: target, release: () => undefined };
+  const client = await withinDeadline(target.connect(), deadline, options.clock, options.name);
+  return { client, release: (broken) => client.release(broken instanceof Error ? broken : broken === true) };
+}
+
+function withinDeadline(
+  pending: Promise<PgPoolClient>,
+  deadline: Deadline,
+  clock: Clock,
+  name: string,
+): Promise<PgPoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const started = clock.now();
+    const timer = clock.setTimer(
+      () => {
+        late = true;
+        reject(new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: clock.now() - started }));
+      },
+      deadline.remainingMs(),
+      { unref: true },
+    );
+    pending.then(
+      (client) => {
+        clock.clearTimer(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (error: unknown) => {
+        clock.clearTimer(timer);
+        if (!late) reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * True when a client should not go back to a pool: its connection failed, not just its statement.
+ * The server's own errors carry a `severity` (the connection is fine); prazo's errors wrap those.
+ */
+export function connectionBroken(error: unknown): boolean {
+  if (isPrazoError(error)) return error.cause !== undefined && connectionBroken(error.cause);
+  return typeof (error as { severity?: unknown } | null)?.severity !== 'string';
+}

@@ -1,0 +1,84 @@
+import type { QueryResult, QueryResultRow } from 'pg';
+import { currentDeadline } from '../deadline/ambient.js';
+import type { Deadline } from '../deadline/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { guarded } from './guard.js';
+import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
+import { leaseUnbounded } from './query.js';
+import { beginSql, checkFits, connectionBroken, lease, statementTimeoutMs } from './session.js';
+import type { PgClient, PgPool } from './types.js';
+
+/** What the function given to {@link transactionWithDeadline} works with. */
+export interface PgTransaction {
+  /** The client holding the transaction (use `query` below for deadline-aware statements). */
+  readonly client: PgClient;
+  /** The deadline the transaction runs under, when there is one. */
+  readonly deadline: Deadline | undefined;
+  /**
+   * Runs one statement of the transaction: refused at once once the deadline has passed; its
+   * `statement_timeout` refreshed first when it lags the time left by more than `cancelGraceMs`;
+   * cancelled on the server when the time runs out or the caller's signal aborts.
+   */
+  query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+}
+
+/**
+ * Runs `fn` in a transaction bounded by the deadline (SPEC D4, D7): `BEGIN` with
+ * `SET LOCAL statement_timeout` from the time left, every statement through `tx.query`, `COMMIT`
+ * when `fn` resolves in time. Any failure rolls back; so does finishing after the deadline: the
+ * caller has been told "deadline exceeded" and may retry, so the work must not also have happened.
+ * `target` is a client or a pool (a pooled client is returned, destroyed if its connection broke).
+ * With less than `p99Ms` (the whole transaction's p99) left, nothing is sent.
+ */
+export async function transactionWithDeadline<T>(
+  target: PgClient | PgPool,
+  fn: (tx: PgTransaction) => Promise<T>,
+  options: PgDeadlineOptions = {},
+): Promise<T> {
+  const resolved = resolvePgOptions('transactionWithDeadline', options, currentDeadline());
+  const { deadline } = resolved;
+  if (deadline !== undefined) checkFits(deadline, resolved);
+  const { client, release } =
+    deadline === undefined ? await leaseUnbounded(target) : await lease(target, deadline, resolved);
+  try {
+    await client.query(deadline === undefined ? 'BEGIN' : beginSql(deadline));
+    const tx = transaction(client, deadline, resolved);
+    const result = await fn(tx);
+    if (deadline?.expired()) throw exceeded(deadline, resolved);
+    await client.query('COMMIT');
+    release();
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    release(connectionBroken(error));
+    throw error;
+  }
+}
+
+function transaction(
+  client: PgClient,
+  deadline: Deadline | undefined,
+  options: ResolvedPgOptions,
+): PgTransaction {
+  if (deadline === undefined) {
+    return { client, deadline, query: (sql, params = []) => client.query(sql, params) };
+  }
+  let inForceMs = statementTimeoutMs(deadline);
+  return {
+    client,
+    deadline,
+    async query<R extends QueryResultRow>(sql: string, params: unknown[] = []) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (deadline.expired()) throw exceeded(deadline, options);
+      if (inForceMs - deadline.remainingMs() > options.cancelGraceMs) {
+        inForceMs = statementTimeoutMs(deadline);
+        await client.query("SELECT set_config('statement_timeout', $1, true)", [String(inForceMs)]);
+      }
+      return guarded(client, deadline, options, () => client.query<R>(sql, params));
+    },
+  };
+}
+
+function exceeded(deadline: Deadline, options: ResolvedPgOptions): DeadlineExceededError {
+  return new DeadlineExceededError({ dependency: options.name, deadlineEpochMs: deadline.epochMs() });
+}
