@@ -8,6 +8,11 @@ export {
 } from './drift.js';
 export { createDriftMonitor, type DriftMonitor, type DriftMonitorOptions } from './drift-monitor.js';
 export {
+  type CalibrateFromDistributionOptions,
+  calibrateFromDistribution,
+  type DistributionCalibration,
+} from './from-distribution.js';
+export {
   assessWindow,
   type HealthThresholds,
   resolveHealthThresholds,
@@ -21,6 +26,17 @@ export {
   type HealthyWindowTrackerOptions,
 } from './health-tracker.js';
 export { checkPool, type PoolCheckInput, type PoolCheckResult } from './pool.js';
+export {
+  type LatencyDistribution,
+  type LatencyUnit,
+  parseCsv,
+  parsePrometheus,
+  parseSampleList,
+  type ReadSourceOptions,
+  readLatencySource,
+  SourceError,
+  type SourceFormat,
+} from './sources/index.js';
 export {
   type CalibrateTimeoutInput,
   calibrateTimeout,

@@ -105,13 +105,29 @@ export class Fields {
     return undefined;
   }
 
-  /** Warns about keys outside `allowed`, suggesting the one that differs only in case or `_`. */
+  /** Warns about keys outside `allowed`, suggesting a near one (case, `_`, or one typo away). */
   unknownKeys(o: Record<string, unknown>, at: Path, allowed: readonly string[]): void {
     const norm = (k: string) => k.toLowerCase().replaceAll('_', '');
     for (const key of Object.keys(o)) {
       if (allowed.includes(key)) continue;
-      const near = allowed.find((a) => norm(a) === norm(key));
+      const near =
+        allowed.find((a) => norm(a) === norm(key)) ??
+        allowed.find((a) => a.length >= 4 && editDistance(norm(a), norm(key)) <= 1);
       this.warning([...at, key], `unknown key${near ? `; did you mean \`${near}\`?` : ' (ignored)'}`);
     }
   }
+}
+
+/** Levenshtein distance, bounded inputs (config keys). */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 1 || a.length > 64 || b.length > 64) return 2;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length]!;
 }

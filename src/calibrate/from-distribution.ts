@@ -1,0 +1,57 @@
+import {
+  assessWindow,
+  type HealthThresholds,
+  resolveHealthThresholds,
+  type WindowVerdict,
+} from './health.js';
+import type { LatencyDistribution } from './sources/types.js';
+import { type CalibrateTimeoutInput, calibrateTimeout, type TimeoutCalibration } from './timeout.js';
+
+/**
+ * Calibration from a measured distribution, behind the healthy-window guard (SPEC C1, C4): the p99
+ * of a degraded window, or one the histogram cannot bound, is refused rather than turned into a
+ * timeout that protects nothing. A window too small to judge is calibrated but flagged.
+ */
+export interface CalibrateFromDistributionOptions
+  extends Omit<CalibrateTimeoutInput, 'p99Ms'>,
+    HealthThresholds {
+  /** p99 of known-healthy windows, for the jump check, in ms. */
+  readonly baselineP99Ms?: number;
+}
+
+export interface DistributionCalibration {
+  readonly verdict: WindowVerdict;
+  /** Set when refused: why, one line per reason. */
+  readonly refused: readonly string[] | null;
+  /** Undefined when refused. */
+  readonly calibration: TimeoutCalibration | undefined;
+  /** Everything worth a human's attention (calibration warning, small window). */
+  readonly warnings: readonly string[];
+}
+
+export function calibrateFromDistribution(
+  distribution: LatencyDistribution,
+  options: CalibrateFromDistributionOptions = {},
+): DistributionCalibration {
+  const { baselineP99Ms, maxErrorRate, maxTimeoutRate, maxP99Jump, minSamples, ...timeout } = options;
+  const thresholds = resolveHealthThresholds(
+    { maxErrorRate, maxTimeoutRate, maxP99Jump, minSamples },
+    'health guard',
+  );
+  const verdict = assessWindow(distribution, baselineP99Ms, thresholds);
+  const refusals: string[] = [];
+  if (!distribution.p99Bounded) {
+    refusals.push('the p99 lies beyond the largest finite bucket: the histogram cannot measure it');
+  }
+  if (verdict.health === 'degraded') refusals.push(...verdict.reasons);
+  if (refusals.length > 0 || distribution.p99 === undefined) {
+    if (distribution.p99 === undefined && refusals.length === 0) refusals.push('no successful call: no p99');
+    return Object.freeze({ verdict, refused: Object.freeze(refusals), calibration: undefined, warnings: [] });
+  }
+  const calibration = calibrateTimeout({ ...timeout, p99Ms: distribution.p99 });
+  const warnings: string[] = [];
+  if (verdict.health === 'insufficient')
+    warnings.push(...verdict.reasons.map((r) => `${r}: p99 is unreliable`));
+  if (calibration.warning !== null) warnings.push(calibration.warning);
+  return Object.freeze({ verdict, refused: null, calibration, warnings: Object.freeze(warnings) });
+}

@@ -1,0 +1,186 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { exactQuantile, logNormal, mulberry32 } from '../latency/prng.test-helpers.js';
+import { runCli } from './cli.test-helpers.js';
+
+const tmp = (files: Record<string, string>): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'prazo-cli-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+};
+
+describe('prazo calibrate', () => {
+  it("the seed's worked example from --p99: 252 / 252 / 2 attempts, exit 0", async () => {
+    const r = await runCli(['calibrate', '--p99', '180', '--deadline', '1500', '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out).recommendation).toEqual({
+      connectMs: 252,
+      responseMs: 252,
+      attempts: 2,
+      warning: null,
+      feasible: true,
+    });
+  });
+
+  it('warns when the attempts do not fit; exit 1 only with --strict', async () => {
+    const argv = ['calibrate', '--p99', '180', '--deadline', '600', '--attempts', '3'];
+    const loose = await runCli(argv);
+    expect(loose.code).toBe(0);
+    expect(loose.out).toContain('deadline of 600 ms fits 2 attempt(s), not 3');
+    expect(loose.out).toMatch(/response timeout\s+252 ms/);
+    expect((await runCli([...argv, '--strict'])).code).toBe(1);
+    const infeasible = await runCli(['calibrate', '--p99', '180', '--deadline', '200', '--strict']);
+    expect(infeasible.code).toBe(1);
+    expect(infeasible.out).toContain('INFEASIBLE');
+  });
+
+  it('accepts the healthy example histogram and refuses the degraded one (SPEC C4)', async () => {
+    const healthy = await runCli(['calibrate', '--histogram', 'histograms/supplier-healthy.prom', '--json']);
+    expect(healthy.code).toBe(0);
+    const h = JSON.parse(healthy.out);
+    expect(h.health.health).toBe('healthy');
+    expect(h.recommendation).toMatchObject({ responseMs: 90, connectMs: 90, attempts: 2 });
+    const degraded = await runCli(['calibrate', '--histogram', 'histograms/supplier-degraded.prom']);
+    expect(degraded.code).toBe(1);
+    expect(degraded.out).toContain('REFUSED');
+    expect(degraded.out).toContain('error rate 5.8% above 2.0%');
+    expect(degraded.out).not.toContain('response timeout');
+    const json = JSON.parse(
+      (await runCli(['calibrate', '--histogram', 'histograms/supplier-degraded.prom', '--json'])).out,
+    );
+    expect(json.recommendation).toBeNull();
+    // a p99 jump alone is enough when a baseline is known
+    const jump = await runCli([
+      'calibrate',
+      '--histogram',
+      'histograms/supplier-healthy.prom',
+      '--baseline-p99',
+      '30',
+    ]);
+    expect(jump.code).toBe(1);
+    expect(jump.out).toContain('2.14x the healthy baseline 30 ms');
+  });
+
+  it('reads a sample list and a CSV, with exact quantiles', async () => {
+    const samples = logNormal(mulberry32(3), 5000, 40, 0.6);
+    const sorted = Float64Array.from(samples).sort();
+    const p99 = sorted[Math.ceil(0.99 * sorted.length) - 1]!;
+    const dir = tmp({
+      'lat.txt': `${Array.from(samples).join('\n')}\n`,
+      'lat.csv': `ts,duration_seconds,status\n${Array.from(samples, (v, i) => `${i},${v / 1000},200`).join('\n')}\n`,
+    });
+    for (const file of ['lat.txt', 'lat.csv']) {
+      const r = await runCli(['calibrate', '--histogram', file, '--json'], dir);
+      expect(r.code).toBe(0);
+      const report = JSON.parse(r.out);
+      expect(report.source.p99).toBeCloseTo(p99, 6);
+      expect(report.recommendation.responseMs).toBe(Math.ceil(p99 * 1.4));
+    }
+    expect(exactQuantile(sorted, 0.5)).toBeGreaterThan(30);
+  });
+
+  it('flags a window too small to judge, and checks the pool (SPEC C6)', async () => {
+    const dir = tmp({ 'few.txt': '10\n20\n30\n' });
+    const r = await runCli(['calibrate', '--histogram', 'few.txt', '--pool-size', '50', '--rps', '100'], dir);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('fewer than the 100 needed');
+    const pool = await runCli([
+      'calibrate',
+      '--p99',
+      '1000',
+      '--pool-size',
+      '50',
+      '--rps',
+      '100',
+      '--strict',
+    ]);
+    expect(pool.code).toBe(1);
+    expect(pool.out).toContain('exceeds the 500 ms a pool of 50 tolerates at 100 req/s');
+  });
+
+  it('bad input: exit 2 with a one-line reason', async () => {
+    const dir = tmp({
+      'bad.prom': 'x_seconds_bucket{le="0.1"} 5\nx_seconds_bucket{le="0.2" 7\n',
+      'empty.txt': '',
+    });
+    const cases: Array<[string[], RegExp]> = [
+      [['calibrate'], /exactly one of --p99 <ms> or --histogram <file>/],
+      [['calibrate', '--p99', '1', '--histogram', 'x'], /exactly one of/],
+      [['calibrate', '--p99', '-5'], /--p99 must be a non-negative number of ms, got "-5"/],
+      [
+        ['calibrate', '--p99', '180', '--slack', '2'],
+        /`slack` must be a finite number in \[1.3, 1.5\], got 2/,
+      ],
+      [['calibrate', '--p99', '180', '--attempts', '2.5'], /`attempts` must be an integer/],
+      [['calibrate', '--histogram', 'nope.prom'], /cannot read nope.prom/],
+      [['calibrate', '--histogram', 'bad.prom'], /bad.prom: line 2: malformed labels/],
+      [['calibrate', '--histogram', 'empty.txt'], /no samples found/],
+      [['calibrate', '--histogram', 'bad.prom', '--unit', 'h'], /--unit must be one of s, ms, us/],
+      [['calibrate', '--bogus'], /unknown option '--bogus'/],
+      [['nope'], /unknown command 'nope'/],
+    ];
+    for (const [argv, reason] of cases) {
+      const r = await runCli(argv, dir);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.err, argv.join(' ')).toMatch(reason);
+      expect(r.err.trim().split('\n'), argv.join(' ')).toHaveLength(1);
+    }
+    expect((await runCli(['calibrate', '--p99', '180', '--slack', '2', '--force-slack'])).code).toBe(0);
+  });
+});
+
+describe('prazo check', () => {
+  it('validates the shipped example: every dependency and the POST /pedidos budget, exit 0', async () => {
+    const r = await runCli(['check', 'prazo.config.yaml']);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('prazo.config.yaml: ok');
+    expect(r.out).toMatch(
+      /supplier\s+p99 64.29 ms \(from histograms\/supplier-healthy.prom\) → 90 \/ 90 ms × 2/,
+    );
+    expect(r.out).toMatch(/servico_estoque\s+300 ms {2}remote → inventory: response 119 ms × 2/);
+    expect(r.out).toContain('0 error(s), 0 warning(s)');
+    const json = JSON.parse((await runCli(['check', 'prazo.config.yaml', '--json'])).out);
+    expect(json.summary.endpoints[0].totalSloMs).toBe(800);
+  });
+
+  it('prints every problem with file, line and key; exit 2 on errors, 1 on warnings with --strict', async () => {
+    const dir = tmp({
+      'bad.yaml': 'dependencies:\n  - name: a\n    p99Ms: 0\n  - name: b\n    p99Ms: 10\n    atempts: 3\n',
+      'warn.yaml': 'dependencies:\n  - { name: a, p99Ms: 180, attempts: 3, defaultDeadlineMs: 600 }\n',
+      'degraded.yaml': 'dependencies:\n  - name: s\n    histogram: { file: h.prom }\n',
+      'h.prom':
+        '# degraded\nx_seconds_bucket{outcome="success",le="0.1"} 900\nx_seconds_bucket{outcome="success",le="+Inf"} 900\nx_seconds_bucket{outcome="error",le="+Inf"} 100\n',
+    });
+    const bad = await runCli(['check', 'bad.yaml'], dir);
+    expect(bad.code).toBe(2);
+    expect(bad.out).toContain(
+      'bad.yaml:3:5: error: dependencies[0].p99Ms: must be a number in (0, 86400000] (ms), got 0',
+    );
+    expect(bad.out).toContain(
+      'bad.yaml:6:5: warning: dependencies[1].atempts: unknown key; did you mean `attempts`?',
+    );
+    expect(bad.out).toContain('1 error(s), 1 warning(s)');
+    expect((await runCli(['check', 'warn.yaml'], dir)).code).toBe(0);
+    expect((await runCli(['check', 'warn.yaml', '--strict'], dir)).code).toBe(1);
+    const degraded = await runCli(['check', 'degraded.yaml'], dir);
+    expect(degraded.code).toBe(2);
+    expect(degraded.out).toContain(
+      'degraded.yaml:3:5: error: dependencies[0].histogram: h.prom: degraded window (error rate 10.0% above 2.0%)',
+    );
+    const missing = await runCli(['check', 'missing.yaml'], dir);
+    expect(missing.code).toBe(2);
+    expect(missing.out).toContain('missing.yaml: error: cannot read');
+  });
+
+  it('prints help and version with exit 0', async () => {
+    const help = await runCli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('calibrate');
+    expect(help.out).toContain('check');
+    const version = await runCli(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.out.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});

@@ -1,0 +1,76 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { DEFAULT_CONFIG_FILE } from '../../config/constants.js';
+import { type ConfigCheck, checkConfigFile } from '../../config/load.js';
+import { formatProblem } from '../../config/problem.js';
+import { cliContext, ExitCode } from '../context.js';
+
+/**
+ * `prazo check [file]`: validates the central config (SPEC C7) and its budgets (SPEC B1, B2), printing
+ * every problem as `file:line:col: severity: key: message`, then what the file yields: each
+ * dependency's calibrated timeouts and each endpoint's slices. Exit 2 on errors, 1 on warnings with
+ * `--strict`, else 0.
+ */
+export function register(program: Command): void {
+  program
+    .command('check')
+    .description('validate prazo.config.yaml (or JSON): dependencies, budgets, every problem with its line')
+    .argument('[file]', 'config file', DEFAULT_CONFIG_FILE)
+    .option('--json', 'print JSON')
+    .option('--strict', 'exit 1 on warnings')
+    .action((file: string, flags: { json?: boolean; strict?: boolean }, command: Command) => {
+      const context = cliContext(command);
+      const result = checkConfigFile(resolve(context.io.cwd, file));
+      const problems = result.problems.map((p) => ({ ...p, file }));
+      const errors = problems.filter((p) => p.severity === 'error').length;
+      const warnings = problems.length - errors;
+      if (flags.json)
+        context.io.stdout(
+          `${JSON.stringify({ file, errors, warnings, problems, summary: summary(result) }, null, 2)}\n`,
+        );
+      else context.io.stdout(render(file, { ...result, problems }, errors, warnings));
+      context.exitCode =
+        errors > 0 ? ExitCode.badInput : flags.strict && warnings > 0 ? ExitCode.warnings : ExitCode.ok;
+    });
+}
+
+function summary(result: ConfigCheck) {
+  if (result.config === undefined) return null;
+  return {
+    dependencies: [...result.config.dependencies.values()].map((d) => ({
+      name: d.options.name,
+      p99Ms: d.options.p99Ms,
+      ...d.calibration,
+    })),
+    endpoints: [...result.config.endpoints.values()].map((e) => ({
+      endpoint: e.budget.endpoint,
+      totalSloMs: e.budget.totalSloMs,
+      components: e.timeouts.components,
+    })),
+  };
+}
+
+function render(file: string, result: ConfigCheck, errors: number, warnings: number): string {
+  let out = '';
+  for (const p of result.problems) out += `${formatProblem(p)}\n`;
+  if (result.config !== undefined) {
+    out += `${file}: ok\n\ndependencies (p99 → connect / response × attempts)\n`;
+    for (const d of result.config.dependencies.values()) {
+      const c = d.calibration;
+      const from = d.p99Source === 'config' ? '' : ` (from ${d.p99Source.file})`;
+      out += `  ${d.options.name.padEnd(16)} p99 ${round(d.options.p99Ms)} ms${from} → ${c.connectMs} / ${c.responseMs} ms × ${c.attempts}\n`;
+    }
+    for (const e of result.config.endpoints.values()) {
+      out += `\n${e.budget.endpoint}: SLO ${e.budget.totalSloMs} ms\n`;
+      for (const c of e.timeouts.components) {
+        const dep =
+          c.dependency === undefined ? '' : ` → ${c.dependency}: response ${c.responseMs} ms × ${c.attempts}`;
+        out += `  ${c.name.padEnd(16)} ${String(c.sliceMs).padStart(5)} ms  ${c.kind}${dep}\n`;
+      }
+    }
+  }
+  out += `\n${errors} error(s), ${warnings} warning(s)\n`;
+  return out;
+}
+
+const round = (v: number): number => Math.round(v * 100) / 100;

@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+import { readFileSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError } from 'commander';
+import * as calibrate from './commands/calibrate.js';
+import * as check from './commands/check.js';
+import * as rules from './commands/rules.js';
+import { attachContext, type CliContext, type CliIo, ExitCode, UsageError } from './context.js';
+
+/**
+ * `prazo`: the command line. Each command lives in `commands/<name>.ts` and exports
+ * `register(program)`; adding one is an import and a call below. `run` is the whole CLI as a function
+ * (argv in, exit code out, output through `io`), so tests drive it in-process.
+ */
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export function createProgram(context: CliContext): Command {
+  const { io } = context;
+  const program = new Command('prazo')
+    .description(
+      'Timeouts, deadlines, retry budgets and hedging derived from measurement (p99), not guesses.',
+    )
+    .version(version(), '-V, --version')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  attachContext(program, context);
+  calibrate.register(program);
+  check.register(program);
+  rules.register(program);
+  return program;
+}
+
+/**
+ * Runs the CLI on `argv` (without `node` and the script: `['calibrate', '--p99', '180']`) and resolves
+ * to the exit code: 0 ok, 1 warnings with `--strict` or a refused calibration, 2 bad input or usage.
+ */
+export async function run(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
+  const full: CliIo = {
+    stdout: io.stdout ?? ((s) => process.stdout.write(s)),
+    stderr: io.stderr ?? ((s) => process.stderr.write(s)),
+    cwd: io.cwd ?? process.cwd(),
+  };
+  const context: CliContext = { io: full, exitCode: ExitCode.ok };
+  const program = createProgram(context);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return context.exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // help and version exit 0; every usage error (unknown option, missing argument) is bad input.
+      return error.exitCode === 0 ? ExitCode.ok : ExitCode.badInput;
+    }
+    if (error instanceof UsageError) {
+      const command = argv[0] !== undefined && /^[a-z]+$/.test(argv[0]) ? argv[0] : '';
+      full.stderr(`prazo${command ? ` ${command}` : ''}: ${error.message}\n`);
+      return ExitCode.badInput;
+    }
+    full.stderr(`prazo: unexpected failure: ${error instanceof Error ? error.message : String(error)}\n`);
+    return ExitCode.badInput;
+  }
+}
+
+/** True when this module is the process entry (`prazo ...` or `node dist/cli/main.js`), not an import. */
+function isEntry(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntry()) {
+  run(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    () => {
+      process.exitCode = ExitCode.badInput;
+    },
+  );
+}
