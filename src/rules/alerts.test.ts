@@ -77,6 +77,15 @@ describe('generateAlertRules (SPEC R7, V1, V3, B3, C5, X3)', () => {
     expect(new Set(identities).size).toBe(identities.length);
   });
 
+  it('a dependency that never draws on its budget (1 attempt, no hedge) gets no budget alerts', () => {
+    const names = rules(generateAlertRules({ dependencies: [{ name: 'db', attempts: 1 }] })).map(
+      (r) => r.alert,
+    );
+    expect(names).toEqual([ALERTS.timeoutBelowP99, ALERTS.abandonmentHigh]);
+    const hedged = rules(generateAlertRules({ dependencies: [{ name: 'db', attempts: 1, hedging: true }] }));
+    expect(hedged.map((r) => r.alert)).toContain(ALERTS.retryRatioHigh);
+  });
+
   it('no dependencies and no endpoints: an empty, valid rule file', () => {
     expect(generateAlertRules({ dependencies: [] })).toEqual({ groups: [] });
   });

@@ -16,6 +16,11 @@ export interface RulesDependency {
   readonly minPerSecond?: number;
   /** Whether the dependency hedges (hedges spend the same budget, SPEC H3). Default false. */
   readonly hedging?: boolean;
+  /**
+   * Attempts per call, the original included. Default 2. With 1 and no hedging nothing ever draws on
+   * the budget, so its rules (ratio, refusals) are left out rather than watching a constant 0.
+   */
+  readonly attempts?: number;
 }
 
 export interface RulesEndpoint {
@@ -39,6 +44,7 @@ export interface ResolvedDependency {
   readonly maxRatio: number;
   readonly minPerSecond: number;
   readonly hedging: boolean;
+  readonly attempts: number;
 }
 
 export interface ResolvedInput {
@@ -79,6 +85,7 @@ export function resolveInput(input: RulesInput, options: RulesOptions, context: 
         min: 0,
       }),
       hedging: v.boolean(`${at}.hedging`, dep.hedging, false),
+      attempts: v.number(`${at}.attempts`, dep.attempts, { default: 2, min: 1, max: 10, integer: true }),
     };
   });
   unique(

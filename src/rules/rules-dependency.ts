@@ -27,7 +27,8 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
   const rules: AlertRule[] = [];
   const hedges = dep.hedging ? ' Hedges spend the same budget (SPEC H3): check the hedge panel too.' : '';
 
-  if (dep.maxRatio > 0) {
+  const spends = dep.attempts > 1 || dep.hedging;
+  if (spends && dep.maxRatio > 0) {
     // The ratio alone misleads at low traffic, where the budget's floor (not its ratio) governs.
     const originals = sumWithout([L.kind], rate(N.attempts, [d, [L.kind, '=', 'original']], R.rateWindow));
     const governs = `${originals} * ${num(dep.maxRatio)} > ${num(dep.minPerSecond)}`;
@@ -59,19 +60,20 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
   }
 
   const refusals = (window: string) => sumBy(BY, rate(N.budgetRefusals, [d], window));
-  rules.push({
-    alert: ALERTS.budgetRefusalsClimbing,
-    expr:
-      `(${refusals(R.rateWindow)} > ${num(R.refusalsMinPerSecond)}) and ` +
-      `(${refusals(R.rateWindow)} > ${num(R.refusalsClimbFactor)} * ${refusals(R.refusalsBaseline)})`,
-    for: R.refusalsFor,
-    labels: { severity: 'warning' },
-    annotations: {
-      summary: `The retry budget of ${dep.name} is refusing more and more extra attempts`,
-      description: `{{ $value | humanize }} refusals/s for ${dep.name}, over ${num(R.refusalsClimbFactor)}× its hourly rate: failures now exceed what the budget retries (SPEC R1, H3).`,
-      runbook: `Check ${dep.name}'s error rate and timeouts by phase; refusals are the budget protecting it, so fix the cause rather than the budget.`,
-    },
-  });
+  if (spends)
+    rules.push({
+      alert: ALERTS.budgetRefusalsClimbing,
+      expr:
+        `(${refusals(R.rateWindow)} > ${num(R.refusalsMinPerSecond)}) and ` +
+        `(${refusals(R.rateWindow)} > ${num(R.refusalsClimbFactor)} * ${refusals(R.refusalsBaseline)})`,
+      for: R.refusalsFor,
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: `The retry budget of ${dep.name} is refusing more and more extra attempts`,
+        description: `{{ $value | humanize }} refusals/s for ${dep.name}, over ${num(R.refusalsClimbFactor)}× its hourly rate: failures now exceed what the budget retries (SPEC R1, H3).`,
+        runbook: `Check ${dep.name}'s error rate and timeouts by phase; refusals are the budget protecting it, so fix the cause rather than the budget.`,
+      },
+    });
 
   const response: Matcher = [L.phase, '=', 'response'];
   rules.push({

@@ -1,0 +1,28 @@
+import { isRetryBudget, type RetryBudgetOptions } from '../budget/budget.js';
+import type { PrazoConfig } from '../config/load.js';
+import type { RulesDependency, RulesInput } from './input.js';
+
+/**
+ * `prazo.config.yaml`, as loaded by `loadConfig`/`checkConfigFile`, to what the generators read: per
+ * dependency its budget ratio, floor, attempts and whether it hedges; per endpoint its components.
+ * A dependency given a shared budget *object* (in code, not in the file) keeps the budget defaults.
+ */
+export function rulesInputFromConfig(config: Pick<PrazoConfig, 'dependencies' | 'endpoints'>): RulesInput {
+  const dependencies = [...config.dependencies.values()].map(({ options }): RulesDependency => {
+    const budget = isRetryBudget(options.retryBudget)
+      ? undefined
+      : (options.retryBudget as RetryBudgetOptions | undefined);
+    return {
+      name: options.name,
+      maxRatio: budget?.maxRatio,
+      minPerSecond: budget?.minPerSecond,
+      hedging: options.hedge !== undefined && options.hedge !== false,
+      attempts: options.attempts,
+    };
+  });
+  const endpoints = [...config.endpoints.values()].map(({ budget }) => ({
+    name: budget.endpoint,
+    components: budget.components.map((c) => c.name),
+  }));
+  return { dependencies, endpoints };
+}
