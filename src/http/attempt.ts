@@ -1,22 +1,23 @@
 import type { Clock, Timer } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
-import { isTimeoutError } from '../errors/guards.js';
 import { BodyTimeoutError, ResponseTimeoutError } from '../errors/timeout.js';
-import type { LatencySource } from '../latency/types.js';
 import { TIMER_TOLERANCE_MS } from './constants.js';
 import { mapTransportError } from './errors.js';
-import { statusOutcome } from './status.js';
 
 /**
  * One attempt of one HTTP call, as an undici dispatch handler wrapped around undici's own request
- * handler (SPEC C2, D5, D6). It is the only per-call object prazo adds to undici's path, and it
+ * handler (SPEC C2, D5, D6). It is the only per-attempt object prazo adds to undici's path, and it
  * holds **one** timer, re-armed only when the bound moves earlier:
  *
  * - queued / connecting: bounded by the deadline (the connect itself by the connector's timer);
  * - request written → response head: `min(responseTimeoutMs, deadline)` → RESPONSE_TIMEOUT;
  * - head → end of body: no chunk for `bodyTimeoutMs` while the consumer is reading → BODY_TIMEOUT;
  * - any phase: the deadline → DEADLINE_EXCEEDED, the phase error when the phase's own limit is hit.
+ *
+ * Under the executor, whose own attempt timer already bounds everything up to the head, the head
+ * phases are left to it (`responseTimeoutMs = Infinity`) unless a tighter response timeout was asked:
+ * the attempt then arms its timer only at the head, for the body.
  *
  * A timer that fires early (the bound moved later) re-checks and re-arms, so progress costs a
  * timestamp, not a timer. No AbortController and no AbortSignal.any: undici hands the handler an
@@ -38,8 +39,6 @@ export interface AttemptScope {
   readonly name: string;
   readonly clock: Clock;
   readonly connectTimeoutMs: number;
-  /** Records this attempt's latency at its head (or failure); undefined when the executor records. */
-  readonly recorder: LatencySource | undefined;
 }
 
 const QUEUED = 0;
@@ -57,6 +56,8 @@ export class Attempt implements UndiciHandler {
   readonly #bodyMs: number;
   readonly #startedAt: number;
   readonly #signal: AbortSignal | undefined;
+  /** False when someone else (the executor) bounds the phases before the head. */
+  readonly #guardHead: boolean;
   #abort: ((reason?: Error) => void) | undefined;
   #onAbort: (() => void) | undefined;
   #phase = QUEUED;
@@ -66,7 +67,6 @@ export class Attempt implements UndiciHandler {
   #timer: Timer | undefined;
   #due = Number.POSITIVE_INFINITY;
   #error: Error | undefined;
-  #recorded = false;
   readonly #fire = (): void => this.#onTimer();
 
   constructor(
@@ -79,20 +79,21 @@ export class Attempt implements UndiciHandler {
     this.#scope = scope;
     this.#deadline = deadline;
     this.#responseMs = responseTimeoutMs;
+    this.#guardHead = responseTimeoutMs !== Number.POSITIVE_INFINITY;
     this.#bodyMs = bodyTimeoutMs;
     const now = scope.clock.now();
     this.#startedAt = now;
     this.#deadlineAt = now + deadline.remainingMs();
     this.#signal = signal;
     if (signal !== undefined) {
-      this.#onAbort = () => this.#fail(signal.reason ?? new Error('aborted'), true);
+      this.#onAbort = () => this.#fail(signal.reason ?? new Error('aborted'));
       signal.addEventListener('abort', this.#onAbort, { once: true });
     }
   }
 
   /** Called once dispatch returned: a request still waiting for a socket is bounded by the deadline. */
   dispatched(): void {
-    if (this.#phase === QUEUED) this.#armBy(this.#deadlineAt, this.#scope.clock.now());
+    if (this.#phase === QUEUED && this.#guardHead) this.#armBy(this.#deadlineAt, this.#scope.clock.now());
   }
 
   onConnect(abort: (reason?: Error) => void, context?: object): void {
@@ -104,7 +105,7 @@ export class Attempt implements UndiciHandler {
     const now = this.#scope.clock.now();
     this.#phase = RESPONSE;
     this.#phaseAt = now;
-    this.#armBy(Math.min(now + this.#responseMs, this.#deadlineAt), now);
+    if (this.#guardHead) this.#armBy(Math.min(now + this.#responseMs, this.#deadlineAt), now);
     this.inner.onConnect(abort, context);
   }
 
@@ -118,8 +119,13 @@ export class Attempt implements UndiciHandler {
     const now = this.#scope.clock.now();
     this.#phase = BODY;
     this.#lastDataAt = now;
-    this.#record(now, statusOutcome(status));
-    this.#armBy(Math.min(now + this.#bodyMs, this.#deadlineAt), now);
+    const bound = Math.min(now + this.#bodyMs, this.#deadlineAt);
+    if (this.#timer === undefined || this.#due > bound) {
+      if (this.#timer !== undefined) this.#scope.clock.clearTimer(this.#timer);
+      this.#timer = undefined;
+      // Armed after the current socket read: a body that completes in it (most) never needs a timer.
+      queueMicrotask(this.#fire);
+    }
     const onResume = (): void => {
       this.#paused = false;
       this.#lastDataAt = this.#scope.clock.now();
@@ -143,10 +149,8 @@ export class Attempt implements UndiciHandler {
 
   onError(error: Error): void {
     if (this.#phase === DONE) return;
-    const now = this.#scope.clock.now();
-    const reported = this.#error ?? (this.#map(error, now) as Error);
+    const reported = this.#error ?? (this.#map(error, this.#scope.clock.now()) as Error);
     this.#finish();
-    this.#record(now, isTimeoutError(reported) ? 'timeout' : 'error');
     this.inner.onError(reported);
   }
 
@@ -161,10 +165,9 @@ export class Attempt implements UndiciHandler {
   }
 
   /** Ends the attempt with `error`: aborts the request in flight, or settles a queued one at once. */
-  #fail(error: Error, cancelled = false): void {
+  #fail(error: Error): void {
     if (this.#phase === DONE || this.#error !== undefined) return;
     this.#error = error;
-    if (cancelled) this.#recorded = true; // the caller gave up: not a latency sample
     if (this.#abort !== undefined) this.#abort(error); // undici calls onError(error) back
     if (this.#phase !== DONE) this.onError(error);
   }
@@ -212,12 +215,6 @@ export class Attempt implements UndiciHandler {
     }
     this.#due = at;
     this.#timer = clock.setTimer(this.#fire, at - now);
-  }
-
-  #record(now: number, outcome: 'success' | 'error' | 'timeout'): void {
-    if (this.#recorded) return;
-    this.#recorded = true;
-    this.#scope.recorder?.record(now - this.#startedAt, outcome);
   }
 
   #finish(): void {

@@ -30,10 +30,15 @@ export interface HttpRequestOptions {
    * retry and hedge of the call carries the same key.
    */
   readonly idempotencyKey?: string | true;
-  /** Overrides the client's `responseTimeoutMs` for this call. Range (0, 2^31-1]. */
+  /**
+   * Tightens the client's `responseTimeoutMs` for this call (the attempt timeout stays the ceiling).
+   * Range (0, 2^31-1].
+   */
   readonly responseTimeoutMs?: number;
   /** Overrides the client's `bodyTimeoutMs` for this call. Range (0, 2^31-1]. */
   readonly bodyTimeoutMs?: number;
+  /** Retry this call's response timeouts (idempotent calls only; SPEC R4). Default: the client's. */
+  readonly retryResponseTimeout?: boolean;
   /** undici's `highWaterMark` of the response body stream. */
   readonly highWaterMark?: number;
 }

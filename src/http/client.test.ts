@@ -4,7 +4,7 @@ import { Deadline } from '../deadline/deadline.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import { createHttpClient, type HttpClient } from './client.js';
 import type { HttpClientOptions } from './options.js';
-import { faults, type Handler, startServer, type TestServer } from './servers.test-helpers.js';
+import { faults, type Handler, startServer } from './servers.test-helpers.js';
 
 /**
  * The client against real loopback servers (SPEC C2, D4, D5, D6). Timing assertions keep margins of
@@ -18,7 +18,7 @@ afterEach(async () => {
 
 async function setup(handler: Handler, options: Partial<HttpClientOptions> = {}) {
   const server = await startServer(handler);
-  const client = createHttpClient({ name: 'inventory', origin: server.origin, ...options });
+  const client = createHttpClient({ name: 'inventory', origin: server.origin, p99Ms: 100, ...options });
   cleanup.push(
     () => server.close(),
     () => client.destroy(),
@@ -55,6 +55,7 @@ const get = async (client: HttpClient, path = '/'): Promise<string> =>
 describe('deadlines out (SPEC D1, D5)', () => {
   it('sends the absolute deadline downstream, and the configured relative forms', async () => {
     const { server, client } = await setup(faults.ok(), {
+      p99Ms: 1_200, // attempt timeout 1680 ms, past the call's deadline: the call's deadline travels
       deadlineHeaders: { grpcTimeout: true, envoy: true },
     });
     const before = Date.now();
@@ -69,18 +70,26 @@ describe('deadlines out (SPEC D1, D5)', () => {
     expect(Number(headers['x-envoy-expected-rq-timeout-ms'])).toBeGreaterThan(1_300);
   });
 
+  it('sends the attempt’s slice when the attempt timeout ends before the call deadline (SPEC R6)', async () => {
+    const { server, client } = await setup(faults.ok(), { p99Ms: 100 });
+    await (await client.request('/', { deadline: 1_500 })).body.text();
+    const left = Number(server.seen[0]!.headers['x-deadline-epoch-ms']) - Date.now();
+    expect(left).toBeLessThanOrEqual(140); // ceil(100 × 1.4): the downstream stops when we give up
+    expect(left).toBeGreaterThan(0);
+  });
+
   it('uses the ambient deadline, and a per-call one can only shorten it', async () => {
-    const { server, client } = await setup(faults.ok());
+    const { server, client } = await setup(faults.ok(), { p99Ms: 1_000 });
+    const remainingOf = async (deadline?: number) =>
+      (await rejection(client.request('/', deadline === undefined ? {} : { deadline })))
+        .remainingMs as number;
     await runWithDeadline(Deadline.after(800), async () => {
-      await get(client);
-      await (await client.request('/', { deadline: 5_000 })).body.text();
-      await (await client.request('/', { deadline: 300 })).body.text();
+      expect(await remainingOf()).toBeLessThanOrEqual(800);
+      expect(await remainingOf()).toBeGreaterThan(600);
+      expect(await remainingOf(5_000)).toBeLessThanOrEqual(800); // 5000 asked, the caller's 800 wins
+      expect(await remainingOf(300)).toBeLessThanOrEqual(300);
     });
-    const [a, b, c] = server.seen.map((r) => Number(r.headers['x-deadline-epoch-ms']) - Date.now());
-    expect(a).toBeLessThanOrEqual(800);
-    expect(b).toBeLessThanOrEqual(800); // 5000 asked, the caller's 800 wins
-    expect(c).toBeLessThanOrEqual(300);
-    expect(c).toBeGreaterThan(100);
+    expect(server.connections).toBe(0); // DEADLINE_INSUFFICIENT every time: p99 1000 ms does not fit
   });
 });
 
@@ -92,20 +101,11 @@ describe('fail fast before the socket (SPEC D4)', () => {
     expect(error.remainingMs).toBeLessThanOrEqual(150);
     expect(server.connections).toBe(0);
   });
-
-  it('uses the live p99 of the recorder when no p99Ms is configured', async () => {
-    const recorder = createLatencyRecorder({ minSamples: 1, windowMs: 60_000 });
-    for (let i = 0; i < 10; i += 1) recorder.record(400, 'success');
-    const { server, client } = await setup(faults.ok(), { recorder });
-    expect(recorder.quantile(0.99)).toBeUndefined(); // the window is not full yet: no live p99
-    await get(client);
-    expect(server.seen).toHaveLength(1);
-  });
 });
 
 describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
   it('a server that accepts and never answers → RESPONSE_TIMEOUT at the configured time', async () => {
-    const { server, client } = await setup(faults.silent(), { responseTimeoutMs: 300 });
+    const { server, client } = await setup(faults.silent(), { p99Ms: 1_000, responseTimeoutMs: 300 });
     const [error, elapsed] = await timed(() => rejection(client.request('/', { deadline: 5_000 })));
     expect(error).toMatchObject({
       code: 'RESPONSE_TIMEOUT',
@@ -121,7 +121,7 @@ describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
   });
 
   it('a body that stalls → BODY_TIMEOUT while reading it', async () => {
-    const { client } = await setup(faults.stalledBody(), { bodyTimeoutMs: 250 });
+    const { client } = await setup(faults.stalledBody(), { p99Ms: 1_000, bodyTimeoutMs: 250 });
     const response = await client.request('/', { deadline: 5_000 });
     expect(response.statusCode).toBe(200);
     const [error, elapsed] = await timed(() => rejection(response.body.text()));
@@ -131,7 +131,7 @@ describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
   });
 
   it('the deadline bounds every phase → DEADLINE_EXCEEDED, and the connection is released', async () => {
-    const { server, client } = await setup(faults.silent(), { responseTimeoutMs: 5_000 });
+    const { server, client } = await setup(faults.silent(), { p99Ms: 200 });
     const [error, elapsed] = await timed(() => rejection(client.request('/', { deadline: 250 })));
     expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', phase: 'deadline', dependency: 'inventory' });
     expect(elapsed).toBeGreaterThanOrEqual(245);
@@ -140,7 +140,7 @@ describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
   });
 
   it('a reset mid-response fails the body read with the socket error', async () => {
-    const { client } = await setup(faults.resetMidResponse());
+    const { client } = await setup(faults.resetMidResponse(), { p99Ms: 1_000 });
     const response = await client.request('/');
     const error = await rejection(response.body.text());
     expect(['UND_ERR_SOCKET', 'ECONNRESET']).toContain(error.code);
@@ -154,11 +154,11 @@ describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
     expect(error.message).toBe('user left');
   });
 
-  it('records latencies by outcome', async () => {
+  it('records latencies by outcome, in the dependency’s recorder', async () => {
     const recorder = createLatencyRecorder({ minSamples: 1, windowMs: 60_000 });
     const { client } = await setup(faults.sequence(faults.ok(), faults.status(503), faults.silent()), {
       recorder,
-      responseTimeoutMs: 100,
+      attempts: 1,
     });
     await get(client);
     await get(client);
@@ -203,7 +203,7 @@ describe('fetch()', () => {
   });
 
   it('rejects with prazo’s typed errors', async () => {
-    const { client } = await setup(faults.silent(), { responseTimeoutMs: 100 });
+    const { client } = await setup(faults.silent());
     expect(await rejection(client.fetch('/'))).toMatchObject({ code: 'RESPONSE_TIMEOUT' });
     expect(await rejection(client.fetch('http://elsewhere.invalid/'))).toMatchObject({
       code: 'INVALID_OPTIONS',
@@ -220,5 +220,3 @@ describe('per-call input', () => {
     expect(server.connections).toBe(0);
   });
 });
-
-export type { TestServer };

@@ -1,19 +1,24 @@
 import { type Dispatcher, Pool } from 'undici';
-import { DeadlineInsufficientError } from '../errors/deadline.js';
+import type { Dependency } from '../dependency/dependency.js';
+import type { AttemptContext } from '../dependency/types.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { generateIdempotencyKey, isIdempotentMethod } from '../retry/idempotency.js';
 import { Attempt, type AttemptScope } from './attempt.js';
 import { checkCallOptions, type HttpRequestOptions, normalizeCall, resolveDeadline } from './call.js';
 import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
 import { appendCallerHeaders, appendRecord, ownedDeadlineNames } from './headers.js';
+import { isReplayableBody } from './idempotency.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import { createSend, type DispatchRequest } from './transport.js';
 import { resolveHttpClientOptions } from './validate.js';
+import { createClassify, discardResponse } from './verdict.js';
 
 /**
- * `createHttpClient`: one dependency reached over HTTP, with deadlines in and out (SPEC D4, D5),
- * phase-split timeouts (C2, D6) and latency recorded by outcome. Options are validated once here;
- * the per-call path only reads them.
+ * `createHttpClient`: one dependency reached over HTTP. Every call runs through the dependency's
+ * executor (`dependency.execute`: deadline check, attempt slices, budgeted retries, Retry-After,
+ * hedging, latency recording; SPEC R1-R6, H1-H3, D4); each attempt is one undici request whose
+ * phases are timed here (SPEC C2, D5, D6). Options are validated once; the per-call path only reads.
  */
 
 /** What `request()` resolves with: undici's own response (status, headers, body stream). */
@@ -24,6 +29,8 @@ export interface HttpClient {
   readonly name: string;
   /** The origin every request goes to. */
   readonly origin: string;
+  /** The executor the calls run through: its budget, recorder, timeouts and events (`on`). */
+  readonly dependency: Dependency;
   /** The validated options, defaults applied. */
   readonly options: ResolvedHttpClientOptions;
   /** undici.request-shaped: resolves at the response head; read or dump `body`. */
@@ -43,69 +50,78 @@ export interface HttpClient {
  */
 const BACKSTOP_MS = 1_000;
 
+function createPool(o: ResolvedHttpClientOptions): Dispatcher {
+  return new Pool(o.origin, {
+    connect: createConnector({
+      clock: o.clock,
+      timeoutMs: o.connectTimeoutMs,
+      autoSelectFamily: o.autoSelectFamily,
+      lookup: o.lookup,
+    }),
+    connections: o.connections ?? null,
+    headersTimeout: o.responseTimeoutMs + BACKSTOP_MS,
+    bodyTimeout: o.bodyTimeoutMs + BACKSTOP_MS,
+  });
+}
+
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
-  const owned = o.dispatcher === undefined;
-  const dispatcher: Dispatcher =
-    o.dispatcher ??
-    new Pool(o.origin, {
-      connect: createConnector({
-        clock: o.clock,
-        timeoutMs: o.connectTimeoutMs,
-        autoSelectFamily: o.autoSelectFamily,
-        lookup: o.lookup,
-      }),
-      connections: o.connections ?? null,
-      headersTimeout: o.responseTimeoutMs + BACKSTOP_MS,
-      bodyTimeout: o.bodyTimeoutMs + BACKSTOP_MS,
-    });
+  const { dependency } = o;
+  const dispatcher = o.dispatcher ?? createPool(o);
   const send = createSend(dispatcher);
-  const scope: AttemptScope = {
-    name: o.name,
-    clock: o.clock,
-    connectTimeoutMs: o.connectTimeoutMs,
-    recorder: o.recorder,
-  };
+  const scope: AttemptScope = { name: o.name, clock: o.clock, connectTimeoutMs: o.connectTimeoutMs };
   const dropped = ownedDeadlineNames(o.deadlineHeaders);
+  const classify = createClassify(o.clock);
 
   function request(input: string | HttpRequestOptions, more?: HttpRequestOptions): Promise<HttpResponse> {
     try {
       const { path, options: call } = normalizeCall(input, more, o.origin);
       checkCallOptions(call);
-      const signal = call.signal;
-      if (signal?.aborted) return Promise.reject(signal.reason);
-      const deadline = resolveDeadline(call.deadline, o);
-      const remaining = deadline.remainingMs();
-      const needed = o.p99Ms ?? o.recorder?.quantile(0.99) ?? 0;
-      if (remaining <= 0 || remaining < needed) {
-        return Promise.reject(
-          new DeadlineInsufficientError({ dependency: o.name, remainingMs: remaining, neededMs: needed }),
-        );
-      }
       const method = call.method ?? 'GET';
       const headers: string[] = [];
-      const sentKey = appendCallerHeaders(headers, call.headers, dropped, o.idempotencyKeyHeader);
-      const wantsKey =
-        call.idempotencyKey !== undefined || (o.generateIdempotencyKey && !isIdempotentMethod(method));
-      if (sentKey === undefined && wantsKey) {
-        const key = typeof call.idempotencyKey === 'string' ? call.idempotencyKey : generateIdempotencyKey();
-        headers.push(o.idempotencyKeyHeader, key);
+      let key =
+        appendCallerHeaders(headers, call.headers, dropped, IDEMPOTENCY_KEY_HEADER) ?? call.idempotencyKey;
+      if (key === undefined && o.generateIdempotencyKey && !isIdempotentMethod(method)) key = true;
+      const body = call.body ?? null;
+      const replayable = isReplayableBody(body);
+      if (key !== undefined && !replayable) {
+        // A stream is sent once: the key still travels, but the executor must not repeat the call.
+        headers.push(IDEMPOTENCY_KEY_HEADER, key === true ? generateIdempotencyKey() : key);
+        key = undefined;
       }
-      appendRecord(headers, deadline.toHeaders(o.deadlineHeaders));
+      const deadline = resolveDeadline(call.deadline, o);
       const responseMs = call.responseTimeoutMs ?? o.responseTimeoutMs;
       const bodyMs = call.bodyTimeoutMs ?? o.bodyTimeoutMs;
-      const dispatch: DispatchRequest = {
-        origin: o.origin,
-        path,
-        method,
-        headers,
-        body: call.body ?? null,
-        query: call.query,
-        highWaterMark: call.highWaterMark,
+      const baseLength = headers.length;
+      const operation = (ctx: AttemptContext) => {
+        // The first attempt extends the caller's array; later ones (retries, hedge) copy its base.
+        const own = ctx.attempt === 1 ? headers : headers.slice(0, baseLength);
+        appendRecord(own, ctx.headers);
+        const dispatch: DispatchRequest = {
+          origin: o.origin,
+          path,
+          method,
+          headers: own,
+          body,
+          query: call.query,
+          highWaterMark: call.highWaterMark,
+          signal: call.signal, // undici ties it to the body stream, after the executor is done
+        };
+        if (call.responseTimeoutMs !== undefined) dispatch.headersTimeout = responseMs + BACKSTOP_MS;
+        if (call.bodyTimeoutMs !== undefined) dispatch.bodyTimeout = bodyMs + BACKSTOP_MS;
+        // The executor's attempt timer bounds the head; ours only when a tighter one was asked.
+        const guard = responseMs < ctx.timeoutMs ? responseMs : Number.POSITIVE_INFINITY;
+        return send(dispatch, new Attempt(scope, deadline, guard, bodyMs, ctx.signal));
       };
-      if (call.responseTimeoutMs !== undefined) dispatch.headersTimeout = responseMs + BACKSTOP_MS;
-      if (call.bodyTimeoutMs !== undefined) dispatch.bodyTimeout = bodyMs + BACKSTOP_MS;
-      return send(dispatch, new Attempt(scope, deadline, responseMs, bodyMs, signal));
+      return dependency.execute(operation, {
+        idempotent: replayable && isIdempotentMethod(method),
+        idempotencyKey: key,
+        deadline,
+        signal: call.signal,
+        classify,
+        discard: discardResponse,
+        retryResponseTimeout: call.retryResponseTimeout,
+      });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -114,14 +130,15 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   return Object.freeze({
     name: o.name,
     origin: o.origin,
+    dependency,
     options: o,
     request: request as HttpClient['request'],
     fetch: createFetch(request),
     close: async () => {
-      if (owned) await dispatcher.close();
+      if (o.dispatcher === undefined) await dispatcher.close();
     },
     destroy: async () => {
-      if (owned) await dispatcher.destroy();
+      if (o.dispatcher === undefined) await dispatcher.destroy();
     },
   });
 }

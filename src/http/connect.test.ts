@@ -37,8 +37,9 @@ describe('a real connect timeout (SPEC C2)', () => {
     const client = createHttpClient({
       name: 'supplier',
       origin: `http://127.0.0.1:${listener.port}`,
+      p99Ms: 2_000, // attempt (response) timeout 2800 ms
+      attempts: 1,
       connectTimeoutMs: 300,
-      responseTimeoutMs: 3_000,
     });
     const start = performance.now();
     const error = await rejection(client.request('/', { deadline: 10_000 }));
@@ -54,8 +55,34 @@ describe('a real connect timeout (SPEC C2)', () => {
     expect(elapsed).toBeLessThan(700); // undici's own 500 ms-tick timer would land at 500-1000 ms
   });
 
+  it('retries a connect timeout at once, and the default connect timeout fires before the attempt’s', async () => {
+    // p99 200 → attempt timeout 280 ms, connect timeout 140 ms: both attempts time out in the connect.
+    const client = createHttpClient({
+      name: 'supplier',
+      origin: `http://127.0.0.1:${listener.port}`,
+      p99Ms: 200,
+    });
+    const events: string[] = [];
+    client.dependency.on((e) => {
+      if (e.type === 'attempt-end') events.push(`${e.kind} ${e.phase}`);
+    });
+    const start = performance.now();
+    const error = await rejection(client.request('/', { deadline: 5_000 }));
+    const elapsed = performance.now() - start;
+    await client.destroy();
+    expect(error).toMatchObject({ code: 'CONNECT_TIMEOUT', timeoutMs: 140 });
+    expect(events).toEqual(['original connect', 'retry connect']);
+    expect(elapsed).toBeGreaterThanOrEqual(270);
+    expect(elapsed).toBeLessThan(600);
+  });
+
   it('bounds the connect by the remaining deadline: DEADLINE_EXCEEDED when it comes first', async () => {
-    const client = createHttpClient({ name: 'supplier', origin: `http://127.0.0.1:${listener.port}` });
+    const client = createHttpClient({
+      name: 'supplier',
+      origin: `http://127.0.0.1:${listener.port}`,
+      p99Ms: 120, // attempt timeout 168 ms: past the deadline, which then sets the attempt's limit
+      connectTimeoutMs: 160,
+    });
     const start = performance.now();
     const error = await rejection(client.request('/', { deadline: 150 }));
     const elapsed = performance.now() - start;
@@ -94,7 +121,12 @@ describe('an origin with several addresses (SPEC R4)', () => {
       await server.close();
       context.skip('something listens on [::1]:port; cannot stage a refusing first address');
     }
-    const options = { name: 'twin', origin: `http://twin.test:${server.port}`, lookup: twin as never };
+    const options = {
+      name: 'twin',
+      origin: `http://twin.test:${server.port}`,
+      p99Ms: 100,
+      lookup: twin as never,
+    };
     const client = createHttpClient(options);
     const response = await client.request('/');
     expect(await response.body.text()).toBe('from 127.0.0.1');
@@ -110,7 +142,7 @@ describe('an origin with several addresses (SPEC R4)', () => {
     const server = await startServer(faults.ok());
     const origin = server.origin;
     await server.close();
-    const client = createHttpClient({ name: 'gone', origin });
+    const client = createHttpClient({ name: 'gone', origin, p99Ms: 100, attempts: 1 });
     const error = await rejection(client.request('/'));
     expect(error.code).toBe('ECONNREFUSED');
     await client.close();

@@ -5,7 +5,7 @@ import type { HeaderFormat } from '../deadline/deadline.js';
  * Outgoing headers: the caller's, then the ones prazo owns (the deadline, SPEC D1/D5, and the
  * idempotency key, SPEC R5). Built as undici's flat `[name, value, ...]` array, its cheapest form.
  * A caller's own deadline header is dropped: the deadline prazo computed (the earliest one known)
- * is the one that travels; a caller's idempotency key is kept and reported.
+ * is the one that travels; a caller's idempotency key is taken out and handed to the executor.
  */
 
 /** Header containers accepted from callers (the shapes undici accepts). */
@@ -27,8 +27,8 @@ export function ownedDeadlineNames(format: HeaderFormat): readonly string[] {
 }
 
 /**
- * Appends the caller's headers to `out` (flat), skipping `dropped` names; returns the value of the
- * `keyHeader` header when the caller sent one.
+ * Appends the caller's headers to `out` (flat), skipping `dropped` names. The `keyHeader` header is
+ * taken out too and its (first) value returned: the executor puts the key back on every attempt.
  */
 export function appendCallerHeaders(
   out: string[],
@@ -41,14 +41,14 @@ export function appendCallerHeaders(
   const add = (name: string, value: unknown): void => {
     if (value === undefined || value === null) return;
     const lower = name.toLowerCase();
-    if (dropped.includes(lower)) return;
-    if (Array.isArray(value)) {
-      for (const item of value) out.push(name, String(item));
-      if (lower === keyHeader && value.length > 0) key = String(value[0]);
+    if (lower === keyHeader) {
+      const first = Array.isArray(value) ? value[0] : value;
+      if (first !== undefined && first !== null) key = String(first);
       return;
     }
-    out.push(name, String(value));
-    if (lower === keyHeader) key = String(value);
+    if (dropped.includes(lower)) return;
+    if (Array.isArray(value)) for (const item of value) out.push(name, String(item));
+    else out.push(name, String(value));
   };
   if (Array.isArray(headers)) {
     if (typeof headers[0] === 'string') {

@@ -1,34 +1,63 @@
 import type { LookupFunction } from 'node:net';
 import type { Dispatcher } from 'undici';
+import type { RetryBudget, RetryBudgetOptions } from '../budget/budget.js';
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
+import type { Dependency } from '../dependency/dependency.js';
+import type { HedgeOptions } from '../hedge/policy.js';
+import type { LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
+import type { RandomSource } from '../retry/backoff.js';
 
 /**
  * Options of {@link createHttpClient}. Validated once, at construction; every problem is listed in one
  * `InvalidOptionsError`. Defaults and bounds live in `constants.ts` (`HTTP_DEFAULTS`, `HTTP_LIMITS`).
  */
 export interface HttpClientOptions {
-  /** The dependency's name, in errors, events and metrics. Required, non-empty. */
+  /** The dependency's name, in errors, events and metrics. Required, 1-100 characters. */
   readonly name: string;
   /** `http://host:port` or `https://host:port` (no path, query or fragment). Required. */
   readonly origin: string | URL;
   /**
-   * The dependency's healthy p99 in ms, measured (SPEC C1). With less time than this left in the
-   * deadline the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4). When
-   * omitted and a `recorder` is given, the recorder's live p99 is used once it has a full window
-   * ("live calibration"); with neither, only an expired deadline fails fast. Range (0, 2^31-1].
+   * The dependency's healthy p99 in ms, measured from a histogram (SPEC C1). With less time than this
+   * left the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4, R6); the
+   * attempt (response) timeout is `ceil(p99Ms × slack)`. Required unless `dependency` is given.
+   * Range (0, 86400000].
    */
   readonly p99Ms?: number;
-  /** Where this dependency's latencies go (by outcome) and where the live p99 comes from. */
-  readonly recorder?: LatencySource;
-  /** Attempts including the original (retries belong to the executor). Integer in [1, 10]. */
+  /**
+   * An executor made with `createDependency` to run the calls through (its p99, attempts, budget,
+   * hedging and recorder), e.g. shared with another client of the same service. Exclusive with the
+   * executor's own options (`p99Ms`, `attempts`, `slack`, `retryBudget`, `hedge`, `recorder`,
+   * `backoff`, `retryResponseTimeout`, `random`).
+   */
+  readonly dependency?: Dependency;
+  /** Attempts per call, the original included (SPEC R6). Default 2; integer [1, 10]. */
   readonly attempts?: number;
-  /** Connect phase, all of the origin's addresses included, in ms (SPEC C2). Default 400; (0, 60000]. */
+  /** Attempt timeout = `ceil(p99Ms × slack)` (SPEC C1). Default 1.4; [1.3, 1.5]. */
+  readonly slack?: number;
+  /** The retry budget shared by retries and hedges (SPEC R1, H3): a budget, or options for one. */
+  readonly retryBudget?: RetryBudget | RetryBudgetOptions;
+  /** Hedged requests after the live p95 (SPEC H1-H3): `true`, options, or false (default). */
+  readonly hedge?: boolean | HedgeOptions;
+  /** Where latencies are recorded by outcome and the live p95 is read: a source, or recorder options. */
+  readonly recorder?: LatencySource | LatencyRecorderOptions;
+  /** Full-jitter backoff ceilings, in ms. Defaults 25 and 1000. */
+  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
+  /** Retry response timeouts of idempotent calls (SPEC R4). Default false. */
+  readonly retryResponseTimeout?: boolean;
+  /** Uniform [0, 1) numbers for backoff jitter (tests). Default Math.random. */
+  readonly random?: RandomSource;
+  /**
+   * Connect phase, all of the origin's addresses included, in ms (SPEC C2). Default `min(400, attempt
+   * timeout / 2)`; must stay below the attempt timeout, so that a dead instance is reported as
+   * CONNECT_TIMEOUT and retried at once (SPEC R4). Range (0, 60000].
+   */
   readonly connectTimeoutMs?: number;
   /**
-   * From the request written to the response head, in ms. Default `ceil(p99Ms × 1.4)` (SPEC C1) when
-   * `p99Ms` is given, else 1000. Range (0, 2^31-1]. Always bounded by the remaining deadline.
+   * From the request written to the response head, in ms. Default and ceiling: the attempt timeout
+   * `ceil(p99Ms × slack)`, which the executor enforces from the attempt's start; a smaller value
+   * tightens the head phase alone. Always bounded by the remaining deadline.
    */
   readonly responseTimeoutMs?: number;
   /**
@@ -43,8 +72,6 @@ export interface HttpClientOptions {
    * 'x-deadline-epoch-ms' }`; add `grpcTimeout: true` and/or `envoy: true` for relative forms.
    */
   readonly deadlineHeaders?: HeaderFormat;
-  /** Header name of the idempotency key (SPEC R5). Default `idempotency-key`. */
-  readonly idempotencyKeyHeader?: string;
   /**
    * Give every non-idempotent request (POST, PATCH, ...) that has no key a generated one, making it
    * retryable and hedgeable end to end (SPEC R5, H2). Default false: such a request is sent once.
@@ -70,15 +97,13 @@ export interface ResolvedHttpClientOptions {
   readonly name: string;
   /** Normalised origin, e.g. `http://127.0.0.1:8080`. */
   readonly origin: string;
-  readonly p99Ms: number | undefined;
-  readonly recorder: LatencySource | undefined;
-  readonly attempts: number | undefined;
+  /** The executor every call runs through. */
+  readonly dependency: Dependency;
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   readonly defaultDeadlineMs: number;
   readonly deadlineHeaders: HeaderFormat;
-  readonly idempotencyKeyHeader: string;
   readonly generateIdempotencyKey: boolean;
   readonly connections: number | undefined;
   readonly autoSelectFamily: boolean;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../errors/options.js';
-import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
+import { HTTP_LIMITS } from './constants.js';
 import type { HttpClientOptions } from './options.js';
 import { resolveHttpClientOptions } from './validate.js';
 
@@ -16,29 +16,38 @@ const problemsOf = (options: unknown): readonly string[] => {
 };
 
 describe('createHttpClient options (validated once, every problem listed)', () => {
-  it('applies the defaults: connect 400 ms (SPEC C2), deadline 2000 ms, key header', () => {
-    const o = resolveHttpClientOptions({ name: 'inventory', origin: 'http://127.0.0.1:8080' });
+  it('applies the defaults: connect min(400, attempt timeout / 2) (SPEC C2), deadline 2000 ms', () => {
+    const o = resolveHttpClientOptions({ name: 'inventory', origin: 'http://127.0.0.1:8080', p99Ms: 500 });
     expect(o.origin).toBe('http://127.0.0.1:8080');
-    expect(o.connectTimeoutMs).toBe(400);
-    expect(o.responseTimeoutMs).toBe(HTTP_DEFAULTS.responseTimeoutMs);
+    expect(o.connectTimeoutMs).toBe(350);
+    const slow = resolveHttpClientOptions({ name: 'slow', origin: 'http://127.0.0.1:8080', p99Ms: 5_000 });
+    expect(slow.connectTimeoutMs).toBe(400);
+    expect(o.responseTimeoutMs).toBe(700);
     expect(o.bodyTimeoutMs).toBe(o.responseTimeoutMs);
     expect(o.defaultDeadlineMs).toBe(2000);
-    expect(o.idempotencyKeyHeader).toBe('idempotency-key');
     expect(o.autoSelectFamily).toBe(true);
+    expect(o.dependency.name).toBe('inventory');
   });
 
-  it('derives the response timeout from p99 as ceil(p99 × 1.4) (SPEC C1)', () => {
-    expect(resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms: 180 }).responseTimeoutMs).toBe(
-      252,
-    );
-    expect(resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms: 1 }).responseTimeoutMs).toBe(2);
-    const explicit = resolveHttpClientOptions({
-      name: 'a',
-      origin: 'http://h',
-      p99Ms: 180,
-      responseTimeoutMs: 300,
-    });
-    expect(explicit.responseTimeoutMs).toBe(300);
+  it('derives the response timeout from p99 as ceil(p99 × slack) and lets it only tighten (SPEC C1)', () => {
+    const at = (extra: object) =>
+      resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms: 180, ...extra });
+    expect(at({}).responseTimeoutMs).toBe(252);
+    expect(at({}).connectTimeoutMs).toBe(126); // half the attempt: strictly before its timer (SPEC R4)
+    expect(at({ slack: 1.5 }).responseTimeoutMs).toBe(270);
+    expect(at({ responseTimeoutMs: 200 }).responseTimeoutMs).toBe(200);
+    expect(problemsOf({ name: 'a', origin: 'http://h', p99Ms: 180, responseTimeoutMs: 300 })).toEqual([
+      '`responseTimeoutMs` (300) exceeds the attempt timeout ceil(p99 × slack) = 252 ms; raise `p99Ms` or `slack` instead',
+    ]);
+  });
+
+  it('runs through a given executor, and refuses its options next to it', () => {
+    const dependency = resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms: 100 }).dependency;
+    expect(resolveHttpClientOptions({ origin: 'http://h', dependency } as never).dependency).toBe(dependency);
+    expect(problemsOf({ origin: 'http://h', dependency, p99Ms: 5, hedge: true, name: 'b' })).toEqual([
+      '`dependency` is given: configure p99Ms, hedge on it, not here',
+      "`name` (b) differs from the dependency's (a)",
+    ]);
   });
 
   it('lists every problem at once', () => {
@@ -48,21 +57,22 @@ describe('createHttpClient options (validated once, every problem listed)', () =
       connectTimeoutMs: 0,
       responseTimeoutMs: Number.NaN,
       attempts: 1.5,
+      hedge: { percentile: 2 },
       deadlineHeaders: { epochMs: 'bad header' },
       conectTimeoutMs: 100,
       clock: {},
     });
     expect(problems.join('\n')).toMatchInlineSnapshot(`
       "unknown option \`conectTimeoutMs\`
-      \`name\` is required (the dependency name, for errors and metrics)
       \`origin\` must use http: or https:, got ftp:
       \`origin\` must have no path, query or fragment (pass paths to \`request\`)
-      \`p99Ms\` must be a finite number in (0, 2147483647], got -1
-      \`attempts\` must be an integer in [1, 10], got 1.5
-      \`connectTimeoutMs\` must be a finite number in (0, 60000], got 0
-      \`responseTimeoutMs\` must be a finite number in (0, 2147483647], got NaN
       \`deadlineHeaders.epochMs\` must be a valid header name, got "bad header"
-      \`clock\` must implement Clock (now, epochNow, setTimer, clearTimer)"
+      \`clock\` must implement Clock (now, epochNow, setTimer, clearTimer)
+      \`name\` is required
+      \`p99Ms\` must be a finite number in (0, 86400000], got -1
+      timeouts: \`attempts\` must be an integer in [1, 10], got 1.5
+      \`connectTimeoutMs\` must be a finite number in (0, 60000], got 0
+      \`responseTimeoutMs\` must be a finite number in (0, 2147483647], got NaN"
     `);
   });
 

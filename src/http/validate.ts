@@ -1,8 +1,9 @@
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
+import { createDependency, type Dependency } from '../dependency/dependency.js';
+import { InvalidOptionsError } from '../errors/options.js';
 import { OptionsValidator } from '../options/validator.js';
-import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 
@@ -10,18 +11,29 @@ import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js'
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_NAME = { test: (s: string) => TOKEN.test(s), describe: 'a valid header name' };
 
+/** Options that configure the executor (passed to `createDependency`). */
+const EXECUTOR_KEYS = [
+  'p99Ms',
+  'attempts',
+  'slack',
+  'retryBudget',
+  'hedge',
+  'recorder',
+  'backoff',
+  'retryResponseTimeout',
+  'random',
+] as const;
+
 const KNOWN = new Set<string>([
+  ...EXECUTOR_KEYS,
   'name',
   'origin',
-  'p99Ms',
-  'recorder',
-  'attempts',
+  'dependency',
   'connectTimeoutMs',
   'responseTimeoutMs',
   'bodyTimeoutMs',
   'defaultDeadlineMs',
   'deadlineHeaders',
-  'idempotencyKeyHeader',
   'generateIdempotencyKey',
   'connections',
   'autoSelectFamily',
@@ -37,16 +49,17 @@ const hasMethods = (value: unknown, names: readonly string[]): boolean =>
 
 /** Parses `origin` to `scheme://host:port`, or records why it cannot. */
 function readOrigin(v: OptionsValidator, value: unknown): string {
+  const invalid = 'http://invalid.invalid';
   if (!(typeof value === 'string' || value instanceof URL)) {
     v.problem('`origin` must be an http(s) URL such as "http://127.0.0.1:8080"');
-    return 'http://invalid.invalid';
+    return invalid;
   }
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     v.problem(`\`origin\` must be an http(s) URL, got ${JSON.stringify(String(value).slice(0, 60))}`);
-    return 'http://invalid.invalid';
+    return invalid;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     v.problem(`\`origin\` must use http: or https:, got ${url.protocol}`);
@@ -66,11 +79,50 @@ function readHeaderFormat(v: OptionsValidator, value: unknown): HeaderFormat {
   const raw = value as Record<string, unknown>;
   const epochMs =
     raw.epochMs === false ? false : v.string('deadlineHeaders.epochMs', raw.epochMs, undefined, HEADER_NAME);
-  return {
+  return Object.freeze({
     epochMs: typeof epochMs === 'string' ? epochMs.toLowerCase() : epochMs,
     grpcTimeout: v.boolean('deadlineHeaders.grpcTimeout', raw.grpcTimeout, false),
     envoy: v.boolean('deadlineHeaders.envoy', raw.envoy, false),
-  };
+  });
+}
+
+/** The executor: the one given, or a new one from the executor options (its problems folded in). */
+function readDependency(
+  v: OptionsValidator,
+  raw: Record<string, unknown>,
+  shared: { defaultDeadlineMs: number; headerFormat: HeaderFormat; clock: Clock },
+): Dependency | undefined {
+  if (raw.dependency !== undefined) {
+    if (!hasMethods(raw.dependency, ['execute', 'on'])) {
+      v.problem('`dependency` must be an executor made with createDependency()');
+      return undefined;
+    }
+    const extra = [...EXECUTOR_KEYS, 'deadlineHeaders'].filter((k) => raw[k] !== undefined);
+    if (extra.length > 0) {
+      v.problem(`\`dependency\` is given: configure ${extra.join(', ')} on it, not here`);
+    }
+    return raw.dependency as Dependency;
+  }
+  const given = Object.fromEntries(EXECUTOR_KEYS.map((k) => [k, raw[k]]).filter(([, x]) => x !== undefined));
+  try {
+    return createDependency({ name: raw.name as string, ...given, ...shared } as never);
+  } catch (error) {
+    if (!(error instanceof InvalidOptionsError)) throw error;
+    for (const p of error.problems) v.problem(p);
+    return undefined;
+  }
+}
+
+/**
+ * The connect timeout (SPEC C2, R4): the calibrated `min(400, attempt timeout)`, but at most half the
+ * attempt timeout. A connect that needs the whole attempt leaves no time for an answer, and only a
+ * connect timeout that fires strictly before the attempt's own timer is seen as what it is (a dead
+ * instance, retried at once) rather than as a response timeout (not retried).
+ */
+function defaultConnectMs(dependency: Dependency | undefined): number {
+  if (dependency === undefined) return HTTP_DEFAULTS.connectTimeoutMs;
+  const { connectMs, responseMs } = dependency.timeouts;
+  return Math.max(1, Math.min(connectMs, Math.ceil(responseMs / 2)));
 }
 
 /** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
@@ -80,44 +132,42 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
   if (raw !== (options as unknown)) v.problem('options must be an object with at least `name` and `origin`');
   for (const key of Object.keys(raw)) if (!KNOWN.has(key)) v.problem(`unknown option \`${key}\``);
 
-  const name = v.string('name', raw.name, '');
-  if (raw.name === undefined) v.problem('`name` is required (the dependency name, for errors and metrics)');
   const origin = readOrigin(v, raw.origin);
   const ms = { min: 0, exclusiveMin: true, max: HTTP_LIMITS.maxMs } as const;
-  const p99Ms = v.number('p99Ms', raw.p99Ms, { default: undefined, ...ms });
-  const recorder = raw.recorder;
-  if (recorder !== undefined && !hasMethods(recorder, ['record', 'quantile'])) {
-    v.problem('`recorder` must be a latency recorder (with `record` and `quantile`)');
-  }
-  const attempts = v.number('attempts', raw.attempts, {
-    default: undefined,
-    min: 1,
-    max: HTTP_LIMITS.maxAttempts,
-    integer: true,
-  });
-  const connectTimeoutMs = v.number('connectTimeoutMs', raw.connectTimeoutMs, {
-    default: HTTP_DEFAULTS.connectTimeoutMs,
-    min: 0,
-    exclusiveMin: true,
-    max: HTTP_LIMITS.maxConnectTimeoutMs,
-  });
-  const derived =
-    p99Ms === undefined
-      ? HTTP_DEFAULTS.responseTimeoutMs
-      : Math.min(HTTP_LIMITS.maxMs, Math.ceil(p99Ms * HTTP_DEFAULTS.slack));
-  const responseTimeoutMs = v.number('responseTimeoutMs', raw.responseTimeoutMs, { default: derived, ...ms });
-  const bodyTimeoutMs = v.number('bodyTimeoutMs', raw.bodyTimeoutMs, { default: responseTimeoutMs, ...ms });
   const defaultDeadlineMs = v.number('defaultDeadlineMs', raw.defaultDeadlineMs, {
     default: HTTP_DEFAULTS.defaultDeadlineMs,
     ...ms,
   });
   const deadlineHeaders = readHeaderFormat(v, raw.deadlineHeaders);
-  const keyHeader = v.string(
-    'idempotencyKeyHeader',
-    raw.idempotencyKeyHeader,
-    IDEMPOTENCY_KEY_HEADER,
-    HEADER_NAME,
-  );
+  const clockOk =
+    raw.clock === undefined || hasMethods(raw.clock, ['now', 'epochNow', 'setTimer', 'clearTimer']);
+  if (!clockOk) v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
+  const clock = clockOk ? ((raw.clock as Clock | undefined) ?? systemClock) : systemClock;
+  const dependency = readDependency(v, raw, { defaultDeadlineMs, headerFormat: deadlineHeaders, clock });
+  if (dependency !== undefined && raw.name !== undefined && raw.name !== dependency.name) {
+    v.problem(`\`name\` (${String(raw.name)}) differs from the dependency's (${dependency.name})`);
+  }
+  const ceiling = dependency?.timeouts.responseMs ?? HTTP_LIMITS.maxMs;
+  const connectTimeoutMs = v.number('connectTimeoutMs', raw.connectTimeoutMs, {
+    default: defaultConnectMs(dependency),
+    min: 0,
+    exclusiveMin: true,
+    max: HTTP_LIMITS.maxConnectTimeoutMs,
+  });
+  if (dependency !== undefined && connectTimeoutMs >= ceiling) {
+    v.problem(
+      `\`connectTimeoutMs\` (${connectTimeoutMs}) must be below the attempt timeout (${ceiling} ms): ` +
+        'a connect cut by the attempt timer is reported as a response timeout and not retried at once',
+    );
+  }
+  const responseTimeoutMs = v.number('responseTimeoutMs', raw.responseTimeoutMs, { default: ceiling, ...ms });
+  if (responseTimeoutMs > ceiling) {
+    v.problem(
+      `\`responseTimeoutMs\` (${responseTimeoutMs}) exceeds the attempt timeout ceil(p99 × slack) = ${ceiling} ms; ` +
+        'raise `p99Ms` or `slack` instead',
+    );
+  }
+  const bodyTimeoutMs = v.number('bodyTimeoutMs', raw.bodyTimeoutMs, { default: responseTimeoutMs, ...ms });
   const generateIdempotencyKey = v.boolean('generateIdempotencyKey', raw.generateIdempotencyKey, false);
   const connections = v.number('connections', raw.connections, {
     default: undefined,
@@ -130,32 +180,28 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
     raw.autoSelectFamily,
     HTTP_DEFAULTS.autoSelectFamily,
   );
-  if (raw.lookup !== undefined && typeof raw.lookup !== 'function')
+  if (raw.lookup !== undefined && typeof raw.lookup !== 'function') {
     v.problem('`lookup` must be a function like dns.lookup');
+  }
   if (raw.dispatcher !== undefined && !hasMethods(raw.dispatcher, ['dispatch'])) {
     v.problem('`dispatcher` must be an undici Dispatcher (with `dispatch`)');
   }
-  if (raw.clock !== undefined && !hasMethods(raw.clock, ['now', 'epochNow', 'setTimer', 'clearTimer'])) {
-    v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
-  }
   v.done();
+  const dep = dependency as Dependency;
   return Object.freeze({
-    name,
+    name: dep.name,
     origin,
-    p99Ms,
-    recorder: options.recorder,
-    attempts,
+    dependency: dep,
     connectTimeoutMs,
     responseTimeoutMs,
     bodyTimeoutMs,
     defaultDeadlineMs,
-    deadlineHeaders: Object.freeze(deadlineHeaders),
-    idempotencyKeyHeader: keyHeader.toLowerCase(),
+    deadlineHeaders,
     generateIdempotencyKey,
     connections,
     autoSelectFamily,
     lookup: options.lookup,
     dispatcher: options.dispatcher,
-    clock: (raw.clock as Clock | undefined) ?? systemClock,
+    clock,
   });
 }
