@@ -33,6 +33,11 @@ beforeAll(async () => {
       if (call.request.text === 'insufficient') {
         throw new DeadlineInsufficientError({ dependency: 'db', remainingMs: 3, neededMs: 40 });
       }
+      if (call.request.text === 'wait-cancel') {
+        await new Promise((r) => call.prazoSignal.addEventListener('abort', r, { once: true }));
+        seen.signalReason = call.prazoSignal.reason;
+        return;
+      }
       if (call.request.text === 'wait-signal') {
         const started = performance.now();
         await new Promise((r) => call.prazoSignal.addEventListener('abort', r, { once: true }));
@@ -114,6 +119,22 @@ describe('withGrpcDeadline (real grpc-js server on 127.0.0.1)', () => {
     expect(seen.signalAfterMs).toBeGreaterThan(1_300);
     expect(seen.signalAfterMs).toBeLessThan(2_500);
     expect(reply.remainingMs).toBe(0);
+    c.close();
+  });
+
+  it('fires call.prazoSignal when the client cancels the call (SPEC D7)', async () => {
+    const c = echoClient(echo.address);
+    seen.signalReason = undefined;
+    const before = seen.calls;
+    const call = (c as unknown as { say: (r: object, cb: () => void) => { cancel(): void } }).say(
+      { text: 'wait-cancel' },
+      () => undefined,
+    );
+    while (seen.calls === before) await new Promise((r) => setTimeout(r, 5));
+    call.cancel();
+    for (let i = 0; i < 200 && seen.signalReason === undefined; i += 1)
+      await new Promise((r) => setTimeout(r, 5));
+    expect(seen.signalReason).toMatchObject({ name: 'AbortError' });
     c.close();
   });
 

@@ -3,8 +3,15 @@ import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
-import { beginSql, checkFits, connectionBroken, type Lease, lease, statementTimeoutMs } from './session.js';
-import { isPool, type PgClient, type PgPool } from './types.js';
+import {
+  beginSql,
+  checkFits,
+  connectionBroken,
+  lease,
+  leaseUnbounded,
+  statementTimeoutMs,
+} from './session.js';
+import type { PgClient, PgPool } from './types.js';
 
 /**
  * Runs one query with a server-side `statement_timeout` equal to what is left of the deadline
@@ -91,11 +98,4 @@ async function inTransaction<R extends QueryResultRow>(
       ]);
     }
   }
-}
-
-/** A client without any deadline: a pool's `connect()` waits as long as the pool lets it. */
-export async function leaseUnbounded(target: PgClient | PgPool): Promise<Lease> {
-  if (!isPool(target)) return { client: target, release: () => undefined };
-  const client = await target.connect();
-  return { client, release: (broken) => client.release(broken === true) };
 }

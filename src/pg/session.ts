@@ -86,3 +86,10 @@ export function connectionBroken(error: unknown): boolean {
   if (isPrazoError(error)) return error.cause !== undefined && connectionBroken(error.cause);
   return typeof (error as { severity?: unknown } | null)?.severity !== 'string';
 }
+
+/** A client without any deadline: a pool's `connect()` waits as long as the pool lets it. */
+export async function leaseUnbounded(target: PgClient | PgPool): Promise<Lease> {
+  if (!isPool(target)) return { client: target, release: () => undefined };
+  const client = await target.connect();
+  return { client, release: (broken) => client.release(broken === true) };
+}

@@ -4,8 +4,14 @@ import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
-import { leaseUnbounded } from './query.js';
-import { beginSql, checkFits, connectionBroken, lease, statementTimeoutMs } from './session.js';
+import {
+  beginSql,
+  checkFits,
+  connectionBroken,
+  lease,
+  leaseUnbounded,
+  statementTimeoutMs,
+} from './session.js';
 import type { PgClient, PgPool } from './types.js';
 
 /** What the function given to {@link transactionWithDeadline} works with. */
