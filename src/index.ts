@@ -5,6 +5,7 @@
  */
 
 export * from './budget/index.js';
+export * from './calibrate/index.js';
 export {
   type Clock,
   clampDelay,
@@ -14,9 +15,12 @@ export {
   type Timer,
   type TimerOptions,
 } from './clock/index.js';
+export * from './config/index.js';
 export * from './deadline/index.js';
 export * from './dependency/index.js';
 export * from './errors/index.js';
 export * from './hedge/index.js';
+export * from './latency/index.js';
 export { OptionsValidator } from './options/validator.js';
 export * from './retry/index.js';
+export * from './slo/index.js';

@@ -1,5 +1,5 @@
 /** Bounds and defaults of latency budgets (SPEC B1–B3). Durations in ms. */
-export const BUDGET_LIMITS = Object.freeze({
+export const LATENCY_BUDGET_LIMITS = Object.freeze({
   maxTotalSloMs: 3_600_000,
   maxComponents: 64,
   maxNameLength: 128,

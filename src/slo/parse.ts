@@ -1,4 +1,4 @@
-import { BUDGET_LIMITS } from './constants.js';
+import { LATENCY_BUDGET_LIMITS } from './constants.js';
 import type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget } from './types.js';
 
 /**
@@ -50,18 +50,24 @@ export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
   if (
     typeof endpoint !== 'string' ||
     endpoint.trim() === '' ||
-    endpoint.length > BUDGET_LIMITS.maxNameLength
+    endpoint.length > LATENCY_BUDGET_LIMITS.maxNameLength
   ) {
     error([...at, endpointKey], `\`${endpointKey}\` must be a non-empty string (e.g. "POST /pedidos")`);
   }
   const [sloKey, slo] = field(raw, 'total_slo_ms', 'totalSloMs');
   const sloOk =
-    typeof slo === 'number' && Number.isFinite(slo) && slo > 0 && slo <= BUDGET_LIMITS.maxTotalSloMs;
+    typeof slo === 'number' && Number.isFinite(slo) && slo > 0 && slo <= LATENCY_BUDGET_LIMITS.maxTotalSloMs;
   if (!sloOk)
-    error([...at, sloKey], `\`${sloKey}\` must be a number of ms in (0, ${BUDGET_LIMITS.maxTotalSloMs}]`);
+    error(
+      [...at, sloKey],
+      `\`${sloKey}\` must be a number of ms in (0, ${LATENCY_BUDGET_LIMITS.maxTotalSloMs}]`,
+    );
   const [listKey, list] = field(raw, 'components', 'componentes');
-  if (!Array.isArray(list) || list.length === 0 || list.length > BUDGET_LIMITS.maxComponents) {
-    error([...at, listKey], `\`${listKey}\` must be a list of 1 to ${BUDGET_LIMITS.maxComponents} slices`);
+  if (!Array.isArray(list) || list.length === 0 || list.length > LATENCY_BUDGET_LIMITS.maxComponents) {
+    error(
+      [...at, listKey],
+      `\`${listKey}\` must be a list of 1 to ${LATENCY_BUDGET_LIMITS.maxComponents} slices`,
+    );
     return { budget: undefined, problems };
   }
   for (const key of Object.keys(raw)) {
@@ -95,7 +101,7 @@ function parseComponent(item: unknown, path: Path, problems: BudgetProblem[]): B
   }
   const before = problems.length;
   const name = item.name;
-  if (typeof name !== 'string' || name.trim() === '' || name.length > BUDGET_LIMITS.maxNameLength) {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > LATENCY_BUDGET_LIMITS.maxNameLength) {
     error([...path, 'name'], '`name` must be a non-empty string');
   }
   const kind =
