@@ -9,7 +9,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineInsufficientError } from '../errors/deadline.js';
-import { isDeadlineExceeded } from '../errors/guards.js';
+import { isDeadlineExceeded, isInvalidOptions } from '../errors/guards.js';
 import { echoClient, type SayReply, say, startEcho } from './grpc.test-helpers.js';
 import { type WithDeadline, withGrpcDeadline } from './server.js';
 
@@ -109,6 +109,13 @@ describe('withGrpcDeadline (real grpc-js server on 127.0.0.1)', () => {
     const stream = c.count({ text: 'fail' });
     const streamError = await new Promise((resolve) => stream.on('error', resolve));
     expect(streamError).toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    const md = new Metadata();
+    md.set('x-deadline-epoch-ms', String(Date.now() - 1));
+    const expiredStream = (
+      c as unknown as { count: (r: object, m: Metadata) => NodeJS.ReadableStream }
+    ).count({ count: 3 }, md);
+    const expiredError = await new Promise((resolve) => expiredStream.on('error', resolve));
+    expect(expiredError).toMatchObject({ code: status.DEADLINE_EXCEEDED });
     c.close();
   });
 
@@ -120,6 +127,18 @@ describe('withGrpcDeadline (real grpc-js server on 127.0.0.1)', () => {
     expect(seen.signalAfterMs).toBeLessThan(2_500);
     expect(reply.remainingMs).toBe(0);
     c.close();
+  });
+
+  it('validates its options together, under its own name', () => {
+    let caught: unknown;
+    try {
+      withGrpcDeadline(() => undefined, { defaultMs: 5_000, maxMs: 100, clock: {} as never });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isInvalidOptions(caught)).toBe(true);
+    expect((caught as Error).message).toContain('withGrpcDeadline');
+    expect((caught as { problems: string[] }).problems).toHaveLength(2);
   });
 
   it('fires call.prazoSignal when the client cancels the call (SPEC D7)', async () => {

@@ -5,6 +5,8 @@ import { runWithDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { createDeadlineReader, type IncomingDeadlineOptions } from '../deadline/headers.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { isInvalidOptions } from '../errors/guards.js';
+import { OptionsValidator } from '../options/validator.js';
 import { type CallLike, readCallDeadline } from './incoming.js';
 import { toGrpcError } from './status.js';
 
@@ -57,16 +59,18 @@ export function withGrpcDeadline<H extends GrpcHandler>(
   options: GrpcDeadlineOptions = {},
 ): GrpcHandlerOf<H> {
   const clock = options.clock ?? systemClock;
-  const { defaultMs, maxMs, clockSkewMs } = options;
-  const read = createDeadlineReader({ defaultMs, maxMs, clockSkewMs, clock });
+  const read = reader('withGrpcDeadline', options, clock);
   if (typeof handler !== 'function') {
     throw new TypeError(`withGrpcDeadline(handler): handler must be a function, got ${typeof handler}`);
   }
   function wrapped(this: unknown, call: ServerSurfaceCall, callback?: Callback): void {
+    if (callback === undefined) mapStreamErrors(call);
     const incoming = readCallDeadline(read, clock, call);
     const { deadline } = incoming;
     let settled = false;
+    let release = (): void => undefined;
     const fail = (error: unknown): void => {
+      release();
       if (callback === undefined) call.emit('error', error);
       else if (!settled) {
         settled = true;
@@ -78,15 +82,15 @@ export function withGrpcDeadline<H extends GrpcHandler>(
       return;
     }
     const armed = arm(clock, call, deadline, callback === undefined);
+    release = armed.release;
     const done: Callback | undefined =
       callback &&
       ((error, ...rest) => {
         if (settled) return;
         settled = true;
-        armed.release();
+        release();
         callback(error == null ? error : toGrpcError(error), ...rest);
       });
-    if (callback === undefined) mapStreamErrors(call);
     const fields = call as ServerSurfaceCall & GrpcDeadlineFields;
     fields.deadline = deadline;
     fields.prazoSignal = armed.signal;
@@ -144,4 +148,23 @@ function mapStreamErrors(call: ServerSurfaceCall): void {
     if (name === 'error') args[0] = toGrpcError(args[0]);
     return emit.call(this, name, ...args);
   };
+}
+
+/** The incoming-deadline reader, its option problems reported under this wrapper's name. */
+function reader(context: string, options: GrpcDeadlineOptions, clock: Clock) {
+  const v = new OptionsValidator(context);
+  if (options.clock !== undefined && typeof options.clock?.setTimer !== 'function') {
+    v.problem('`clock` must implement now, epochNow, setTimer and clearTimer');
+  }
+  try {
+    const { defaultMs, maxMs, clockSkewMs } = options;
+    const read = createDeadlineReader({ defaultMs, maxMs, clockSkewMs, clock });
+    v.done();
+    return read;
+  } catch (error) {
+    if (!isInvalidOptions(error)) throw error;
+    for (const problem of error.problems) v.problem(problem);
+    v.done();
+    throw error;
+  }
 }
