@@ -1,0 +1,49 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../clock/fake.js';
+import { Deadline } from '../deadline/deadline.js';
+import { isDeadlineInsufficient } from '../errors/guards.js';
+import { resolvePgOptions } from './options.js';
+import { beginSql, checkFits, connectionBroken, statementTimeoutMs } from './session.js';
+
+describe('statement_timeout from the remaining deadline (SPEC D7)', () => {
+  it('property: a whole number of ms, at least 1 (0 means no limit), never above what is left', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: -1e6, max: 2 ** 31, noNaN: true }),
+        fc.double({ min: 0, max: 1e4 }),
+        (ms, passed) => {
+          const clock = new FakeClock();
+          const deadline = Deadline.after(ms, { clock });
+          clock.advance(passed);
+          const timeout = statementTimeoutMs(deadline);
+          expect(Number.isInteger(timeout)).toBe(true);
+          expect(timeout).toBeGreaterThanOrEqual(1);
+          if (deadline.remainingMs() >= 1) expect(timeout).toBeLessThanOrEqual(deadline.remainingMs());
+          expect(beginSql(deadline)).toBe(`BEGIN; SET LOCAL statement_timeout = ${timeout}`);
+        },
+      ),
+    );
+  });
+
+  it('refuses before any I/O when less than the p99 is left, or nothing (SPEC D4)', () => {
+    const clock = new FakeClock();
+    const options = resolvePgOptions('test', { p99Ms: 80, name: 'db' }, undefined);
+    expect(() => checkFits(Deadline.after(100, { clock }), options)).not.toThrow();
+    for (const ms of [79.9, 0, -5]) {
+      let caught: unknown;
+      try {
+        checkFits(Deadline.after(ms, { clock }), options);
+      } catch (error) {
+        caught = error;
+      }
+      expect(isDeadlineInsufficient(caught)).toBe(true);
+    }
+  });
+
+  it('keeps a pooled client after a server error, destroys it after a connection error', () => {
+    expect(connectionBroken({ severity: 'ERROR', code: '57014' })).toBe(false);
+    expect(connectionBroken(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(connectionBroken(undefined)).toBe(true);
+  });
+});
