@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dashboardProblems, dashboardQueries } from '../../src/rules/dashboard.test-helpers.js';
+import { exportedSeriesNames, generateAlertRules, generateDashboard } from '../../src/rules/index.js';
+import { parsePromQL, substituteGrafana } from '../../src/rules/promql.test-helpers.js';
+import { type Exposition, find, parseExposition, valueOf } from './exposition.js';
+import { CONFIG, OUTAGE_CALLS, runScenario } from './scenario.js';
+
+/**
+ * End to end (SPEC R7, V1, V3, B3, C5, D6, H3, X3): traffic with faults through prazo's executor and
+ * HTTP client on loopback → instrumentPrazo → OpenTelemetry SDK 2.x → its Prometheus exporter → an
+ * HTTP scrape on 127.0.0.1 → the text exposition, parsed. Then the generated rules and dashboard are
+ * checked against the series actually scraped, so rules and metrics cannot drift apart.
+ */
+
+let run: Awaited<ReturnType<typeof runScenario>>;
+let x: Exposition;
+const dep = (name: string, more: Record<string, string> = {}) => ({ prazo_dependency: name, ...more });
+
+beforeAll(async () => {
+  run = await runScenario();
+  x = parseExposition(run.scrape.body);
+}, 60_000);
+afterAll(() => run?.close());
+
+describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → scrape', () => {
+  it('the exporter serves the text exposition with prazo’s families and types', () => {
+    expect(run.scrape.status).toBe(200);
+    expect(x.types.get('prazo_dependency_attempts_total')).toBe('counter');
+    expect(x.types.get('prazo_dependency_retry_ratio')).toBe('gauge');
+    expect(x.types.get('prazo_dependency_attempt_duration')).toBe('histogram');
+    expect(
+      find(x, 'prazo_dependency_attempts_total').every((s) => s.labels.otel_scope_name === 'prazo'),
+    ).toBe(true);
+  });
+
+  it('during an outage the retry ratio stays ≤ 0.1: the budget, not the 3 attempts, decides (SPEC R1, R7)', () => {
+    const originals = valueOf(
+      x,
+      'prazo_dependency_attempts_total',
+      dep('supplier', { prazo_attempt_kind: 'original' }),
+    );
+    const retries = valueOf(
+      x,
+      'prazo_dependency_attempts_total',
+      dep('supplier', { prazo_attempt_kind: 'retry' }),
+    );
+    const ratio = valueOf(x, 'prazo_dependency_retry_ratio', dep('supplier'));
+    expect(originals).toBe(OUTAGE_CALLS);
+    expect(retries).toBeGreaterThan(0);
+    expect(retries / originals).toBeLessThanOrEqual(0.1);
+    expect(ratio).toBeGreaterThan(0);
+    expect(ratio).toBeLessThanOrEqual(0.1);
+    expect(ratio).toBeCloseTo(run.dependencies.supplier.budget.state().ratio, 9);
+    // Naive clients would have sent 3 × 400. Each call ends refused or after its 2 retries, so at
+    // least `originals - retries` calls were refused, and no call twice.
+    const refused = valueOf(
+      x,
+      'prazo_dependency_budget_refusals_total',
+      dep('supplier', { prazo_attempt_kind: 'retry' }),
+    );
+    expect(refused).toBeGreaterThanOrEqual(originals - retries);
+    expect(refused).toBeLessThanOrEqual(originals);
+  });
+
+  it('connect timeouts are counted under the connect phase (SPEC C2, D6)', () => {
+    const attempts = find(x, 'prazo_dependency_attempts_total', dep('inventory')).reduce(
+      (a, s) => a + s.value,
+      0,
+    );
+    const connect = valueOf(
+      x,
+      'prazo_dependency_timeouts_total',
+      dep('inventory', { prazo_timeout_phase: 'connect' }),
+    );
+    expect(attempts).toBeGreaterThanOrEqual(4);
+    expect(connect).toBe(attempts);
+    expect(
+      find(x, 'prazo_dependency_timeouts_total', dep('inventory')).map((s) => s.labels.prazo_timeout_phase),
+    ).toEqual(['connect']);
+  });
+
+  it('deadline and response timeouts are told apart, and a hopeless deadline fails fast (SPEC D4, D6)', () => {
+    expect(
+      valueOf(x, 'prazo_dependency_timeouts_total', dep('pricing', { prazo_timeout_phase: 'deadline' })),
+    ).toBe(1);
+    expect(
+      valueOf(x, 'prazo_dependency_timeouts_total', dep('pricing', { prazo_timeout_phase: 'response' })),
+    ).toBe(1);
+    expect(valueOf(x, 'prazo_dependency_deadline_insufficient_total', dep('pricing'))).toBe(1);
+    // Two attempts were made; the fast failure touched nothing.
+    expect(
+      valueOf(x, 'prazo_dependency_attempts_total', dep('pricing', { prazo_attempt_kind: 'original' })),
+    ).toBe(2);
+  });
+
+  it('the latency histogram is in seconds, by outcome, and counts every attempt', () => {
+    const count = (name: string, outcome: string) =>
+      find(x, 'prazo_dependency_attempt_duration_count', dep(name, { prazo_outcome: outcome }))[0]?.value ??
+      0;
+    const successes = count('catalog', 'success');
+    expect(successes).toBeGreaterThan(50);
+    const inf = valueOf(
+      x,
+      'prazo_dependency_attempt_duration_bucket',
+      dep('catalog', { prazo_outcome: 'success', le: '+Inf' }),
+    );
+    expect(inf).toBe(successes);
+    const under100ms = valueOf(
+      x,
+      'prazo_dependency_attempt_duration_bucket',
+      dep('catalog', { prazo_outcome: 'success', le: '0.1' }),
+    );
+    expect(under100ms / successes).toBeGreaterThan(0.5);
+    const ended = ['success', 'error', 'timeout', 'cancelled'].reduce((a, o) => a + count('supplier', o), 0);
+    const started = find(x, 'prazo_dependency_attempts_total', dep('supplier')).reduce(
+      (a, s) => a + s.value,
+      0,
+    );
+    expect(ended).toBe(started);
+  });
+
+  it('configured timeout and live p99 side by side, in seconds (SPEC C5, V1)', () => {
+    const { catalog } = run.dependencies;
+    const timeout = valueOf(
+      x,
+      'prazo_dependency_timeout_configured',
+      dep('catalog', { prazo_timeout_phase: 'response' }),
+    );
+    expect(timeout).toBe(catalog.timeouts.responseMs / 1000);
+    const p99 = valueOf(x, 'prazo_dependency_latency_p99', dep('catalog'));
+    expect(p99).toBeGreaterThan(0);
+    expect(p99).toBeLessThan(5);
+  });
+
+  it('hedges: sent for the slow originals, won, and paid from the budget (SPEC H1, H3)', () => {
+    const sent = valueOf(
+      x,
+      'prazo_dependency_attempts_total',
+      dep('catalog', { prazo_attempt_kind: 'hedge' }),
+    );
+    const won = valueOf(x, 'prazo_dependency_hedges_won_total', dep('catalog'));
+    expect(won).toBeGreaterThan(0);
+    expect(won).toBeLessThanOrEqual(sent);
+    expect(run.dependencies.catalog.budget.state().extras).toBeGreaterThanOrEqual(sent > 0 ? 1 : 0);
+  });
+
+  it('server: wasted work and requests rejected as expired (SPEC D2, D7)', () => {
+    expect(run.expiredStatus).toBe(504);
+    expect(valueOf(x, 'prazo_server_rejected_expired_total', { prazo_server: 'orders' })).toBe(1);
+    expect(valueOf(x, 'prazo_server_wasted_work_total', { prazo_server: 'orders' })).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(valueOf(x, 'prazo_server_wasted_work_time_total', { prazo_server: 'orders' })).toBeGreaterThan(
+      0.1,
+    );
+  });
+
+  it('latency budget slices: observations and overruns per component (SPEC B3)', () => {
+    const at = (c: string) => ({ prazo_endpoint: 'POST /orders', prazo_component: c });
+    expect(valueOf(x, 'prazo_endpoint_slice_observations_total', at('gateway'))).toBe(2);
+    expect(valueOf(x, 'prazo_endpoint_slice_overruns_total', at('gateway'))).toBe(1);
+    expect(valueOf(x, 'prazo_endpoint_slice_overruns_total', at('inventory'))).toBe(1);
+  });
+
+  it('the series prazo exports are exactly the ones its constants name: every metric was exercised', () => {
+    const scraped = new Set(x.samples.map((s) => s.name).filter((n) => n.startsWith('prazo_')));
+    expect([...scraped].sort()).toEqual([...exportedSeriesNames('exporter')].sort());
+  });
+
+  it('every series a generated rule or dashboard panel reads is one the exporter serves', () => {
+    const scraped = new Set(x.samples.map((s) => s.name));
+    const rules = generateAlertRules(CONFIG).groups.flatMap((g) => g.rules.map((r) => r.expr));
+    const dashboard = generateDashboard(CONFIG);
+    expect(dashboardProblems(dashboard)).toEqual([]);
+    const panels = dashboardQueries(dashboard).map(substituteGrafana);
+    expect(rules.length).toBeGreaterThan(15);
+    for (const expr of [...rules, ...panels]) {
+      const parsed = parsePromQL(expr);
+      expect(parsed.errors, expr).toEqual([]);
+      for (const metric of parsed.metrics) expect(scraped.has(metric), `${metric} in ${expr}`).toBe(true);
+    }
+  });
+});
