@@ -8,6 +8,8 @@
  *   (the `x-deadline-epoch-ms` header, `Retry-After` dates).
  */
 
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
+
 /** An armed timer. Opaque: pass it back to {@link Clock.clearTimer}. */
 export type Timer = { readonly __prazoTimer: unique symbol } | object;
 
@@ -51,9 +53,9 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       reject(signal?.reason);
     };
     const timer = clock.setTimer(() => {
-      signal?.removeEventListener('abort', onAbort);
+      if (signal !== undefined) unsubscribeAbort(signal, onAbort);
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal !== undefined) subscribeAbort(signal, onAbort);
   });
 }

@@ -1,4 +1,5 @@
 import type { Timer } from '../clock/clock.js';
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import type { DependencyCore } from './core.js';
 import { discardSafely } from './outcome.js';
 import type { ExecuteOptions } from './types.js';
@@ -42,7 +43,7 @@ export abstract class Settlement<T> {
         this.releaseHeld();
         this.finish(false, signal.reason);
       };
-      signal.addEventListener('abort', this.#onCallerAbort, { once: true });
+      subscribeAbort(signal, this.#onCallerAbort);
     }
     return promise;
   }
@@ -50,8 +51,9 @@ export abstract class Settlement<T> {
   protected finish(ok: boolean, value: unknown): void {
     this.settled = true;
     this.clearTimer();
-    if (this.#onCallerAbort !== undefined)
-      this.options.signal?.removeEventListener('abort', this.#onCallerAbort);
+    const signal = this.options.signal;
+    if (this.#onCallerAbort !== undefined && signal !== undefined)
+      unsubscribeAbort(signal, this.#onCallerAbort);
     if (ok) this.#resolve(value as T);
     else this.#reject(value);
   }
