@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dashboardProblems, dashboardQueries } from '../../src/rules/dashboard.test-helpers.js';
 import { exportedSeriesNames, generateAlertRules, generateDashboard } from '../../src/rules/index.js';
 import { parsePromQL, substituteGrafana } from '../../src/rules/promql.test-helpers.js';
-import { type Exposition, find, parseExposition, valueOf } from './exposition.js';
+import { type Exposition, find, parseExposition, sampleValue } from './exposition.js';
 import { CONFIG, OUTAGE_CALLS, runScenario } from './scenario.js';
 
 /**
@@ -34,17 +34,17 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
   });
 
   it('during an outage the retry ratio stays ≤ 0.1: the budget, not the 3 attempts, decides (SPEC R1, R7)', () => {
-    const originals = valueOf(
+    const originals = sampleValue(
       x,
       'prazo_dependency_attempts_total',
       dep('supplier', { prazo_attempt_kind: 'original' }),
     );
-    const retries = valueOf(
+    const retries = sampleValue(
       x,
       'prazo_dependency_attempts_total',
       dep('supplier', { prazo_attempt_kind: 'retry' }),
     );
-    const ratio = valueOf(x, 'prazo_dependency_retry_ratio', dep('supplier'));
+    const ratio = sampleValue(x, 'prazo_dependency_retry_ratio', dep('supplier'));
     expect(originals).toBe(OUTAGE_CALLS);
     expect(retries).toBeGreaterThan(0);
     expect(retries / originals).toBeLessThanOrEqual(0.1);
@@ -53,7 +53,7 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
     expect(ratio).toBeCloseTo(run.dependencies.supplier.budget.state().ratio, 9);
     // Naive clients would have sent 3 × 400. Each call ends refused or after its 2 retries, so at
     // least `originals - retries` calls were refused, and no call twice.
-    const refused = valueOf(
+    const refused = sampleValue(
       x,
       'prazo_dependency_budget_refusals_total',
       dep('supplier', { prazo_attempt_kind: 'retry' }),
@@ -67,7 +67,7 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
       (a, s) => a + s.value,
       0,
     );
-    const connect = valueOf(
+    const connect = sampleValue(
       x,
       'prazo_dependency_timeouts_total',
       dep('inventory', { prazo_timeout_phase: 'connect' }),
@@ -81,15 +81,15 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
 
   it('deadline and response timeouts are told apart, and a hopeless deadline fails fast (SPEC D4, D6)', () => {
     expect(
-      valueOf(x, 'prazo_dependency_timeouts_total', dep('pricing', { prazo_timeout_phase: 'deadline' })),
+      sampleValue(x, 'prazo_dependency_timeouts_total', dep('pricing', { prazo_timeout_phase: 'deadline' })),
     ).toBe(1);
     expect(
-      valueOf(x, 'prazo_dependency_timeouts_total', dep('pricing', { prazo_timeout_phase: 'response' })),
+      sampleValue(x, 'prazo_dependency_timeouts_total', dep('pricing', { prazo_timeout_phase: 'response' })),
     ).toBe(1);
-    expect(valueOf(x, 'prazo_dependency_deadline_insufficient_total', dep('pricing'))).toBe(1);
+    expect(sampleValue(x, 'prazo_dependency_deadline_insufficient_total', dep('pricing'))).toBe(1);
     // Two attempts were made; the fast failure touched nothing.
     expect(
-      valueOf(x, 'prazo_dependency_attempts_total', dep('pricing', { prazo_attempt_kind: 'original' })),
+      sampleValue(x, 'prazo_dependency_attempts_total', dep('pricing', { prazo_attempt_kind: 'original' })),
     ).toBe(2);
   });
 
@@ -99,13 +99,13 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
       0;
     const successes = count('catalog', 'success');
     expect(successes).toBeGreaterThan(50);
-    const inf = valueOf(
+    const inf = sampleValue(
       x,
       'prazo_dependency_attempt_duration_bucket',
       dep('catalog', { prazo_outcome: 'success', le: '+Inf' }),
     );
     expect(inf).toBe(successes);
-    const under100ms = valueOf(
+    const under100ms = sampleValue(
       x,
       'prazo_dependency_attempt_duration_bucket',
       dep('catalog', { prazo_outcome: 'success', le: '0.1' }),
@@ -121,24 +121,24 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
 
   it('configured timeout and live p99 side by side, in seconds (SPEC C5, V1)', () => {
     const { catalog } = run.dependencies;
-    const timeout = valueOf(
+    const timeout = sampleValue(
       x,
       'prazo_dependency_timeout_configured',
       dep('catalog', { prazo_timeout_phase: 'response' }),
     );
     expect(timeout).toBe(catalog.timeouts.responseMs / 1000);
-    const p99 = valueOf(x, 'prazo_dependency_latency_p99', dep('catalog'));
+    const p99 = sampleValue(x, 'prazo_dependency_latency_p99', dep('catalog'));
     expect(p99).toBeGreaterThan(0);
     expect(p99).toBeLessThan(5);
   });
 
   it('hedges: sent for the slow originals, won, and paid from the budget (SPEC H1, H3)', () => {
-    const sent = valueOf(
+    const sent = sampleValue(
       x,
       'prazo_dependency_attempts_total',
       dep('catalog', { prazo_attempt_kind: 'hedge' }),
     );
-    const won = valueOf(x, 'prazo_dependency_hedges_won_total', dep('catalog'));
+    const won = sampleValue(x, 'prazo_dependency_hedges_won_total', dep('catalog'));
     expect(won).toBeGreaterThan(0);
     expect(won).toBeLessThanOrEqual(sent);
     expect(run.dependencies.catalog.budget.state().extras).toBeGreaterThanOrEqual(sent > 0 ? 1 : 0);
@@ -146,20 +146,20 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
 
   it('server: wasted work and requests rejected as expired (SPEC D2, D7)', () => {
     expect(run.expiredStatus).toBe(504);
-    expect(valueOf(x, 'prazo_server_rejected_expired_total', { prazo_server: 'orders' })).toBe(1);
-    expect(valueOf(x, 'prazo_server_wasted_work_total', { prazo_server: 'orders' })).toBeGreaterThanOrEqual(
-      1,
-    );
-    expect(valueOf(x, 'prazo_server_wasted_work_time_total', { prazo_server: 'orders' })).toBeGreaterThan(
+    expect(sampleValue(x, 'prazo_server_rejected_expired_total', { prazo_server: 'orders' })).toBe(1);
+    expect(
+      sampleValue(x, 'prazo_server_wasted_work_total', { prazo_server: 'orders' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(x, 'prazo_server_wasted_work_time_total', { prazo_server: 'orders' })).toBeGreaterThan(
       0.1,
     );
   });
 
   it('latency budget slices: observations and overruns per component (SPEC B3)', () => {
     const at = (c: string) => ({ prazo_endpoint: 'POST /orders', prazo_component: c });
-    expect(valueOf(x, 'prazo_endpoint_slice_observations_total', at('gateway'))).toBe(2);
-    expect(valueOf(x, 'prazo_endpoint_slice_overruns_total', at('gateway'))).toBe(1);
-    expect(valueOf(x, 'prazo_endpoint_slice_overruns_total', at('inventory'))).toBe(1);
+    expect(sampleValue(x, 'prazo_endpoint_slice_observations_total', at('gateway'))).toBe(2);
+    expect(sampleValue(x, 'prazo_endpoint_slice_overruns_total', at('gateway'))).toBe(1);
+    expect(sampleValue(x, 'prazo_endpoint_slice_overruns_total', at('inventory'))).toBe(1);
   });
 
   it('the series prazo exports are exactly the ones its constants name: every metric was exercised', () => {

@@ -2,7 +2,7 @@ import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseExposition, valueOf } from './exposition.js';
+import { parseExposition, sampleValue } from './exposition.js';
 
 class PullReader extends MetricReader {
   protected override async onForceFlush(): Promise<void> {}
@@ -19,12 +19,14 @@ describe('text exposition parser', () => {
           const reader = new PullReader();
           const provider = new MeterProvider({ readers: [reader] });
           const counter = provider.getMeter('t').createCounter('t.count');
-          values.forEach((v, i) => counter.add(amounts[i]!, { 'a.b': v }));
+          for (const [i, v] of values.entries()) counter.add(amounts[i]!, { 'a.b': v });
           const { resourceMetrics } = await reader.collect();
           const text = new PrometheusSerializer('', false).serialize(resourceMetrics);
           const parsed = parseExposition(text);
           expect(parsed.types.get('t_count_total')).toBe('counter');
-          values.forEach((v, i) => expect(valueOf(parsed, 't_count_total', { a_b: v })).toBe(amounts[i]));
+          for (const [i, v] of values.entries()) {
+            expect(sampleValue(parsed, 't_count_total', { a_b: v })).toBe(amounts[i]);
+          }
           await provider.shutdown();
         },
       ),
@@ -34,9 +36,9 @@ describe('text exposition parser', () => {
 
   it('reads special values and timestamps, and rejects malformed lines with their number', () => {
     const parsed = parseExposition('# TYPE x gauge\nx{le="+Inf"} +Inf 1700000000000\ny NaN\nz -1.5e-3\n');
-    expect(valueOf(parsed, 'x', { le: '+Inf' })).toBe(Number.POSITIVE_INFINITY);
-    expect(valueOf(parsed, 'y')).toBeNaN();
-    expect(valueOf(parsed, 'z')).toBe(-0.0015);
+    expect(sampleValue(parsed, 'x', { le: '+Inf' })).toBe(Number.POSITIVE_INFINITY);
+    expect(sampleValue(parsed, 'y')).toBeNaN();
+    expect(sampleValue(parsed, 'z')).toBe(-0.0015);
     for (const bad of [
       'x{a="1"',
       'x{a=1} 2',

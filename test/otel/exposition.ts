@@ -97,7 +97,11 @@ export function find(exposition: Exposition, name: string, match: Record<string,
 }
 
 /** The one sample named `name` matching `match`; throws when there are none or several. */
-export function valueOf(exposition: Exposition, name: string, match: Record<string, string> = {}): number {
+export function sampleValue(
+  exposition: Exposition,
+  name: string,
+  match: Record<string, string> = {},
+): number {
   const found = find(exposition, name, match);
   if (found.length !== 1) throw new Error(`${found.length} samples of ${name} ${JSON.stringify(match)}`);
   return found[0]!.value;
