@@ -1,5 +1,4 @@
 import { DDSketch } from '@datadog/sketches-js';
-import { RECORDER_LIMITS } from './constants.js';
 
 /**
  * The one place that knows which histogram library prazo uses: DDSketch (`@datadog/sketches-js`).
@@ -28,12 +27,6 @@ export type Sketch = DDSketch;
 
 export function createSketch(relativeAccuracy: number): Sketch {
   return new DDSketch({ relativeAccuracy });
-}
-
-/** Adds one latency (ms), clamped into the trackable range; NaN is the caller's job to skip. */
-export function addToSketch(sketch: Sketch, latencyMs: number): void {
-  if (latencyMs < RECORDER_LIMITS.minLatencyMs) sketch.accept(0);
-  else sketch.accept(latencyMs > RECORDER_LIMITS.maxLatencyMs ? RECORDER_LIMITS.maxLatencyMs : latencyMs);
 }
 
 /** Empties a sketch in place, keeping its bins allocated (only public fields are touched). */

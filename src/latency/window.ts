@@ -1,9 +1,11 @@
-import { addToSketch, clearSketch, createSketch, type Sketch, sketchQuantile } from './sketch.js';
-import type { LatencySnapshot, Outcome } from './types.js';
+import { clearSketch, createSketch, type Sketch, sketchQuantile } from './sketch.js';
+import type { LatencySnapshot } from './types.js';
 
 /**
  * One window of samples: a sketch of successful latencies plus a count per outcome. Mutable and
- * reused (the recorder swaps two of these), so recording never allocates.
+ * reused (the recorder swaps two of these), so recording never allocates. The recorder fills it on
+ * its hot path directly. Only successes feed the quantiles: an error can be fast, a timeout is cut at
+ * the timeout itself, and both would distort the p99 that calibration reads; their rates are kept apart.
  */
 export class LatencyWindow {
   readonly sketch: Sketch;
@@ -11,7 +13,8 @@ export class LatencyWindow {
   successes = 0;
   errors = 0;
   timeouts = 0;
-  max: number | undefined;
+  /** Largest successful latency, ms; −1 before the first (a number field, never boxed). */
+  maxMs = -1;
 
   constructor(relativeAccuracy: number, startedAt: number) {
     this.sketch = createSketch(relativeAccuracy);
@@ -22,29 +25,13 @@ export class LatencyWindow {
     return this.successes + this.errors + this.timeouts;
   }
 
-  /**
-   * Counts one call. Only successes feed the quantiles (an error can be fast, a timeout is cut at the
-   * timeout itself: both would distort the p99 that calibration reads); their rates are kept apart.
-   */
-  add(latencyMs: number, outcome: Outcome): void {
-    if (outcome === 'success') {
-      this.successes += 1;
-      addToSketch(this.sketch, latencyMs);
-      if (this.max === undefined || latencyMs > this.max) this.max = latencyMs;
-    } else if (outcome === 'timeout') {
-      this.timeouts += 1;
-    } else {
-      this.errors += 1;
-    }
-  }
-
   reset(startedAt: number): void {
     clearSketch(this.sketch);
     this.startedAt = startedAt;
     this.successes = 0;
     this.errors = 0;
     this.timeouts = 0;
-    this.max = undefined;
+    this.maxMs = -1;
   }
 
   quantile(q: number): number | undefined {
@@ -61,7 +48,7 @@ export class LatencyWindow {
       p95: this.quantile(0.95),
       p99: this.quantile(0.99),
       p999: this.quantile(0.999),
-      max: this.max,
+      max: this.maxMs < 0 ? undefined : this.maxMs,
       startedAt: this.startedAt,
       endedAt,
     });
