@@ -1,5 +1,6 @@
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { sendCancelRequest } from './cancel.js';
 import { QUERY_CANCELED } from './constants.js';
 import type { ResolvedPgOptions } from './options.js';
@@ -28,7 +29,7 @@ export async function guarded<T>(
   const started = clock.now();
   const cancel = (): void => sendCancelRequest(client);
   const timer = clock.setTimer(cancel, deadline.remainingMs() + cancelGraceMs, { unref: true });
-  signal?.addEventListener('abort', cancel, { once: true });
+  if (signal !== undefined) subscribeAbort(signal, cancel);
   try {
     return await run();
   } catch (error) {
@@ -43,7 +44,7 @@ export async function guarded<T>(
     });
   } finally {
     clock.clearTimer(timer);
-    signal?.removeEventListener('abort', cancel);
+    if (signal !== undefined) unsubscribeAbort(signal, cancel);
   }
 }
 
