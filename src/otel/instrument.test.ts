@@ -1,3 +1,4 @@
+import { metrics } from '@opentelemetry/api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRetryBudget } from '../budget/budget.js';
 import { FakeClock } from '../clock/fake.js';
@@ -136,6 +137,36 @@ describe('instrumentPrazo: gauges read at collection (SPEC R7, C5, V1)', () => {
     const ratio = (await sdk.collect()).get(M.retryRatio.name);
     expect(ratio?.dataPoints).toHaveLength(1);
     expect(pointValue(ratio, dep('fine'))).toBe(0.05);
+    await sdk.shutdown();
+  });
+});
+
+describe('instrumentPrazo: the global meter', () => {
+  afterEach(() => metrics.disable());
+
+  it('with no SDK installed, subscribes to nothing (zero cost) and still accepts every call', () => {
+    metrics.disable();
+    const source = new EventSource('a');
+    const otel = instrumentPrazo({ dependencies: [source] });
+    expect(otel.active).toBe(false);
+    expect(source.listeners).toBe(0);
+    source.emit({ type: 'hedge-won', dependency: 'a', attempt: 2 });
+    const tracker = { observe: () => true };
+    expect(otel.trackSlices(tracker, 'e')).toBe(tracker);
+    expect(() => otel.addDependency(new EventSource('a'))).toThrow(InvalidOptionsError);
+    otel.dispose();
+  });
+
+  it('with an SDK registered globally, records through metrics.getMeter("prazo")', async () => {
+    const sdk = createSdk();
+    metrics.setGlobalMeterProvider(sdk.provider);
+    const source = new EventSource('a');
+    const otel = instrumentPrazo({ dependencies: [source] });
+    expect(otel.active).toBe(true);
+    source.emit({ type: 'hedge-won', dependency: 'a', attempt: 2 });
+    const got = await sdk.collect();
+    expect(pointValue(got.get(M.hedgesWon.name), dep('a'))).toBe(1);
+    otel.dispose();
     await sdk.shutdown();
   });
 });

@@ -1,4 +1,4 @@
-import { type Meter, type MeterProvider, metrics } from '@opentelemetry/api';
+import { createNoopMeter, type Meter, type MeterProvider, metrics } from '@opentelemetry/api';
 import type { Disposable } from '../dependency/types.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { METER_NAME, OTEL_LIMITS } from './constants.js';
@@ -15,7 +15,9 @@ import { validateOptions } from './validate.js';
  * next to nothing, so a library can instrument unconditionally and let the application decide.
  *
  * Call it after the application registers its SDK (or pass `meterProvider`): the OpenTelemetry JS
- * metrics API has no proxy, so instruments taken from the global no-op meter stay no-ops.
+ * metrics API has no proxy, so instruments taken from the global no-op meter stay no-ops. Knowing that,
+ * an instrumentation whose meter *is* the API's no-op subscribes to nothing at all (`active: false`):
+ * no listener, so the executor does not even build its events, and the cost is zero rather than small.
  */
 
 export interface InstrumentPrazoOptions {
@@ -35,6 +37,8 @@ export interface InstrumentPrazoOptions {
 /** A live instrumentation: `dispose()` unsubscribes from every source and removes the gauge callback. */
 export interface PrazoInstrumentation extends Disposable {
   readonly instruments: PrazoInstruments;
+  /** False when the meter is the API's no-op (no SDK): nothing is subscribed, nothing is recorded. */
+  readonly active: boolean;
   addDependency(dependency: InstrumentableDependency): Disposable;
   addServer(server: InstrumentableServer | ServerEventSource): Disposable;
   /**
@@ -54,8 +58,9 @@ const asServer = (server: InstrumentableServer | ServerEventSource): Instrumenta
 export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInstrumentation {
   const resolved = validateOptions(options);
   const meter = resolved.meter ?? (resolved.meterProvider ?? metrics.getMeterProvider()).getMeter(METER_NAME);
+  const active = meter !== createNoopMeter();
   const instruments = createInstruments(meter);
-  const gauges = new DependencyGauges(meter, instruments);
+  const gauges = active ? new DependencyGauges(meter, instruments) : undefined;
   const live = new Set<Disposable>();
   const names = new Set<string>();
   let disposed = false;
@@ -77,6 +82,7 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
 
   const instrumentation: PrazoInstrumentation = {
     instruments,
+    active,
     addDependency: (dependency) => {
       const name = dependency.name;
       if (names.has(name)) {
@@ -86,22 +92,24 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
       }
       names.add(name);
       const forget = { dispose: () => void names.delete(name) };
+      if (gauges === undefined) return track(forget);
       return track(recordDependencyEvents(instruments, dependency), gauges.add(dependency), forget);
     },
-    addServer: (server) => track(recordServerEvents(instruments, asServer(server))),
+    addServer: (server) => (active ? track(recordServerEvents(instruments, asServer(server))) : track()),
     trackSlices: (tracker, endpoint) => {
       if (!hasObserve(tracker) || typeof endpoint !== 'string' || endpoint.length === 0) {
         throw new InvalidOptionsError('instrumentPrazo.trackSlices', [
           'give an overrun tracker (with `observe(component, elapsedMs)`) and a non-empty endpoint name',
         ]);
       }
+      if (!active) return tracker;
       return countingTracker(instruments, tracker, endpoint, OTEL_LIMITS.attributeCacheSize, () => !disposed);
     },
     dispose: () => {
       if (disposed) return;
       for (const handle of [...live]) handle.dispose();
       disposed = true;
-      gauges.dispose();
+      gauges?.dispose();
     },
   };
   for (const dependency of resolved.dependencies) instrumentation.addDependency(dependency);
