@@ -39,15 +39,22 @@ class Inner implements UndiciHandler {
 /** Lets the attempt's deferred body-timer arming (a microtask) run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-function setup(
-  options: { deadlineMs?: number; responseMs?: number; bodyMs?: number; signal?: AbortSignal } = {},
-) {
+interface SetupOptions {
+  deadlineMs?: number;
+  attemptMs?: number;
+  responseMs?: number;
+  bodyMs?: number;
+  signal?: AbortSignal;
+}
+
+function setup(options: SetupOptions = {}) {
   const clock = new FakeClock();
   const scope: AttemptScope = { name: 'inventory', clock, connectTimeoutMs: 400 };
   const deadline = Deadline.after(options.deadlineMs ?? 1_000, { clock });
   const attempt = new Attempt(
     scope,
     deadline,
+    options.attemptMs ?? Number.POSITIVE_INFINITY,
     options.responseMs ?? 100,
     options.bodyMs ?? 100,
     options.signal,
@@ -141,17 +148,29 @@ describe('Attempt: one timer per call, phase-split timeouts (SPEC C2, D5, D6)', 
     expect(inner.events).toEqual(['connect', 'headers 503', 'complete']);
   });
 
-  it('under the executor (no head guard) arms nothing before the head, then guards the body', async () => {
-    const { clock, attempt, inner, abort } = setup({ responseMs: Number.POSITIVE_INFINITY, bodyMs: 100 });
+  it("mirrors the executor's attempt limit, counted from the attempt's start, queue and connect included", () => {
+    const { clock, attempt, inner, abort } = setup({ attemptMs: 140, responseMs: 140 });
     attempt.dispatched();
-    attempt.onConnect(abort);
-    expect(clock.pendingTimers()).toBe(0); // the executor's attempt timer bounds this phase
-    clock.advance(500);
-    attempt.onHeaders(200, [], () => {}, 'OK');
-    await settle();
     expect(clock.pendingTimers()).toBe(1);
-    clock.advance(100);
-    expect(inner.error).toMatchObject({ code: 'BODY_TIMEOUT' });
+    clock.advance(100); // 100 ms waiting for a socket
+    attempt.onConnect(abort);
+    expect(clock.pendingTimers()).toBe(1); // same bound: not re-armed
+    clock.advance(39);
+    expect(inner.error).toBeUndefined();
+    clock.advance(1);
+    expect(inner.error).toMatchObject({ code: 'RESPONSE_TIMEOUT', timeoutMs: 140, elapsedMs: 140 });
+  });
+
+  it('follows a signal only when asked, and ends with its reason', () => {
+    const { clock, attempt, inner, aborts, abort } = setup();
+    attempt.onConnect(abort);
+    const racing = new AbortController();
+    attempt.follow(racing.signal);
+    racing.abort(new DOMException('another attempt of the same call answered first', 'AbortError'));
+    expect(inner.error?.name).toBe('AbortError');
+    expect(aborts).toHaveLength(1);
+    expect(clock.pendingTimers()).toBe(0);
+    expect(attempt.done).toBe(true);
   });
 
   it('a caller (or executor) abort ends the attempt with its reason and clears the timer', () => {

@@ -10,18 +10,16 @@ import { mapTransportError } from './errors.js';
  * handler (SPEC C2, D5, D6). It is the only per-attempt object prazo adds to undici's path, and it
  * holds **one** timer, re-armed only when the bound moves earlier:
  *
- * - queued / connecting: bounded by the deadline (the connect itself by the connector's timer);
- * - request written → response head: `min(responseTimeoutMs, deadline)` → RESPONSE_TIMEOUT;
- * - head → end of body: no chunk for `bodyTimeoutMs` while the consumer is reading → BODY_TIMEOUT;
- * - any phase: the deadline → DEADLINE_EXCEEDED, the phase error when the phase's own limit is hit.
- *
- * Under the executor, whose own attempt timer already bounds everything up to the head, the head
- * phases are left to it (`responseTimeoutMs = Infinity`) unless a tighter response timeout was asked:
- * the attempt then arms its timer only at the head, for the body.
+ * - queued / connecting: the attempt's limit and the deadline (the connect itself: the connector);
+ * - request written → head: also `responseTimeoutMs` from the write → RESPONSE_TIMEOUT;
+ * - head → end of body: no chunk for `bodyTimeoutMs` while the consumer reads → BODY_TIMEOUT;
+ * - any phase: the deadline → DEADLINE_EXCEEDED.
  *
  * A timer that fires early (the bound moved later) re-checks and re-arms, so progress costs a
- * timestamp, not a timer. No AbortController and no AbortSignal.any: undici hands the handler an
- * `abort` function, which destroys the socket (the connection is released, not reused).
+ * timestamp, not a timer. No AbortController, no AbortSignal.any: undici hands the handler an
+ * `abort` function, which destroys the socket (the connection is released, not reused). Signals are
+ * listened to only when they exist: the caller's own, and the executor's when a hedge races
+ * ({@link follow}); creating one per attempt costs more than the rest of this class.
  */
 
 /** undici's dispatch-handler callbacks that its request API uses. */
@@ -51,14 +49,14 @@ export class Attempt implements UndiciHandler {
   inner!: UndiciHandler;
   readonly #scope: AttemptScope;
   readonly #deadline: Deadline;
+  readonly #startedAt: number;
   readonly #deadlineAt: number;
+  readonly #attemptMs: number;
+  readonly #attemptEndAt: number;
   readonly #responseMs: number;
   readonly #bodyMs: number;
-  readonly #startedAt: number;
-  readonly #signal: AbortSignal | undefined;
-  /** False when someone else (the executor) bounds the phases before the head. */
-  readonly #guardHead: boolean;
   #abort: ((reason?: Error) => void) | undefined;
+  #signals: AbortSignal[] | undefined;
   #onAbort: (() => void) | undefined;
   #phase = QUEUED;
   #phaseAt = 0;
@@ -69,31 +67,56 @@ export class Attempt implements UndiciHandler {
   #error: Error | undefined;
   readonly #fire = (): void => this.#onTimer();
 
+  /**
+   * @param deadline the call's deadline (it bounds every phase, the body included)
+   * @param attemptMs this attempt's limit up to the head, from now (the executor's slice)
+   * @param responseMs from the request written to the head
+   * @param bodyMs longest silence between body chunks
+   * @param signal the caller's own cancellation, when any
+   */
   constructor(
     scope: AttemptScope,
     deadline: Deadline,
-    responseTimeoutMs: number,
-    bodyTimeoutMs: number,
+    attemptMs: number,
+    responseMs: number,
+    bodyMs: number,
     signal?: AbortSignal,
   ) {
     this.#scope = scope;
     this.#deadline = deadline;
-    this.#responseMs = responseTimeoutMs;
-    this.#guardHead = responseTimeoutMs !== Number.POSITIVE_INFINITY;
-    this.#bodyMs = bodyTimeoutMs;
     const now = scope.clock.now();
     this.#startedAt = now;
     this.#deadlineAt = now + deadline.remainingMs();
-    this.#signal = signal;
-    if (signal !== undefined) {
-      this.#onAbort = () => this.#fail(signal.reason ?? new Error('aborted'));
-      signal.addEventListener('abort', this.#onAbort, { once: true });
-    }
+    this.#attemptMs = attemptMs;
+    this.#attemptEndAt = now + attemptMs;
+    this.#responseMs = responseMs;
+    this.#bodyMs = bodyMs;
+    if (signal !== undefined) this.follow(signal);
   }
 
-  /** Called once dispatch returned: a request still waiting for a socket is bounded by the deadline. */
+  /** True once the attempt completed or failed. */
+  get done(): boolean {
+    return this.#phase === DONE;
+  }
+
+  /** Ends the attempt when `signal` aborts (with its reason): the caller's, or a racing executor's. */
+  follow(signal: AbortSignal): void {
+    if (this.#phase === DONE) return;
+    if (signal.aborted) {
+      this.#fail(signal.reason ?? new Error('aborted'));
+      return;
+    }
+    this.#onAbort ??= () => {
+      const aborted = this.#signals?.find((s) => s.aborted);
+      this.#fail(aborted?.reason ?? new Error('aborted'));
+    };
+    (this.#signals ??= []).push(signal);
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** Called once dispatch returned: a request still waiting for a socket gets its bound. */
   dispatched(): void {
-    if (this.#phase === QUEUED && this.#guardHead) this.#armBy(this.#deadlineAt, this.#scope.clock.now());
+    if (this.#phase === QUEUED) this.#armBy(this.#headBound(), this.#scope.clock.now());
   }
 
   onConnect(abort: (reason?: Error) => void, context?: object): void {
@@ -105,7 +128,7 @@ export class Attempt implements UndiciHandler {
     const now = this.#scope.clock.now();
     this.#phase = RESPONSE;
     this.#phaseAt = now;
-    if (this.#guardHead) this.#armBy(Math.min(now + this.#responseMs, this.#deadlineAt), now);
+    this.#armBy(this.#headBound(), now);
     this.inner.onConnect(abort, context);
   }
 
@@ -119,13 +142,12 @@ export class Attempt implements UndiciHandler {
     const now = this.#scope.clock.now();
     this.#phase = BODY;
     this.#lastDataAt = now;
-    const bound = Math.min(now + this.#bodyMs, this.#deadlineAt);
-    if (this.#timer === undefined || this.#due > bound) {
-      if (this.#timer !== undefined) this.#scope.clock.clearTimer(this.#timer);
+    if (this.#timer !== undefined && this.#due > Math.min(now + this.#bodyMs, this.#deadlineAt)) {
+      this.#scope.clock.clearTimer(this.#timer);
       this.#timer = undefined;
-      // Armed after the current socket read: a body that completes in it (most) never needs a timer.
-      queueMicrotask(this.#fire);
     }
+    // Armed after the current socket read: a body that completes in it (most) never needs a timer.
+    if (this.#timer === undefined) queueMicrotask(this.#fire);
     const onResume = (): void => {
       this.#paused = false;
       this.#lastDataAt = this.#scope.clock.now();
@@ -149,19 +171,19 @@ export class Attempt implements UndiciHandler {
 
   onError(error: Error): void {
     if (this.#phase === DONE) return;
-    const reported = this.#error ?? (this.#map(error, this.#scope.clock.now()) as Error);
+    const now = this.#scope.clock.now();
+    const { name, connectTimeoutMs } = this.#scope;
+    const reported =
+      this.#error ??
+      (mapTransportError(error, {
+        dependency: name,
+        elapsedMs: now - this.#startedAt,
+        connectTimeoutMs,
+        responseTimeoutMs: this.#responseMs,
+        bodyTimeoutMs: this.#bodyMs,
+      }) as Error);
     this.#finish();
     this.inner.onError(reported);
-  }
-
-  #map(error: Error, now: number): unknown {
-    return mapTransportError(error, {
-      dependency: this.#scope.name,
-      elapsedMs: now - this.#startedAt,
-      connectTimeoutMs: this.#scope.connectTimeoutMs,
-      responseTimeoutMs: this.#responseMs,
-      bodyTimeoutMs: this.#bodyMs,
-    });
   }
 
   /** Ends the attempt with `error`: aborts the request in flight, or settles a queued one at once. */
@@ -172,42 +194,45 @@ export class Attempt implements UndiciHandler {
     if (this.#phase !== DONE) this.onError(error);
   }
 
+  /** Where the phases before the head end: the attempt's limit, the deadline, the response timeout. */
+  #headBound(): number {
+    const end = this.#attemptEndAt < this.#deadlineAt ? this.#attemptEndAt : this.#deadlineAt;
+    return this.#phase === RESPONSE ? Math.min(end, this.#phaseAt + this.#responseMs) : end;
+  }
+
   #onTimer(): void {
     this.#timer = undefined;
     this.#due = Number.POSITIVE_INFINITY;
     if (this.#phase === DONE) return;
     const now = this.#scope.clock.now();
-    if (now >= this.#deadlineAt - TIMER_TOLERANCE_MS) {
+    const due = (at: number): boolean => now >= at - TIMER_TOLERANCE_MS;
+    const name = this.#scope.name;
+    if (due(this.#deadlineAt)) {
+      const deadlineEpochMs = this.#deadline.epochMs();
       this.#fail(
-        new DeadlineExceededError({
-          dependency: this.#scope.name,
-          elapsedMs: now - this.#startedAt,
-          deadlineEpochMs: this.#deadline.epochMs(),
-        }),
+        new DeadlineExceededError({ dependency: name, elapsedMs: now - this.#startedAt, deadlineEpochMs }),
       );
-    } else if (this.#phase === RESPONSE) {
-      const bound = this.#phaseAt + this.#responseMs;
-      if (now < bound - TIMER_TOLERANCE_MS) this.#armBy(Math.min(bound, this.#deadlineAt), now);
-      else this.#fail(this.#phaseError(ResponseTimeoutError, now - this.#phaseAt, this.#responseMs));
     } else if (this.#phase === BODY) {
-      const bound = (this.#paused ? now : this.#lastDataAt) + this.#bodyMs;
-      if (now < bound - TIMER_TOLERANCE_MS) this.#armBy(Math.min(bound, this.#deadlineAt), now);
-      else this.#fail(this.#phaseError(BodyTimeoutError, now - this.#lastDataAt, this.#bodyMs));
+      const since = this.#paused ? now : this.#lastDataAt;
+      if (!due(since + this.#bodyMs)) this.#armBy(Math.min(since + this.#bodyMs, this.#deadlineAt), now);
+      else
+        this.#fail(
+          new BodyTimeoutError({ dependency: name, elapsedMs: now - since, timeoutMs: this.#bodyMs }),
+        );
+    } else if (due(this.#attemptEndAt)) {
+      const elapsedMs = now - this.#startedAt;
+      this.#fail(new ResponseTimeoutError({ dependency: name, elapsedMs, timeoutMs: this.#attemptMs }));
+    } else if (this.#phase === RESPONSE && due(this.#phaseAt + this.#responseMs)) {
+      const elapsedMs = now - this.#phaseAt;
+      this.#fail(new ResponseTimeoutError({ dependency: name, elapsedMs, timeoutMs: this.#responseMs }));
     } else {
-      this.#armBy(this.#deadlineAt, now);
+      this.#armBy(this.#headBound(), now);
     }
-  }
-
-  #phaseError(
-    Kind: typeof ResponseTimeoutError | typeof BodyTimeoutError,
-    elapsedMs: number,
-    timeoutMs: number,
-  ): Error {
-    return new Kind({ dependency: this.#scope.name, elapsedMs, timeoutMs });
   }
 
   /** Makes sure the timer fires no later than `at` (one timer; re-armed only when `at` is earlier). */
   #armBy(at: number, now: number): void {
+    if (at === Number.POSITIVE_INFINITY) return;
     const clock = this.#scope.clock;
     if (this.#timer !== undefined) {
       if (this.#due <= at) return;
@@ -221,6 +246,7 @@ export class Attempt implements UndiciHandler {
     this.#phase = DONE;
     if (this.#timer !== undefined) this.#scope.clock.clearTimer(this.#timer);
     this.#timer = undefined;
-    if (this.#onAbort !== undefined) this.#signal?.removeEventListener('abort', this.#onAbort);
+    const onAbort = this.#onAbort;
+    if (onAbort !== undefined) for (const s of this.#signals ?? []) s.removeEventListener('abort', onAbort);
   }
 }

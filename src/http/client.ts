@@ -93,6 +93,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       const responseMs = call.responseTimeoutMs ?? o.responseTimeoutMs;
       const bodyMs = call.bodyTimeoutMs ?? o.bodyTimeoutMs;
       const baseLength = headers.length;
+      let primary: Attempt | undefined;
+      let primaryContext: AttemptContext | undefined;
       const operation = (ctx: AttemptContext) => {
         // The first attempt extends the caller's array; later ones (retries, hedge) copy its base.
         const own = ctx.attempt === 1 ? headers : headers.slice(0, baseLength);
@@ -105,13 +107,21 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           body,
           query: call.query,
           highWaterMark: call.highWaterMark,
-          signal: call.signal, // undici ties it to the body stream, after the executor is done
         };
         if (call.responseTimeoutMs !== undefined) dispatch.headersTimeout = responseMs + BACKSTOP_MS;
         if (call.bodyTimeoutMs !== undefined) dispatch.bodyTimeout = bodyMs + BACKSTOP_MS;
-        // The executor's attempt timer bounds the head; ours only when a tighter one was asked.
-        const guard = responseMs < ctx.timeoutMs ? responseMs : Number.POSITIVE_INFINITY;
-        return send(dispatch, new Attempt(scope, deadline, guard, bodyMs, ctx.signal));
+        const attempt = new Attempt(scope, deadline, ctx.timeoutMs, responseMs, bodyMs, call.signal);
+        if (ctx.kind === 'hedge') {
+          // Two copies race: now, and only now, each needs the executor's signal (the loser is
+          // cancelled with it). Reading `ctx.signal` creates an AbortController: never on the
+          // common path, where the attempt's own timer mirrors the executor's.
+          attempt.follow(ctx.signal);
+          if (primary !== undefined && !primary.done) primary.follow(primaryContext!.signal);
+        } else if (ctx.kind === 'original') {
+          primary = attempt;
+          primaryContext = ctx;
+        }
+        return send(dispatch, attempt);
       };
       return dependency.execute(operation, {
         idempotent: replayable && isIdempotentMethod(method),
