@@ -3,6 +3,20 @@
  * `@opentelemetry/api` is an optional peer, imported only under this entry point: the rest of prazo
  * never loads it. See docs/observability.md.
  */
+
+export { rulesInputFromConfig } from '../rules/from-config.js';
+// The rule and dashboard generators behind `prazo rules`, for programmatic use.
+export {
+  type AlertRule,
+  type GrafanaDashboard,
+  generateAlertRules,
+  generateDashboard,
+  type NamingScheme,
+  type RuleFile,
+  type RulesInput,
+  type RulesOptions,
+  renderAlertRules,
+} from '../rules/index.js';
 export {
   ATTEMPT_KINDS,
   ATTR,
