@@ -48,7 +48,7 @@ describe('the central config (SPEC C7)', () => {
     expect(lines(text)).toEqual([
       'prazo.config.yaml:3:5: error: dependencies[0].p99Ms: must be a number in (0, 86400000] (ms), got -3',
       'prazo.config.yaml:4:5: error: dependencies[0].attempts: `attempts` must be an integer in [1, 10], got 0',
-      'prazo.config.yaml:5:20: error: dependencies[0].retryBudget.maxRatio: retryBudget: `maxRatio` must be a finite number in [0, 10], got 20',
+      'prazo.config.yaml:5:20: error: dependencies[0].retryBudget.maxRatio: must be a number in [0, 10], got 20',
       'prazo.config.yaml:6:5: error: dependencies[1]: needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)',
       'prazo.config.yaml:7:5: warning: dependencies[1].p99ms: unknown key; did you mean `p99Ms`?',
       'prazo.config.yaml:11:5: error: endpoints[0].components: slices fall short of total_slo_ms by 20 ms: a 80 = 80, SLO 100',

@@ -1,23 +1,24 @@
-import type { RetryBudgetOptions } from '../budget/budget.js';
-import type { HedgeOptions } from '../hedge/policy.js';
 import { type Fields, isRecord } from './fields.js';
 import type { Path } from './problem.js';
+import { DEPENDENCY_RANGES, HEDGE_RANGES, RETRY_BUDGET_RANGES } from './ranges.js';
+import type { HedgeSettings, RetryBudgetSettings } from './settings.js';
 
 /** `retryBudget: { windowMs, maxRatio, minPerSecond }` (SPEC R1). Ranges are checked by the budget itself. */
 export function readRetryBudget(
   f: Fields,
   o: Record<string, unknown>,
   at: Path,
-): RetryBudgetOptions | undefined {
+): RetryBudgetSettings | undefined {
   const rb = f.record(o, 'retryBudget', at);
   if (rb === undefined) return undefined;
   const p = [...at, 'retryBudget'];
   f.unknownKeys(rb, p, ['windowMs', 'maxRatio', 'minPerSecond']);
-  return {
-    windowMs: f.number(rb, 'windowMs', p, { unit: 'ms' }),
-    maxRatio: f.number(rb, 'maxRatio', p),
-    minPerSecond: f.number(rb, 'minPerSecond', p),
-  };
+  const R = RETRY_BUDGET_RANGES;
+  return compact({
+    windowMs: f.number(rb, 'windowMs', p, { min: R.minWindowMs, max: R.maxWindowMs, unit: 'ms' }),
+    maxRatio: f.number(rb, 'maxRatio', p, { min: 0, max: R.maxRatio }),
+    minPerSecond: f.number(rb, 'minPerSecond', p, { min: 0, max: R.maxPerSecond, unit: 'extra attempts/s' }),
+  });
 }
 
 /**
@@ -28,7 +29,7 @@ export function readHedge(
   f: Fields,
   o: Record<string, unknown>,
   at: Path,
-): boolean | HedgeOptions | undefined {
+): boolean | HedgeSettings | undefined {
   const h = o.hedge;
   if (h === undefined || typeof h === 'boolean') return h;
   const p = [...at, 'hedge'];
@@ -41,12 +42,18 @@ export function readHedge(
   if (h.percentile !== undefined && h.maxExtraLoad !== undefined) {
     f.error([...p, 'maxExtraLoad'], 'give either `percentile` or `maxExtraLoad`, not both');
   }
-  return {
-    percentile: f.number(h, 'percentile', p),
-    maxExtraLoad: f.number(h, 'maxExtraLoad', p),
-    minDelayMs: f.number(h, 'minDelayMs', p, { unit: 'ms' }),
-    maxDelayMs: f.number(h, 'maxDelayMs', p, { unit: 'ms' }),
-  };
+  const H = HEDGE_RANGES;
+  const settings = compact({
+    percentile: f.number(h, 'percentile', p, { min: H.minPercentile, max: H.maxPercentile }),
+    maxExtraLoad: f.number(h, 'maxExtraLoad', p, { min: 0, exclusiveMin: true, max: H.maxExtraLoad }),
+    minDelayMs: f.number(h, 'minDelayMs', p, { min: 0, max: H.maxDelayMs, unit: 'ms' }),
+    maxDelayMs: f.number(h, 'maxDelayMs', p, { min: 0, max: H.maxDelayMs, unit: 'ms' }),
+  });
+  const floor = settings.minDelayMs ?? H.defaultMinDelayMs;
+  if (settings.maxDelayMs !== undefined && settings.maxDelayMs < floor) {
+    f.error([...p, 'maxDelayMs'], `must not be below minDelayMs (${floor} ms)`);
+  }
+  return settings;
 }
 
 /** `pool: { size, rps }`: checked against the timeout with Little's law (SPEC C6). */
@@ -68,6 +75,23 @@ export function readPool(
     unit: 'req/s',
   });
   return size === undefined || rps === undefined ? undefined : { size, rps };
+}
+
+/** `backoff: { baseMs, capMs }`: full-jitter backoff ceilings (SPEC R6). */
+export function readBackoff(
+  f: Fields,
+  o: Record<string, unknown>,
+  at: Path,
+): { baseMs?: number; capMs?: number } | undefined {
+  const b = f.record(o, 'backoff', at);
+  if (b === undefined) return undefined;
+  const p = [...at, 'backoff'];
+  f.unknownKeys(b, p, ['baseMs', 'capMs']);
+  const max = DEPENDENCY_RANGES.maxBackoffMs;
+  return compact({
+    baseMs: f.number(b, 'baseMs', p, { min: 0, max, unit: 'ms' }),
+    capMs: f.number(b, 'capMs', p, { min: 0, max, unit: 'ms' }),
+  });
 }
 
 /** Drops undefined members so library defaults apply (and objects print cleanly). */
