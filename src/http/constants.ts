@@ -36,7 +36,9 @@ export const HTTP_LIMITS = Object.freeze({
 });
 
 /**
- * A timer may fire a fraction of a millisecond before the instant it was armed for (Node rounds
- * its loop time to whole ms). Within this many ms, a phase counts as expired.
+ * A timer may fire a fraction of a millisecond before the instant it was armed for (Node measures
+ * timers on its loop clock, in whole ms). Within this many ms a bound counts as reached; a timer
+ * firing earlier than that just re-arms for the rest. Below 1 ms, so two bounds 1 ms apart are
+ * never confused.
  */
-export const TIMER_TOLERANCE_MS = 1;
+export const TIMER_TOLERANCE_MS = 0.5;
