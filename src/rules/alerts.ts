@@ -29,7 +29,7 @@ function sliceRule(endpoint: RulesEndpoint, naming: NamingScheme): AlertRule {
     alert: ALERTS.sliceOverrun,
     expr: `${overruns} / ${observations} > ${num(R.sliceOverrunRatio)}`,
     for: R.sliceFor,
-    labels: { severity: 'warning' },
+    labels: { severity: 'warning', [labelName(ATTR.endpoint)]: endpoint.name },
     annotations: {
       summary: `A component of ${endpoint.name} keeps overrunning its latency budget slice`,
       description: `{{ $labels.prazo_component }} overran its slice in {{ $value | humanizePercentage }} of runs of ${endpoint.name} (components: ${endpoint.components.join(', ')}) (SPEC B3).`,

@@ -24,6 +24,8 @@ const pct = (x: number): string => `${Number((x * 100).toPrecision(6))}%`;
 export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): AlertRule[] {
   const N = familyNames(naming);
   const d: Matcher = [L.dependency, '=', dep.name];
+  // The dependency as a rule label too: the same alert name per dependency stays a distinct rule.
+  const own = { [L.dependency]: dep.name };
   const rules: AlertRule[] = [];
   const hedges = dep.hedging ? ' Hedges spend the same budget (SPEC H3): check the hedge panel too.' : '';
 
@@ -38,7 +40,7 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       alert: ALERTS.retryRatioHigh,
       expr: `(${ratio} > ${num(warn)}) and (${governs})`,
       for: R.warnFor,
-      labels: { severity: 'warning' },
+      labels: { severity: 'warning', ...own },
       annotations: {
         summary: `Retries to ${dep.name} are above ${pct(warn)} of original requests`,
         description: `The retry ratio of ${dep.name} is {{ $value | humanizePercentage }} (budget ${pct(dep.maxRatio)}). Retries are masking a degradation: the error rate follows in about a minute (SPEC R7).${hedges}`,
@@ -50,7 +52,7 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       alert: ALERTS.retryBudgetExhausted,
       expr: `(${ratio} >= ${num(exhausted)}) and (${governs})`,
       for: R.exhaustedFor,
-      labels: { severity: 'critical' },
+      labels: { severity: 'critical', ...own },
       annotations: {
         summary: `The retry budget of ${dep.name} is spent (ratio at its ${pct(dep.maxRatio)} cap)`,
         description: `The retry ratio of ${dep.name} is {{ $value | humanizePercentage }}, at the budget's cap: further failures are no longer retried and reach callers as errors, by design (SPEC R1).${hedges}`,
@@ -67,7 +69,7 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
         `(${refusals(R.rateWindow)} > ${num(R.refusalsMinPerSecond)}) and ` +
         `(${refusals(R.rateWindow)} > ${num(R.refusalsClimbFactor)} * ${refusals(R.refusalsBaseline)})`,
       for: R.refusalsFor,
-      labels: { severity: 'warning' },
+      labels: { severity: 'warning', ...own },
       annotations: {
         summary: `The retry budget of ${dep.name} is refusing more and more extra attempts`,
         description: `{{ $value | humanize }} refusals/s for ${dep.name}, over ${num(R.refusalsClimbFactor)}× its hourly rate: failures now exceed what the budget retries (SPEC R1, H3).`,
@@ -80,7 +82,7 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
     alert: ALERTS.timeoutBelowP99,
     expr: `${selector(N.timeoutConfigured, [d, response])} < ignoring (${L.phase}) (${selector(N.latencyP99, [d])} * ${num(R.timeoutHeadroom)})`,
     for: R.timeoutFor,
-    labels: { severity: 'warning' },
+    labels: { severity: 'warning', ...own },
     annotations: {
       summary: `The response timeout of ${dep.name} is below (or within ${pct(R.timeoutHeadroom - 1)} of) its live p99`,
       description: `Configured response timeout {{ $value | humanizeDuration }} for ${dep.name} no longer clears the measured p99: healthy calls are being cut (SPEC C5, V1).`,
@@ -101,7 +103,7 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
     alert: ALERTS.abandonmentHigh,
     expr: `(${abandoned} / ${attempts} > ${num(R.abandonmentRatio)}) unless (${errors} / ${attempts} >= ${num(R.healthyErrorRatio)})`,
     for: R.abandonmentFor,
-    labels: { severity: 'warning' },
+    labels: { severity: 'warning', ...own },
     annotations: {
       summary: `Over ${pct(R.abandonmentRatio)} of attempts to a healthy ${dep.name} end in a timeout`,
       description: `{{ $value | humanizePercentage }} of attempts to ${dep.name} hit the response/body timeout while its error rate is low: the timeout is too tight (SPEC C5).`,

@@ -1,0 +1,168 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { generateAlertRules, renderAlertRules } from './alerts.js';
+import type { RulesInput } from './input.js';
+import type { RuleFile } from './types.js';
+
+/**
+ * The generated rules judged by Prometheus itself: `promtool check rules` (its parser, type checks and
+ * lint), and `promtool test rules` (its rule engine, on synthetic series at a 15 s scrape interval):
+ * each alert fires in the incident it is written for, and stays quiet in the look-alike it must not
+ * page on. promtool comes with Debian's `prometheus` package; without it these tests are skipped.
+ */
+
+const promtool = (() => {
+  try {
+    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const dir = mkdtempSync(join(tmpdir(), 'prazo-promtool-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const CONFIG: RulesInput = {
+  dependencies: [{ name: 'supplier', maxRatio: 0.1, minPerSecond: 3, attempts: 3 }, { name: 'quiet' }],
+  endpoints: [{ name: 'POST /orders', components: ['gateway', 'inventory'] }],
+};
+const T = { job: 'orders', instance: 'a', otel_scope_name: 'prazo' };
+
+const series = (name: string, labels: Record<string, string>, values: string) => ({
+  series: `${name}{${Object.entries({ ...T, ...labels })
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(',')}}`,
+  values,
+});
+const S = (dep: string, more: Record<string, string> = {}) => ({ prazo_dependency: dep, ...more });
+
+// 15 s samples over 20 minutes. `0+1500x80`: a counter growing 100/s.
+const INPUT = [
+  // supplier: 100 originals/s and 6 retries/s; its ratio gauge 0.06, then 0.095 (at the cap) after 10 min.
+  series('prazo_dependency_attempts_total', S('supplier', { prazo_attempt_kind: 'original' }), '0+1500x80'),
+  series('prazo_dependency_attempts_total', S('supplier', { prazo_attempt_kind: 'retry' }), '0+90x80'),
+  series('prazo_dependency_retry_ratio', S('supplier'), '0.06x40 0.095x40'),
+  // supplier: 3 response timeouts/s of 106 attempts/s (2.8%), no errors: a healthy dependency cut too tight.
+  series('prazo_dependency_timeouts_total', S('supplier', { prazo_timeout_phase: 'response' }), '0+45x80'),
+  // supplier: configured 252 ms, live p99 250 ms.
+  series(
+    'prazo_dependency_timeout_configured',
+    S('supplier', { prazo_timeout_phase: 'response' }),
+    '0.252x80',
+  ),
+  series('prazo_dependency_latency_p99', S('supplier'), '0.25x80'),
+  // supplier: no refusals for 10 minutes, then 5/s.
+  series(
+    'prazo_dependency_budget_refusals_total',
+    S('supplier', { prazo_attempt_kind: 'retry' }),
+    '0x40 0+75x40',
+  ),
+  // quiet: 1 original/s with a high ratio (the floor governs), a failing dependency (errors 50%)
+  // whose timeouts are not the timeout's fault, and a p99 far under its timeout.
+  series('prazo_dependency_attempts_total', S('quiet', { prazo_attempt_kind: 'original' }), '0+15x80'),
+  series('prazo_dependency_retry_ratio', S('quiet'), '0.5x80'),
+  series('prazo_dependency_timeouts_total', S('quiet', { prazo_timeout_phase: 'response' }), '0+1.5x80'),
+  series('prazo_dependency_attempt_duration_count', S('quiet', { prazo_outcome: 'error' }), '0+7.5x80'),
+  series('prazo_dependency_timeout_configured', S('quiet', { prazo_timeout_phase: 'response' }), '0.252x80'),
+  series('prazo_dependency_latency_p99', S('quiet'), '0.1x80'),
+  // POST /orders: gateway overruns 10% of its runs, inventory 1%.
+  ...[
+    ['gateway', '0+150x80'],
+    ['inventory', '0+15x80'],
+  ].flatMap(([component, overruns]) => [
+    series(
+      'prazo_endpoint_slice_observations_total',
+      { prazo_endpoint: 'POST /orders', prazo_component: component! },
+      '0+1500x80',
+    ),
+    series(
+      'prazo_endpoint_slice_overruns_total',
+      { prazo_endpoint: 'POST /orders', prazo_component: component! },
+      overruns!,
+    ),
+  ]),
+];
+
+const alert = (severity: string, labels: Record<string, string>) => ({ exp_labels: { severity, ...labels } });
+const supplierGauge = { ...T, prazo_dependency: 'supplier' };
+const fleet = (dep: string) => ({ job: 'orders', prazo_dependency: dep });
+
+const TESTS = [
+  { eval_time: '8m', alertname: 'PrazoRetryRatioHigh', exp_alerts: [alert('warning', supplierGauge)] },
+  { eval_time: '8m', alertname: 'PrazoRetryBudgetExhausted', exp_alerts: [] },
+  {
+    eval_time: '18m',
+    alertname: 'PrazoRetryBudgetExhausted',
+    exp_alerts: [alert('critical', supplierGauge)],
+  },
+  { eval_time: '9m', alertname: 'PrazoTimeoutBelowP99', exp_alerts: [] },
+  {
+    eval_time: '12m',
+    alertname: 'PrazoTimeoutBelowP99',
+    // `ignoring (prazo_timeout_phase)` drops that label from the result.
+    exp_alerts: [alert('warning', supplierGauge)],
+  },
+  { eval_time: '12m', alertname: 'PrazoAbandonmentHigh', exp_alerts: [alert('warning', fleet('supplier'))] },
+  { eval_time: '9m', alertname: 'PrazoBudgetRefusalsClimbing', exp_alerts: [] },
+  {
+    eval_time: '17m',
+    alertname: 'PrazoBudgetRefusalsClimbing',
+    exp_alerts: [alert('warning', fleet('supplier'))],
+  },
+  {
+    eval_time: '18m',
+    alertname: 'PrazoSliceOverrun',
+    exp_alerts: [
+      alert('warning', { job: 'orders', prazo_endpoint: 'POST /orders', prazo_component: 'gateway' }),
+    ],
+  },
+  { eval_time: '10m', alertname: 'PrazoSliceOverrun', exp_alerts: [] },
+];
+
+/** The rule file without annotations: `promtool test rules` would otherwise compare their rendered text. */
+const bare = (file: RuleFile): RuleFile => ({
+  groups: file.groups.map((g) => ({
+    ...g,
+    rules: g.rules.map(({ annotations: _, ...rule }) => rule as never),
+  })),
+});
+
+describe.skipIf(!promtool)(
+  'generated rules under Prometheus’ own promtool (skipped: no promtool on PATH)',
+  () => {
+    it('promtool check rules: parse, types and lint pass, for both naming schemes', () => {
+      for (const naming of ['exporter', 'otlp'] as const) {
+        const path = join(dir, `alerts-${naming}.yaml`);
+        writeFileSync(path, renderAlertRules(generateAlertRules(CONFIG, { naming })));
+        const out = execFileSync('promtool', ['check', 'rules', path], { encoding: 'utf8' });
+        expect(out).toContain('SUCCESS');
+      }
+    });
+
+    it('promtool test rules: each alert fires in its incident and stays quiet in the look-alike', () => {
+      writeFileSync(join(dir, 'rules.yaml'), stringify(bare(generateAlertRules(CONFIG)), { lineWidth: 0 }));
+      const tests = {
+        rule_files: ['rules.yaml'],
+        evaluation_interval: '15s',
+        tests: [{ interval: '15s', input_series: INPUT, alert_rule_test: TESTS }],
+      };
+      writeFileSync(join(dir, 'tests.yaml'), stringify(tests, { lineWidth: 0 }));
+      let output: string;
+      try {
+        output = execFileSync('promtool', ['test', 'rules', 'tests.yaml'], {
+          cwd: dir,
+          encoding: 'utf8',
+          stdio: 'pipe',
+        });
+      } catch (error) {
+        const e = error as { stdout?: string; stderr?: string };
+        throw new Error(`promtool test rules failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+      }
+      expect(output).toContain('SUCCESS');
+    });
+  },
+);
