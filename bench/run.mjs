@@ -40,9 +40,9 @@ const out =
 /** Every bound of the run is here: full mode stays within a few minutes, quick mode well under one. */
 export const SETTINGS = {
   full: {
-    http: { runs: 5, warmupMs: 1_000, durationMs: 3_000, concurrency: 50 },
+    http: { runs: 7, warmupMs: 700, durationMs: 2_000, concurrency: 50 },
     micro: { runs: 3, batchMs: 50, batches: 10 },
-    memory: { runs: 3, rates: [1_000, 100_000], steadyMs: 1_000, prazoCopies: 50 },
+    memory: { runs: 3, rates: [1_000, 100_000], steadyMs: 1_000, prazoCopies: 25 },
     effect: { runs: 3, outageSeconds: 60, rps: 100, hedgeRequests: 20_000 },
   },
   quick: {
