@@ -93,16 +93,25 @@ export function resolveDeadline(
   return ambient === undefined ? own : own.min(ambient);
 }
 
-/** Splits `request(path | options, options?)` into a path and the options. */
-export function normalizeCall(
+/** The options of `request(path | options, options?)`. */
+export function callOptions(
   input: string | HttpRequestOptions,
-  more: HttpRequestOptions | undefined,
+  more?: HttpRequestOptions,
+): HttpRequestOptions {
+  return (typeof input === 'string' ? more : input) ?? EMPTY;
+}
+
+const EMPTY: HttpRequestOptions = Object.freeze({});
+
+/** The path of `request(path | options, options?)`: a path as is, a URL on the origin made a path. */
+export function callPath(
+  input: string | HttpRequestOptions,
+  options: HttpRequestOptions,
   origin: string,
-): { path: string; options: HttpRequestOptions } {
-  const options = typeof input === 'string' ? (more ?? {}) : (input ?? {});
+): string {
   const raw = typeof input === 'string' ? input : (options.path ?? '/');
   if (typeof raw !== 'string') throw new InvalidOptionsError('request', ['`path` must be a string']);
-  if (raw.charCodeAt(0) === 47 /* '/' */) return { path: raw, options };
+  if (raw.charCodeAt(0) === 47 /* '/' */) return raw;
   let url: URL;
   try {
     url = new URL(raw, `${origin}/`);
@@ -112,5 +121,5 @@ export function normalizeCall(
   if (url.origin !== origin) {
     throw new InvalidOptionsError('request', [`URL ${url.origin} is not this client's origin (${origin})`]);
   }
-  return { path: `${url.pathname}${url.search}`, options };
+  return `${url.pathname}${url.search}`;
 }

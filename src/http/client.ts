@@ -4,7 +4,7 @@ import type { AttemptContext } from '../dependency/types.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { generateIdempotencyKey, isIdempotentMethod } from '../retry/idempotency.js';
 import { Attempt, type AttemptScope } from './attempt.js';
-import { checkCallOptions, type HttpRequestOptions, normalizeCall, resolveDeadline } from './call.js';
+import { callOptions, callPath, checkCallOptions, type HttpRequestOptions, resolveDeadline } from './call.js';
 import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
 import { appendCallerHeaders, appendRecord, ownedDeadlineNames } from './headers.js';
@@ -75,7 +75,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
 
   function request(input: string | HttpRequestOptions, more?: HttpRequestOptions): Promise<HttpResponse> {
     try {
-      const { path, options: call } = normalizeCall(input, more, o.origin);
+      const call = callOptions(input, more);
+      const path = callPath(input, call, o.origin);
       checkCallOptions(call);
       const method = call.method ?? 'GET';
       const headers: string[] = [];

@@ -49,7 +49,8 @@ export abstract class PhaseTimer {
     this.deadline = deadline;
     const now = scope.clock.now();
     this.startedAt = now;
-    this.deadlineAt = now + deadline.remainingMs();
+    // Same clock (the common case): the deadline's own instant, without reading the clock again.
+    this.deadlineAt = deadline.clock === scope.clock ? deadline.at : now + deadline.remainingMs();
     this.attemptMs = attemptMs;
     this.attemptEndAt = now + attemptMs;
     this.responseMs = responseMs;
