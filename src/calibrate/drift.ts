@@ -1,5 +1,5 @@
 import { OptionsValidator } from '../options/validator.js';
-import { CALIBRATION_DEFAULTS, DRIFT_DEFAULTS } from './constants.js';
+import { CALIBRATION_DEFAULTS, CALIBRATION_LIMITS, DRIFT_DEFAULTS } from './constants.js';
 import type { WindowStats } from './health.js';
 import { slackedTimeoutMs } from './timeout.js';
 
@@ -125,7 +125,10 @@ export function judge(
   const abandonRate = count > 0 ? Math.min(1, timeouts / count) : 0;
   const p99Ms = window.p99 !== undefined && Number.isFinite(window.p99) ? window.p99 : undefined;
   const result = (status: DriftStatus, reason: string): DriftResult => {
-    const suggest = (status === 'too-tight' || status === 'idle-margin') && p99Ms !== undefined;
+    const suggest =
+      (status === 'too-tight' || status === 'idle-margin') &&
+      p99Ms !== undefined &&
+      p99Ms <= CALIBRATION_LIMITS.maxP99Ms;
     const suggestedTimeoutMs = suggest ? slackedTimeoutMs(p99Ms, CALIBRATION_DEFAULTS.slack) : undefined;
     return Object.freeze({ status, reason, timeoutMs, p99Ms, abandonRate, suggestedTimeoutMs });
   };
