@@ -1,8 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep } from '../../src/clock/clock.js';
+import { systemClock } from '../../src/clock/system.js';
 import { dashboardProblems, dashboardQueries } from '../../src/rules/dashboard.test-helpers.js';
-import { exportedSeriesNames, generateAlertRules, generateDashboard } from '../../src/rules/index.js';
+import {
+  exportedSeriesNames,
+  generateAlertRules,
+  generateDashboard,
+  renderAlertRules,
+} from '../../src/rules/index.js';
 import { parsePromQL, substituteGrafana } from '../../src/rules/promql.test-helpers.js';
 import { type Exposition, find, parseExposition, sampleValue } from './exposition.js';
+import { hasPrometheus, type PrometheusServer, startPrometheus } from './prometheus.js';
 import { CONFIG, OUTAGE_CALLS, runScenario } from './scenario.js';
 
 /**
@@ -181,3 +189,46 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
     }
   });
 });
+
+describe.skipIf(!hasPrometheus)(
+  'a real Prometheus scraping the exporter (skipped without Debian’s prometheus)',
+  () => {
+    let prom: PrometheusServer;
+    beforeAll(async () => {
+      prom = await startPrometheus([run.target], renderAlertRules(generateAlertRules(CONFIG)));
+      // A few scrapes (1 s apart) and rule evaluations before asking anything.
+      const until = systemClock.now() + 30_000;
+      let seenAt: number | undefined;
+      while (systemClock.now() < until) {
+        const up = await prom.query('prazo_dependency_attempts_total');
+        if (up.length > 0) seenAt ??= systemClock.now();
+        if (seenAt !== undefined && systemClock.now() - seenAt > 5_000) break;
+        await sleep(systemClock, 250);
+      }
+    }, 60_000);
+    afterAll(() => prom?.close());
+
+    it('loads every generated rule and evaluates it without error', async () => {
+      const rules = await prom.rules();
+      expect(rules.length).toBe(generateAlertRules(CONFIG).groups.flatMap((g) => g.rules).length);
+      for (const rule of rules) {
+        expect(rule.lastError ?? '', rule.name).toBe('');
+        expect(rule.health, rule.name).toBe('ok');
+      }
+    });
+
+    it('runs every dashboard query, and every panel shows data', async () => {
+      const dashboard = generateDashboard(CONFIG);
+      for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+        const targets = (panel.targets as { expr: string }[]).map((t) =>
+          t.expr.replaceAll('$__rate_interval', '30s').replaceAll('$dependency', '.*'),
+        );
+        const results = await Promise.all(targets.map((expr) => prom.query(expr)));
+        expect(
+          results.some((r) => r.length > 0),
+          String(panel.title),
+        ).toBe(true);
+      }
+    });
+  },
+);

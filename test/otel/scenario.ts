@@ -175,6 +175,8 @@ async function traffic(cleanups: (() => unknown)[]) {
   const scrape = await get(url);
   return {
     scrape,
+    /** The exporter's scrape target, `127.0.0.1:port`. */
+    target: new URL(url).host,
     expiredStatus: expired.status,
     dependencies: {
       supplier: supplier.dependency,
