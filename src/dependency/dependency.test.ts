@@ -48,6 +48,15 @@ describe('createDependency options', () => {
     }
   });
 
+  it('hedges with a default ceiling even when the attempt timeout is below the hedge floor', () => {
+    const clock = new FakeClock();
+    // p99 2 ms → 3 ms attempt timeout, under the 5 ms minimum hedge delay: still a valid policy.
+    expect(() => createDependency({ name: 'tiny', p99Ms: 2, hedge: true, clock })).not.toThrow();
+    expect(() =>
+      createDependency({ name: 'tiny', p99Ms: 2, hedge: { minDelayMs: 50 }, clock }),
+    ).not.toThrow();
+  });
+
   it('requires a name and a p99', () => {
     expect(() => createDependency({} as never)).toThrow(/`name` is required[\s\S]*`p99Ms` is required/);
   });

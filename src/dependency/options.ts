@@ -9,6 +9,7 @@ import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
+import { HEDGE_DEFAULTS } from '../hedge/constants.js';
 import { createHedgePolicy, type HedgeOptions, type HedgePolicy } from '../hedge/policy.js';
 import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
@@ -133,8 +134,11 @@ export function resolveDependency(options: DependencyOptions): {
   let hedge: HedgePolicy | undefined;
   if (o.hedge !== undefined && o.hedge !== false && recorder !== undefined && timeouts !== undefined) {
     const given = o.hedge === true ? {} : o.hedge;
+    // Default ceiling: the attempt timeout (a later hedge could not beat it), but never below the
+    // floor, so a dependency with a tiny timeout gets a working policy instead of a contradiction.
+    const floor = typeof given.minDelayMs === 'number' ? given.minDelayMs : HEDGE_DEFAULTS.minDelayMs;
     hedge = nested(v, 'hedge', () =>
-      createHedgePolicy(recorder, { maxDelayMs: timeouts.responseMs, ...given }),
+      createHedgePolicy(recorder, { maxDelayMs: Math.max(timeouts.responseMs, floor), ...given }),
     );
   }
   v.done();
