@@ -87,8 +87,8 @@ export function dashboardProblems(dashboard: unknown, columns = 24): string[] {
 }
 
 /** Every panel query of a dashboard (and each query variable's metric), for PromQL checks. */
-export function dashboardQueries(dashboard: { panels: readonly Record<string, unknown>[] }): string[] {
+export function dashboardQueries(dashboard: { panels: readonly object[] }): string[] {
   return dashboard.panels.flatMap((p) =>
-    ((p.targets as Json[] | undefined) ?? []).map((t) => String(t.expr)),
+    (((p as Json).targets as Json[] | undefined) ?? []).map((t) => String(t.expr)),
   );
 }

@@ -1,3 +1,4 @@
+import type { Dashboard } from '@grafana/schema';
 import { describe, expect, it } from 'vitest';
 import { generateDashboard } from './dashboard.js';
 import { dashboardProblems, dashboardQueries } from './dashboard.test-helpers.js';
@@ -17,9 +18,16 @@ describe('generateDashboard (SPEC V3, X3)', () => {
     expect(dashboardProblems(generateDashboard({ dependencies: [] }))).toEqual([]);
   });
 
+  it('is a Dashboard as Grafana’s own published schema types it (@grafana/schema, checked by tsc)', () => {
+    // A compile-time check: this file does not typecheck if the generator drifts from Grafana's model.
+    const typed: Dashboard = generateDashboard(config);
+    expect(typed.schemaVersion).toBeGreaterThanOrEqual(36);
+    expect(typed.panels?.every((p) => p.gridPos !== undefined)).toBe(true);
+  });
+
   it('the shape check catches what would break an import', () => {
     const good = generateDashboard(config);
-    const panels = good.panels.map((p) => ({ ...p }));
+    const panels: Record<string, unknown>[] = good.panels.map((p) => ({ ...p }));
     panels[1] = { ...panels[1], gridPos: { x: 20, y: 1, w: 12, h: 8 } };
     panels[2] = { ...panels[2], id: panels[3]?.id, targets: [{ refId: 'A', expr: 'x{a=~"$nope"}' }] };
     const problems = dashboardProblems({ ...good, panels, templating: { list: [] } });

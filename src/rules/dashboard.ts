@@ -1,8 +1,11 @@
 import { ATTR } from '../otel/constants.js';
 import { DASHBOARD } from './constants.js';
+import type { DashboardVariable, GrafanaDashboard, RowPanel, TimeseriesPanel } from './grafana.js';
 import { type RulesInput, type RulesOptions, resolveInput } from './input.js';
 import { familyNames, labelName } from './names.js';
 import { dashboardRows, type PanelSpec } from './panels.js';
+
+export type { GrafanaDashboard } from './grafana.js';
 
 /**
  * A Grafana dashboard generated from the configuration (SPEC V3, X3), importable as is: every panel
@@ -12,16 +15,9 @@ import { dashboardRows, type PanelSpec } from './panels.js';
 
 // Grafana's own variable syntax, not a JS template: the dashboard's `datasource` variable.
 // biome-ignore lint/suspicious/noTemplateCurlyInString: a Grafana variable reference, literally.
-const DS = Object.freeze({ type: 'prometheus', uid: '${datasource}' });
+const DS = { type: 'prometheus', uid: '${datasource}' };
 
-export type GrafanaDashboard = Record<string, unknown> & {
-  readonly uid: string;
-  readonly title: string;
-  readonly panels: readonly Record<string, unknown>[];
-  readonly templating: { readonly list: readonly Record<string, unknown>[] };
-};
-
-function panel(spec: PanelSpec, id: number, x: number, y: number): Record<string, unknown> {
+function panel(spec: PanelSpec, id: number, x: number, y: number): TimeseriesPanel {
   return {
     id,
     type: 'timeseries',
@@ -47,7 +43,7 @@ function panel(spec: PanelSpec, id: number, x: number, y: number): Record<string
   };
 }
 
-function variables(attemptsFamily: string): Record<string, unknown>[] {
+function variables(attemptsFamily: string): DashboardVariable[] {
   const query = `label_values(${attemptsFamily}, ${labelName(ATTR.dependency)})`;
   return [
     {
@@ -55,7 +51,6 @@ function variables(attemptsFamily: string): Record<string, unknown>[] {
       label: 'Data source',
       type: 'datasource',
       query: 'prometheus',
-      current: {},
       hide: 0,
       options: [],
       refresh: 1,
@@ -84,7 +79,7 @@ function variables(attemptsFamily: string): Record<string, unknown>[] {
 /** The dashboard JSON (as data; `JSON.stringify` it to a file). */
 export function generateDashboard(input: RulesInput, options: RulesOptions = {}): GrafanaDashboard {
   const resolved = resolveInput(input, options, 'generateDashboard');
-  const panels: Record<string, unknown>[] = [];
+  const panels: (RowPanel | TimeseriesPanel)[] = [];
   let id = 1;
   let y = 0;
   for (const row of dashboardRows(resolved)) {
