@@ -22,6 +22,7 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
   #abort: ((reason?: Error) => void) | undefined;
   #watch: SignalWatch | undefined;
   #error: Error | undefined;
+  #dispatched = false;
 
   /**
    * @param deadline the call's deadline (it bounds every phase, the body included)
@@ -59,6 +60,7 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
 
   /** Called once dispatch returned: a request still waiting for a socket gets its bound. */
   dispatched(): void {
+    this.#dispatched = true;
     if (this.phase === QUEUED) this.guardHead(this.scope.clock.now());
   }
 
@@ -68,7 +70,8 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
       return;
     }
     this.#abort = abort;
-    const now = this.scope.clock.now();
+    // On a kept-alive connection undici writes the request inside dispatch: no need to read the clock.
+    const now = this.#dispatched ? this.scope.clock.now() : this.startedAt;
     this.phase = RESPONSE;
     this.phaseAt = now;
     this.guardHead(now);
@@ -83,7 +86,7 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
     if (status < 200 || this.phase !== RESPONSE)
       return this.inner.onHeaders(status, headers, resume, statusText);
     this.phase = BODY;
-    this.guardBody(this.scope.clock.now());
+    this.guardBody();
     const onResume = (): void => {
       this.paused = false;
       this.lastDataAt = this.scope.clock.now();
@@ -93,7 +96,7 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
   }
 
   onData(chunk: Buffer): boolean | undefined {
-    this.lastDataAt = this.scope.clock.now();
+    this.progressed();
     const more = this.inner.onData(chunk);
     if (more === false) this.paused = true;
     return more;

@@ -36,6 +36,7 @@ export abstract class PhaseTimer {
   protected paused = false;
   #timer: Timer | undefined;
   #due = Number.POSITIVE_INFINITY;
+  #bodyStarting = false;
   readonly #fire = (): void => this.#onTimer();
 
   protected constructor(
@@ -67,15 +68,19 @@ export abstract class PhaseTimer {
   }
 
   /**
-   * The head arrived: the body is guarded from the end of the current socket read (a microtask), so
-   * a body that completes in that read, as most do, never arms a timer at all.
+   * The head arrived: the body is guarded from the end of the current socket read (a microtask, where
+   * the clock is read once), so a body that completes in that read, as most do, never arms a timer
+   * and never reads the clock at all.
    */
-  protected guardBody(now: number): void {
-    this.lastDataAt = now;
-    if (this.#timer !== undefined && this.#due > Math.min(now + this.bodyMs, this.deadlineAt)) {
-      this.stopTimer();
-    }
-    if (this.#timer === undefined) queueMicrotask(this.#fire);
+  protected guardBody(): void {
+    this.stopTimer();
+    this.#bodyStarting = true;
+    queueMicrotask(this.#fire);
+  }
+
+  /** A body chunk arrived: only a guarded body needs its time (before that, the head's instant holds). */
+  protected progressed(): void {
+    if (this.#timer !== undefined) this.lastDataAt = this.scope.clock.now();
   }
 
   protected stopTimer(): void {
@@ -89,6 +94,10 @@ export abstract class PhaseTimer {
     this.#due = Number.POSITIVE_INFINITY;
     if (this.phase === DONE) return;
     const now = this.scope.clock.now();
+    if (this.#bodyStarting) {
+      this.#bodyStarting = false;
+      this.lastDataAt = now; // the head's read ended just now: the body's clock starts here
+    }
     const due = (at: number): boolean => now >= at - TIMER_TOLERANCE_MS;
     const dependency = this.scope.name;
     if (due(this.deadlineAt)) {

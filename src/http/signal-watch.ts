@@ -1,7 +1,11 @@
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
+
 /**
  * Listens to a few AbortSignals (the caller's, a racing executor's) with one listener, reports the
  * first abort's reason, and removes itself from all of them when cleared. Created only when there is
- * a signal to watch: on Node 20 each listener costs more than the rest of an attempt.
+ * a signal to watch: on Node 20 each listener costs more than the rest of an attempt. Subscribes
+ * through the shared fan-out, so a caller signal shared by many concurrent calls carries one real
+ * listener, not one per call (no MaxListenersExceededWarning past 10 calls).
  */
 export class SignalWatch {
   readonly #signals: AbortSignal[] = [];
@@ -16,11 +20,11 @@ export class SignalWatch {
 
   add(signal: AbortSignal): void {
     this.#signals.push(signal);
-    signal.addEventListener('abort', this.#listener, { once: true });
+    subscribeAbort(signal, this.#listener);
   }
 
   clear(): void {
-    for (const signal of this.#signals) signal.removeEventListener('abort', this.#listener);
+    for (const signal of this.#signals) unsubscribeAbort(signal, this.#listener);
     this.#signals.length = 0;
   }
 }
