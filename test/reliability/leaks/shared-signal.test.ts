@@ -43,7 +43,12 @@ describe(`a caller signal shared by ${CONCURRENT} concurrent calls`, () => {
 
   it('prazo/http request(): no listener left, no MaxListenersExceededWarning', async () => {
     const shared = new AbortController();
-    const client = createHttpClient({ name: 'shared', origin: server.origin, connections: CONCURRENT });
+    const client = createHttpClient({
+      name: 'shared',
+      origin: server.origin,
+      p99Ms: 200,
+      connections: CONCURRENT,
+    });
     const calls = Array.from({ length: CONCURRENT }, async (_, i) => {
       const res = await client.request(`/call/${i}`, { signal: shared.signal, deadline: 2_000 });
       await res.body.text();

@@ -1,9 +1,11 @@
+import type { DependencyEvent } from '../../../src/dependency/index.js';
 import { createHttpClient } from '../../../src/http/index.js';
-import { type FaultCase, TIMEOUTS } from './catalogue.js';
+import { CLIENT, type FaultCase } from './catalogue.js';
 
 /**
  * One cell of the fault matrix: a fresh fault server, a fresh prazo client, one logical call of one
- * kind, and what came of it, judged on both sides (the client's error, the server's count).
+ * kind, and what came of it, judged on both sides: the client's error and attempts (timed here, from
+ * the executor's events), and the copies the server received.
  */
 
 export type CallKind = 'GET' | 'POST' | 'POST+key';
@@ -14,15 +16,18 @@ export interface CellResult {
   readonly kind: CallKind;
   /** The error's `code` (prazo's or Node/undici's), or `HTTP <status>` for an answer. */
   readonly outcome: string;
-  /** When it ended: from the call (or, for body faults, from the response head) to the error, in ms. */
-  readonly firedMs: number;
+  /** The whole call, in ms (for body faults: from the response head to the error). */
+  readonly totalMs: number;
+  /** Each attempt's duration, measured here between the executor's attempt and attempt-end events. */
+  readonly attemptMs: readonly number[];
   /** Copies of this call the server received. */
   readonly seen: number;
   /** Unkeyed non-idempotent copies beyond the first, server-side (must be 0, SPEC R5). */
   readonly duplicateWrites: number;
   /** Idempotency keys the server saw (every copy of a keyed call must carry the same one). */
   readonly keys: readonly string[];
-  /** The error itself, for assertions on its fields. */
+  /** Server-side gap between the first two copies, in ms (a Retry-After must be honoured). */
+  readonly gapMs: number | undefined;
   readonly error: unknown;
 }
 
@@ -35,14 +40,18 @@ export function codeOf(error: unknown): string {
 
 export async function runCell(fault: FaultCase, kind: CallKind, id: number): Promise<CellResult> {
   const staged = await fault.stage();
+  const { deadlineMs, ...options } = CLIENT;
   const client = createHttpClient({
     name: `matrix-${id}`,
     origin: staged.origin,
-    connectTimeoutMs: TIMEOUTS.connectMs,
-    responseTimeoutMs: TIMEOUTS.responseMs,
-    bodyTimeoutMs: TIMEOUTS.bodyMs,
-    attempts: 3,
+    ...options,
     ...(staged.lookup ? { lookup: staged.lookup } : {}),
+  });
+  const starts: number[] = [];
+  const attemptMs: number[] = [];
+  const sub = client.options.dependency.on((e: DependencyEvent) => {
+    if (e.type === 'attempt') starts.push(performance.now());
+    if (e.type === 'attempt-end') attemptMs.push(performance.now() - starts[e.attempt - 1]!);
   });
   const path = `/call/${id}`;
   const post = kind !== 'GET';
@@ -58,7 +67,7 @@ export async function runCell(fault: FaultCase, kind: CallKind, id: number): Pro
         ? { body: JSON.stringify({ call: id }), headers: { 'content-type': 'application/json' } }
         : {}),
       ...(kind === 'POST+key' ? { idempotencyKey: `key-${id}` } : {}),
-      deadline: TIMEOUTS.deadlineMs,
+      deadline: deadlineMs,
     });
     if (fault.inBody) from = performance.now();
     await res.body.text();
@@ -69,16 +78,20 @@ export async function runCell(fault: FaultCase, kind: CallKind, id: number): Pro
     error = e;
     outcome = codeOf(e);
   }
+  sub.dispose();
   await staged.server.settle?.();
   const log = staged.server.log;
+  const copies = log.all.filter((r) => r.path === path);
   const result: CellResult = {
     fault: fault.name,
     kind,
     outcome,
-    firedMs: end - from,
-    seen: log.copies(path),
+    totalMs: end - from,
+    attemptMs,
+    seen: copies.length,
     duplicateWrites: log.duplicateWrites(),
     keys: [...log.byKey().keys()],
+    gapMs: copies.length >= 2 ? copies[1]!.at - copies[0]!.at : undefined,
     error,
   };
   await client.destroy();

@@ -29,7 +29,15 @@ function dropPort(firewall: string, port: number): void {
 }
 
 async function call(origin: string, kind: CallKind, connectMs: number): Promise<ChildResult> {
-  const client = createHttpClient({ name: 'netns', origin, connectTimeoutMs: connectMs });
+  // One attempt, and an attempt timeout (ceil(p99 × 1.4)) above the connect timeout: the connect
+  // timer alone decides, and is measured here.
+  const client = createHttpClient({
+    name: 'netns',
+    origin,
+    p99Ms: connectMs,
+    attempts: 1,
+    connectTimeoutMs: connectMs,
+  });
   const t0 = performance.now();
   let outcome: string;
   try {
