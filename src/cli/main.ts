@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import * as calibrate from './commands/calibrate.js';
 import * as check from './commands/check.js';
+import * as demo from './commands/demo.js';
 import * as rules from './commands/rules.js';
 import { attachContext, type CliContext, type CliIo, ExitCode, UsageError } from './context.js';
 
@@ -36,6 +37,7 @@ export function createProgram(context: CliContext): Command {
   attachContext(program, context);
   calibrate.register(program);
   check.register(program);
+  demo.register(program);
   rules.register(program);
   return program;
 }

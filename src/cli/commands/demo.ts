@@ -1,0 +1,123 @@
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { systemClock } from '../../clock/system.js';
+import { renderHtml } from '../../demo/report/html.js';
+import { createProgressPrinter } from '../../demo/report/progress.js';
+import { renderTable } from '../../demo/report/table.js';
+import { runDemo } from '../../demo/run/demo.js';
+import type { DemoOptions } from '../../demo/run/options.js';
+import type { StackName } from '../../demo/types.js';
+import { isInvalidOptions } from '../../errors/guards.js';
+import { cliContext, UsageError } from '../context.js';
+import { numberArg } from '../parse-args.js';
+
+/**
+ * `prazo demo`: the incident demo on loopback (SPEC X1), the README's first command. Starts the seed's
+ * chain as separate processes for each stack, plays the scenarios, prints a progress display (stderr),
+ * the table (or `--json`) and writes `prazo-report.html`. Ctrl-C stops every process and exits 130.
+ */
+interface DemoFlags {
+  quick?: boolean;
+  duration?: number;
+  scenarios?: string;
+  stacks?: string;
+  rate?: number;
+  catalogRate?: number;
+  pool?: number;
+  seed?: number;
+  json?: boolean;
+  report: string | false;
+}
+
+/** `--quick`: seconds instead of a minute, for a first look and for tests. */
+const QUICK = { loadMs: 1_500, drainMaxMs: 1_000, calibrationMs: 2_000 } as const;
+const INTERRUPTED = 130;
+
+export function register(program: Command): void {
+  program
+    .command('demo')
+    .description(
+      'the incident demo on loopback: naive clients vs prazo, side by side (writes prazo-report.html)',
+    )
+    .option('--quick', 'short run (1.5 s per scenario and stack)')
+    .option(
+      '--duration <seconds>',
+      'load time per scenario and stack, in seconds',
+      numberArg('--duration', 'seconds'),
+    )
+    .option('--scenarios <list>', 'comma-separated: healthy,slow,down,hung,tail')
+    .option('--stacks <list>', 'comma-separated: naive,cockatiel,prazo (default naive,prazo)')
+    .option('--rate <rps>', 'checkout requests per second', numberArg('--rate', 'requests per second'))
+    .option(
+      '--catalog-rate <rps>',
+      'catalog requests per second',
+      numberArg('--catalog-rate', 'requests per second'),
+    )
+    .option('--pool <n>', 'connections of the gateway → orders pool', numberArg('--pool', 'connections'))
+    .option('--seed <n>', 'seed of the supplier latencies', numberArg('--seed'))
+    .option('--json', 'print the results as JSON on stdout instead of the table')
+    .option('--report <file>', 'HTML report to write', 'prazo-report.html')
+    .option('--no-report', 'do not write the HTML report')
+    .action(async (flags: DemoFlags, command: Command) => {
+      const context = cliContext(command);
+      const { io } = context;
+      const controller = new AbortController();
+      const onSigint = (): void => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', onSigint);
+      const progress = createProgressPrinter({
+        write: io.stderr,
+        tty: Boolean(process.stderr.isTTY),
+        clock: systemClock,
+      });
+      try {
+        const result = await runDemo({
+          ...options(flags),
+          signal: controller.signal,
+          onProgress: progress.onProgress,
+        });
+        progress.finish();
+        if (flags.json) io.stdout(`${JSON.stringify(result, null, 2)}\n`);
+        else io.stdout(`\n${renderTable(result)}`);
+        if (flags.report !== false) {
+          const path = resolve(io.cwd, flags.report);
+          writeFileSync(path, renderHtml(result));
+          io.stderr(`report: ${path}\n`);
+        }
+      } catch (error) {
+        progress.finish();
+        if (controller.signal.aborted) {
+          io.stderr('prazo demo: interrupted; every demo process was stopped\n');
+          context.exitCode = INTERRUPTED;
+          return;
+        }
+        if (isInvalidOptions(error)) throw new UsageError(error.problems.join('; '));
+        throw error;
+      } finally {
+        process.off('SIGINT', onSigint);
+      }
+    });
+}
+
+function list(raw: string | undefined): string[] | undefined {
+  return raw === undefined
+    ? undefined
+    : raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0);
+}
+
+function options(flags: DemoFlags): DemoOptions {
+  const o: { -readonly [K in keyof DemoOptions]: DemoOptions[K] } = flags.quick ? { ...QUICK } : {};
+  if (flags.duration !== undefined) o.loadMs = flags.duration * 1000;
+  const scenarios = list(flags.scenarios);
+  if (scenarios) o.scenarios = scenarios;
+  const stacks = list(flags.stacks);
+  if (stacks) o.stacks = stacks as StackName[];
+  if (flags.rate !== undefined) o.checkoutRate = flags.rate;
+  if (flags.catalogRate !== undefined) o.catalogRate = flags.catalogRate;
+  if (flags.pool !== undefined) o.poolConnections = flags.pool;
+  if (flags.seed !== undefined) o.seed = flags.seed;
+  return o;
+}

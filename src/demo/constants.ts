@@ -1,0 +1,111 @@
+/**
+ * Every number the incident demo runs on (SPEC X1), in one place. Durations are milliseconds, rates
+ * are requests per second. The defaults echo the seed: a user who gives up after 2 s, a supplier whose
+ * healthy p99 is ~250 ms, and a gateway pool whose Little's-law limit is the seed's 500 ms (SPEC C6:
+ * N / λ = 15 connections / 30 req/s; the seed has 50 / 100): above prazo's calibrated timeouts
+ * (~300-400 ms), far below naive's 3 s. The rates are modest on purpose: the demo runs on a laptop,
+ * and the naive stack's retry storm multiplies them.
+ */
+export const DEMO_DEFAULTS = Object.freeze({
+  /** The user's deadline: after this the answer is worth nothing (seed: "entre um e dois segundos"). */
+  userDeadlineMs: 2_000,
+  /** Offered rate of the route that reaches the supplier (`GET /checkout`). */
+  checkoutRate: 20,
+  /** Offered rate of the independent route (`GET /catalog`), which never touches the supplier. */
+  catalogRate: 10,
+  /** Connections of the gateway → orders pool, shared by both routes (the resource at stake). */
+  poolConnections: 15,
+  /** Load time of each scenario and stack. */
+  loadMs: 3_500,
+  /** After the load, how long lingering downstream work is awaited before the processes are stopped. */
+  drainMaxMs: 2_500,
+  /** Supplier instances behind the inventory service (round robin, like a Kubernetes Service). */
+  supplierInstances: 3,
+  /** Bucket of the time series (load over time, pool occupancy). */
+  bucketMs: 250,
+  /** Healthy calibration phase: rate and length (enough samples for a p99: C1 wants a histogram). */
+  calibrationRate: 40,
+  calibrationMs: 3_500,
+  /** Healthy load each stack takes once before the scenarios (JIT, connections: a warm service). */
+  warmUpMs: 1_000,
+  /** How long a started process may take to say it is ready. */
+  startTimeoutMs: 15_000,
+  /** After SIGTERM, how long a child gets before SIGKILL. */
+  killGraceMs: 1_000,
+});
+
+/** The supplier double's healthy latency: log-normal, median 80 ms, p99 ≈ 250 ms (the seed's p99). */
+export const SUPPLIER_PROFILE = Object.freeze({
+  medianMs: 80,
+  /** σ of ln(latency): ln(250 / 80) / z(0.99) = 1.139 / 2.326. */
+  sigma: 0.49,
+  /** Latencies are clamped to this floor (a loopback answer is never instant). */
+  minMs: 5,
+  /**
+   * "Slow": answers at this multiple of the healthy p99 (seed: "several times its p99"): ≈ 1.5 s,
+   * still inside the user's 2 s, but three times what the gateway pool tolerates (Little's law).
+   */
+  slowFactor: 6,
+  /** "Tail": one instance of the supplier stalls on this share of its answers... */
+  stallProbability: 0.15,
+  /** ...for this long (a GC pause, a noisy neighbour). */
+  stallMs: 1_500,
+  /** Small uniform jitter (±) around slow answers, as a share of the latency. */
+  jitter: 0.1,
+});
+
+/** The naive stack: what library defaults and common snippets give (3 s per hop, 3 attempts). */
+export const NAIVE_DEFAULTS = Object.freeze({
+  timeoutMs: 3_000,
+  attempts: 3,
+});
+
+/** The cockatiel stack: `retry(handleAll, { maxAttempts: 2 })` (3 attempts) wrapped around `timeout(3000)`. */
+export const COCKATIEL_DEFAULTS = Object.freeze({
+  timeoutMs: 3_000,
+  attempts: 3,
+  /** cockatiel's ExponentialBackoff default initial delay, in ms. */
+  initialDelayMs: 128,
+});
+
+/** The prazo stack. */
+export const PRAZO_STACK_DEFAULTS = Object.freeze({
+  /** The gateway's deadline for a user request: the user's 2 s minus the user↔gateway hop (seed: t0 + 1900). */
+  gatewayDeadlineMs: 1_900,
+  /** Local ceiling of every inner service (SPEC D2): no caller makes them hold a request longer. */
+  serviceMaxMs: 1_900,
+  /** Attempts asked of the calibration (C3 reduces them when the deadline cannot fit them). */
+  attempts: 2,
+  /** Retry budget of each dependency (SPEC R1): 10 s window, 10% extra attempts. */
+  budgetWindowMs: 10_000,
+  budgetRatio: 0.1,
+  /**
+   * Floor of extra attempts per second. The default (3/s) protects routes that see a few requests a
+   * minute; at the demo's 20 req/s it would add 15% on top of the 10% (30 extras in a 10 s window
+   * against 20), so the demo uses 0.5/s.
+   */
+  budgetMinPerSecond: 0.5,
+  /**
+   * Retry-After (s) a service answers when its own dependency failed: longer than any deadline, so
+   * callers fail now instead of retrying at every hop (SPEC R3; retries live at one hop).
+   */
+  retryAfterS: 2,
+  /** Latency windows of the live recorder (hedging's p95): scenarios last seconds, not minutes. */
+  recorderWindowMs: 1_000,
+  recorderMinSamples: 15,
+});
+
+/** Demo-only accounting headers. Never read by any stack's logic: only by the ledgers. */
+export const DemoHeaders = Object.freeze({
+  /** Epoch ms at which the user gives up (send time + user deadline). */
+  giveUp: 'x-demo-give-up-epoch-ms',
+});
+
+export const DEMO_LIMITS = Object.freeze({
+  maxRate: 2_000,
+  maxLoadMs: 600_000,
+  minLoadMs: 200,
+  maxDrainMs: 120_000,
+  maxPoolConnections: 10_000,
+  maxSupplierInstances: 16,
+});

@@ -1,0 +1,134 @@
+import { COCKATIEL_DEFAULTS, NAIVE_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../constants.js';
+import type { Child, ProcessGroup } from '../process/children.js';
+import { behaviourOf, SCENARIOS } from '../scenarios.js';
+import type { HopSettings, Scenario, ServiceConfig, StackName } from '../types.js';
+import type { Calibration, HopName } from './calibration.js';
+import type { DemoSettings } from './options.js';
+
+/**
+ * One stack's chain of processes: supplier instances, inventory, orders, gateway, each a separate
+ * Node process on 127.0.0.1 with an ephemeral port. They are forked early (booting Node is the slow
+ * part), started from the supplier up (each needs the ports of the next hop), warmed up, and then
+ * live for the whole demo, reset before each scenario, as long-running services would.
+ */
+export interface SpawnedStack {
+  readonly stack: StackName;
+  readonly children: readonly { readonly role: ServiceConfig['role']; readonly child: Child }[];
+}
+
+export interface RunningStack extends SpawnedStack {
+  readonly gatewayOrigin: string;
+  /** Where orders listens (the calibration measures the gateway → orders hop from outside). */
+  readonly ordersOrigin: string;
+}
+
+const origin = (port: number): string => `http://127.0.0.1:${port}`;
+const HEALTHY = SCENARIOS.find((s) => s.name === 'healthy')!;
+
+/** The client settings of `stack` on the hop to `next` (prazo: from the calibration). */
+export function hopSettings(
+  stack: StackName,
+  next: HopName,
+  calibration: Calibration | undefined,
+): HopSettings {
+  if (stack === 'naive') return { stack, ...NAIVE_DEFAULTS };
+  if (stack === 'cockatiel') return { stack, ...COCKATIEL_DEFAULTS };
+  const P = PRAZO_STACK_DEFAULTS;
+  const measured = calibration?.[next];
+  if (measured === undefined) throw new Error(`prazo stack: no calibration for ${next}`);
+  return {
+    stack,
+    p99Ms: measured.p99Ms,
+    p95Ms: measured.p95Ms,
+    attempts: P.attempts,
+    hedge: next === 'supplier', // reads of the tail-prone dependency (SPEC H1, H2)
+    budget: { windowMs: P.budgetWindowMs, ratio: P.budgetRatio, minPerSecond: P.budgetMinPerSecond },
+  };
+}
+
+/** Forks (and waits for the boot of) every process of a stack. */
+export async function spawnStack(
+  group: ProcessGroup,
+  stack: StackName,
+  settings: DemoSettings,
+): Promise<SpawnedStack> {
+  const n = settings.supplierInstances;
+  const roles: ServiceConfig['role'][] = [
+    ...Array<'supplier'>(n).fill('supplier'),
+    'inventory',
+    'orders',
+    'gateway',
+  ];
+  const children = await Promise.all(
+    roles.map((role, i) =>
+      group.spawn(role === 'supplier' ? `${stack}/supplier-${i + 1}` : `${stack}/${role}`),
+    ),
+  );
+  return { stack, children: roles.map((role, i) => ({ role, child: children[i]! })) };
+}
+
+/** Starts a spawned stack, healthy, from the supplier up. */
+export async function startStack(
+  group: ProcessGroup,
+  spawned: SpawnedStack,
+  settings: DemoSettings,
+  calibration: Calibration | undefined,
+): Promise<RunningStack> {
+  const { stack } = spawned;
+  const childOf = (role: ServiceConfig['role']): Child =>
+    spawned.children.find((c) => c.role === role)!.child;
+  const suppliers = spawned.children.filter((c) => c.role === 'supplier');
+  const supplierPorts = await Promise.all(
+    suppliers.map(({ child }, i) =>
+      group.start(child, {
+        role: 'supplier',
+        stack,
+        instance: i,
+        behaviour: behaviourOf(HEALTHY, i),
+        seed: settings.seed * 1_000 + i,
+      }),
+    ),
+  );
+  const P = PRAZO_STACK_DEFAULTS;
+  const prazo = stack === 'prazo';
+  const common = { stack, bucketMs: settings.bucketMs, ...(prazo ? { retryAfterS: P.retryAfterS } : {}) };
+  const inner = prazo ? { deadline: { defaultMs: P.serviceMaxMs, maxMs: P.serviceMaxMs } } : {};
+  const inventoryPort = await group.start(childOf('inventory'), {
+    role: 'inventory',
+    ...common,
+    ...inner,
+    downstream: supplierPorts.map(origin),
+    hop: hopSettings(stack, 'supplier', calibration),
+  });
+  const ordersPort = await group.start(childOf('orders'), {
+    role: 'orders',
+    ...common,
+    ...inner,
+    downstream: [origin(inventoryPort)],
+    hop: hopSettings(stack, 'inventory', calibration),
+  });
+  const gatewayPort = await group.start(childOf('gateway'), {
+    role: 'gateway',
+    ...common,
+    ...(prazo ? { deadline: { defaultMs: P.gatewayDeadlineMs, maxMs: P.gatewayDeadlineMs } } : {}),
+    downstream: [origin(ordersPort)],
+    hop: hopSettings(stack, 'orders', calibration),
+    poolConnections: settings.poolConnections,
+  });
+  return { ...spawned, gatewayOrigin: origin(gatewayPort), ordersOrigin: origin(ordersPort) };
+}
+
+/** Resets a running stack for `scenario`: services first (cutting lingering work), then the suppliers. */
+export async function resetStack(
+  group: ProcessGroup,
+  running: RunningStack,
+  scenario: Scenario,
+): Promise<void> {
+  await Promise.all(
+    running.children.filter((c) => c.role !== 'supplier').map(({ child }) => group.reset(child, {})),
+  );
+  const suppliers = running.children.filter((c) => c.role === 'supplier');
+  await Promise.all(
+    suppliers.map(({ child }, i) => group.reset(child, { behaviour: behaviourOf(scenario, i) })),
+  );
+}

@@ -1,0 +1,63 @@
+import { SUPPLIER_PROFILE } from './constants.js';
+import type { Scenario } from './types.js';
+
+/**
+ * The incidents the demo plays (SPEC X1). Each one changes only the supplier, the last service of
+ * the chain; everything the report shows happens upstream of it.
+ */
+export const SCENARIOS: readonly Scenario[] = Object.freeze([
+  {
+    name: 'healthy',
+    title: 'Healthy',
+    description: 'every supplier instance answers with its normal latency (median 80 ms, p99 ≈ 250 ms)',
+    supplier: [{ kind: 'healthy' }],
+  },
+  {
+    name: 'slow',
+    title: 'Supplier slow',
+    description: `the supplier answers at ${SUPPLIER_PROFILE.slowFactor}× its healthy p99 (≈ 1.5 s): still inside the user's 2 s, but slowly`,
+    supplier: [{ kind: 'slow', factor: SUPPLIER_PROFILE.slowFactor }],
+  },
+  {
+    name: 'down',
+    title: 'Supplier down (refused)',
+    description: 'every supplier instance is gone: connections are refused at once',
+    supplier: [{ kind: 'refuse' }],
+  },
+  {
+    name: 'hung',
+    title: 'Supplier down (hanging)',
+    description: 'every supplier instance accepts connections and requests, and never answers',
+    supplier: [{ kind: 'hang' }],
+  },
+  {
+    name: 'tail',
+    title: 'One slow instance',
+    description:
+      `one supplier instance of several stalls for ${SUPPLIER_PROFILE.stallMs} ms on ` +
+      `${SUPPLIER_PROFILE.stallProbability * 100}% of its answers (GC pauses, a noisy neighbour)`,
+    supplier: [
+      { kind: 'stall', probability: SUPPLIER_PROFILE.stallProbability, stallMs: SUPPLIER_PROFILE.stallMs },
+      { kind: 'healthy' },
+    ],
+  },
+]);
+
+/** Looks scenarios up by name; unknown names are reported together. */
+export function scenariosNamed(names: readonly string[]): { found: Scenario[]; unknown: string[] } {
+  const found: Scenario[] = [];
+  const unknown: string[] = [];
+  for (const name of names) {
+    const scenario = SCENARIOS.find((s) => s.name === name);
+    if (scenario) found.push(scenario);
+    else unknown.push(name);
+  }
+  return { found, unknown };
+}
+
+/** The behaviour of supplier instance `i` (the scenario's list is cycled; the first one is "one of"). */
+export function behaviourOf(scenario: Scenario, instance: number): Scenario['supplier'][number] {
+  const list = scenario.supplier;
+  if (instance < list.length) return list[instance]!;
+  return list[list.length - 1]!;
+}

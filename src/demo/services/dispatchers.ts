@@ -1,0 +1,85 @@
+import { Agent, type Dispatcher, Pool } from 'undici';
+import type { Clock, Timer } from '../../clock/clock.js';
+import type { BucketCounts, PoolSample } from '../types.js';
+
+/**
+ * The connection pools of the demo's services, shared by every stack (the stacks differ in what they
+ * do with a call, never in the sockets under it).
+ */
+
+/** Counts every request handed to a dispatcher (each attempt and each hedge is one), per bucket. */
+export class SendCounter {
+  total = 0;
+  readonly perBucket: Record<string, number> = {};
+  readonly #clock: Clock;
+  readonly #bucketMs: number;
+
+  constructor(clock: Clock, bucketMs: number) {
+    this.#clock = clock;
+    this.#bucketMs = bucketMs;
+  }
+
+  count(): void {
+    this.total += 1;
+    const key = String(Math.floor(this.#clock.epochNow() / this.#bucketMs));
+    this.perBucket[key] = (this.perBucket[key] ?? 0) + 1;
+  }
+
+  snapshot(): { total: number; perBucket: BucketCounts } {
+    return { total: this.total, perBucket: { ...this.perBucket } };
+  }
+}
+
+/**
+ * A dispatcher for a service with several instances: each request (attempt, hedge) goes to the next
+ * instance in turn, like a Kubernetes Service or a client-side round robin, and is counted. Origins
+ * of the requests are rewritten, so callers may address any one of the instances.
+ */
+export function roundRobin(origins: readonly string[], counter: SendCounter): Dispatcher {
+  if (origins.length === 0) throw new Error('roundRobin: no origin');
+  let next = 0;
+  const agent = new Agent({ connections: null, pipelining: 1 });
+  return agent.compose((dispatch) => (opts, handler) => {
+    counter.count();
+    const origin = origins[next % origins.length]!;
+    next += 1;
+    return dispatch({ ...opts, origin }, handler);
+  });
+}
+
+/** A bounded pool to one origin, sampled every `everyMs` for its occupancy (the gateway's pool). */
+export class SampledPool {
+  readonly pool: Pool;
+  readonly connections: number;
+  readonly #samples: PoolSample[] = [];
+  readonly #clock: Clock;
+  readonly #everyMs: number;
+  #timer: Timer | undefined;
+
+  constructor(origin: string, connections: number, clock: Clock, everyMs = 50) {
+    this.pool = new Pool(origin, { connections, pipelining: 1 });
+    this.connections = connections;
+    this.#clock = clock;
+    this.#everyMs = everyMs;
+    this.#tick();
+  }
+
+  #tick = (): void => {
+    const stats = this.pool.stats;
+    this.#samples.push({
+      epochMs: this.#clock.epochNow(),
+      running: stats.running,
+      queued: stats.pending,
+    });
+    this.#timer = this.#clock.setTimer(this.#tick, this.#everyMs, { unref: true });
+  };
+
+  samples(): PoolSample[] {
+    return [...this.#samples];
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer !== undefined) this.#clock.clearTimer(this.#timer);
+    await this.pool.destroy();
+  }
+}

@@ -1,0 +1,148 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { type Clock, sleep } from '../../clock/index.js';
+import type { RunningService } from '../process/child.js';
+import type { HopClient, Stack } from '../stacks/types.js';
+import type { HopSettings, ServiceConfig } from '../types.js';
+import { roundRobin, SampledPool, SendCounter } from './dispatchers.js';
+import { answer, listen, shut } from './http.js';
+import { accountingHeaders, WorkLedger } from './ledger.js';
+
+type RoleConfig = Extract<ServiceConfig, { role: 'gateway' | 'orders' | 'inventory' }>;
+
+/**
+ * The three middle services of the seed's chain, the same code for every stack:
+ *
+ *   user ─▶ gateway ─(pool of N)─▶ orders ─▶ inventory ─(round robin)─▶ supplier × k
+ *            GET /checkout ──────▶ /orders/checkout ──▶ /stock ────────▶ /quote
+ *            GET /catalog  ──────▶ /catalog (answered by orders: the independent route)
+ *
+ * Both gateway routes share the gateway → orders pool, the resource the seed's Little's-law story is
+ * about: when supplier calls hold its connections, the catalog, which never touches the supplier,
+ * waits behind them.
+ */
+const ROUTES: Record<RoleConfig['role'], Record<string, string | null>> = {
+  gateway: { '/checkout': '/orders/checkout', '/catalog': '/catalog' },
+  orders: { '/orders/checkout': '/stock', '/catalog': null },
+  inventory: { '/stock': '/quote' },
+};
+
+/** The catalog is answered by orders from local data: a short, fixed piece of work. */
+const CATALOG_WORK_MS = 3;
+const MAX_LATENCY_SAMPLES = 20_000;
+
+/** What one scenario uses and the next one replaces: accounting, pools, the stack's client. */
+interface Generation {
+  readonly ledger: WorkLedger;
+  readonly counter: SendCounter;
+  readonly pool: SampledPool | undefined;
+  readonly dispatcher: Dispatcher;
+  readonly client: HopClient;
+  readonly latencies: number[];
+}
+
+const NEXT_HOP: Record<RoleConfig['role'], string> = {
+  gateway: 'orders',
+  orders: 'inventory',
+  inventory: 'supplier',
+};
+
+function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, clock: Clock): Generation {
+  const counter = new SendCounter(clock, config.bucketMs);
+  const counting: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+    counter.count();
+    return dispatch(opts, handler);
+  };
+  const pool =
+    config.role === 'gateway'
+      ? new SampledPool(config.downstream[0]!, config.poolConnections ?? 10, clock)
+      : undefined;
+  const dispatcher = pool ? pool.pool.compose(counting) : roundRobin(config.downstream, counter);
+  const client = stack.client({
+    name: NEXT_HOP[config.role],
+    origin: config.downstream[0]!,
+    dispatcher,
+    hop,
+    clock,
+  });
+  return { ledger: new WorkLedger(clock, config.bucketMs), counter, pool, dispatcher, client, latencies: [] };
+}
+
+async function retire(generation: Generation): Promise<void> {
+  await generation.client.close().catch(() => {});
+  await generation.pool?.close();
+  await generation.dispatcher.destroy().catch(() => {});
+}
+
+export async function startRole(config: RoleConfig, stack: Stack, clock: Clock): Promise<RunningService> {
+  let hop = config.hop;
+  let gen = createGeneration(config, hop, stack, clock);
+  const started = new WeakSet<IncomingMessage>();
+  const ends = new WeakMap<IncomingMessage, () => void>();
+
+  const handler = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    started.add(req);
+    const g = gen; // a request belongs to the generation it arrived in
+    try {
+      const path = (req.url ?? '/').split('?')[0]!;
+      const routes = ROUTES[config.role];
+      if (!(path in routes)) return answer(res, 404, { error: 'no such route' });
+      const next = routes[path];
+      if (next === null || next === undefined) {
+        await sleep(clock, CATALOG_WORK_MS);
+        return answer(res, 200, { items: ['sku-1', 'sku-2'], from: config.role });
+      }
+      const t0 = clock.now();
+      try {
+        const reply = await g.client.get(next, accountingHeaders(req.headers), req);
+        if (reply.status === 200) {
+          if (g.latencies.length < MAX_LATENCY_SAMPLES) g.latencies.push(clock.now() - t0);
+          return answer(res, 200, { ok: true, from: config.role });
+        }
+        const failure = stack.failure({ status: reply.status }, config);
+        const cause = reply.body.slice(0, 300);
+        answer(res, failure.status, { error: `${next} answered ${reply.status}: ${cause}` }, failure.headers);
+      } catch (error) {
+        const failure = stack.failure(error, config);
+        answer(res, failure.status, { error: String(error) }, failure.headers);
+      }
+    } finally {
+      ends.get(req)?.();
+    }
+  };
+
+  const inner = stack.serve(handler, { clock, ...(config.deadline ? { deadline: config.deadline } : {}) });
+  const outer: RequestListener = (req, res) => {
+    ends.set(req, gen.ledger.begin(req.headers));
+    // A request the stack refuses before the handler runs (prazo: already expired) ends with its answer.
+    res.once('close', () => {
+      if (!started.has(req)) ends.get(req)?.();
+    });
+    inner(req, res);
+  };
+  const { server, port } = await listen(outer);
+
+  return {
+    port,
+    report: (full) => ({
+      role: config.role,
+      stack: config.stack,
+      ledger: gen.ledger.report(),
+      arrivals: gen.ledger.arrivals(),
+      sent: gen.counter.snapshot(),
+      ...(full ? { downstreamLatencies: [...gen.latencies] } : {}),
+      ...(gen.pool ? { pool: { connections: gen.pool.connections, samples: gen.pool.samples() } } : {}),
+    }),
+    reset: async (request) => {
+      const old = gen;
+      hop = request.hop ?? hop;
+      gen = createGeneration(config, hop, stack, clock);
+      server.closeIdleConnections();
+      await retire(old); // in-flight downstream calls of the last scenario fail now: their work is cut
+    },
+    close: async () => {
+      await shut(server);
+      await retire(gen);
+    },
+  };
+}
