@@ -1,3 +1,4 @@
+import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
@@ -208,6 +209,19 @@ describe('fetch()', () => {
     expect(await rejection(client.fetch('http://elsewhere.invalid/'))).toMatchObject({
       code: 'INVALID_OPTIONS',
     });
+  });
+});
+
+describe('your own dispatcher', () => {
+  it('runs through an undici Agent you own, and leaves it open on close()', async () => {
+    const agent = new Agent();
+    cleanup.push(() => agent.close());
+    const { server, client } = await setup(faults.ok('via agent'), { dispatcher: agent });
+    expect(await get(client, '/a')).toBe('via agent');
+    await client.close();
+    const again = await agent.request({ origin: server.origin, path: '/b', method: 'GET' });
+    expect(await again.body.text()).toBe('via agent'); // still usable: not ours to close
+    expect(server.seen.map((r) => r.url)).toEqual(['/a', '/b']);
   });
 });
 
