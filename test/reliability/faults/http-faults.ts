@@ -15,6 +15,10 @@ export interface FaultServer {
   readonly log: RequestLog;
   /** Waits until `log` is final for the requests already made (a crashed child reports late). */
   settle?(): Promise<void>;
+  /** TCP connections open on the server right now (HTTP faults only). */
+  openConnections?(): number;
+  /** Requests received whose response is neither finished nor cut off by a closed connection. */
+  inFlight?(): number;
   close(): Promise<void>;
 }
 
@@ -33,6 +37,7 @@ export async function startHttpFault(name: string, behaviour: Behaviour): Promis
   const log = new RequestLog();
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  const pending = new Set<ServerResponse>();
   const later = (fn: () => void, ms: number): void => {
     const t = setTimeout(() => {
       timers.delete(t);
@@ -43,6 +48,8 @@ export async function startHttpFault(name: string, behaviour: Behaviour): Promis
   const server = createServer({ keepAliveTimeout: 2_000 }, (req, res) => {
     const path = req.url ?? '/';
     log.record(req.method ?? 'GET', path, req.headers);
+    pending.add(res);
+    res.once('close', () => pending.delete(res));
     req.resume(); // drain any request body; the fault is in the answer
     behaviour({ req, res, copy: log.copies(path), later });
   });
@@ -57,6 +64,8 @@ export async function startHttpFault(name: string, behaviour: Behaviour): Promis
     name,
     origin: `http://127.0.0.1:${port}`,
     log,
+    openConnections: () => sockets.size,
+    inFlight: () => pending.size,
     close: async () => {
       for (const t of timers) clearTimeout(t);
       timers.clear();
