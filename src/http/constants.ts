@@ -5,14 +5,11 @@
 /** Defaults of {@link createHttpClient}'s options. */
 export const HTTP_DEFAULTS = Object.freeze({
   /**
-   * Connect timeout in ms (SPEC C2): establishing TCP/TLS on the same network takes a few ms; 400 ms
-   * without a connection means the instance is down and the call must fail fast.
+   * Cap of the connect timeout in ms (SPEC C2): establishing TCP/TLS on the same network takes a few
+   * ms; 400 ms without a connection means the instance is down and the call must fail fast. The
+   * default is also at most half the attempt timeout (see `validate.ts`).
    */
   connectTimeoutMs: 400,
-  /** Response (time to head) timeout when neither `responseTimeoutMs` nor `p99Ms` is given, in ms. */
-  responseTimeoutMs: 1_000,
-  /** Slack applied to p99 to derive the response timeout: `ceil(p99 × 1.4)` (SPEC C1). */
-  slack: 1.4,
   /** Deadline given to a call that has none (no per-call and no ambient deadline), in ms (SPEC D3). */
   defaultDeadlineMs: 2_000,
   /** Happy-eyeballs: try the origin's other addresses when one does not connect (SPEC R4). */
