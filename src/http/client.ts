@@ -1,6 +1,7 @@
 import { type Dispatcher, Pool } from 'undici';
 import type { Dependency } from '../dependency/dependency.js';
-import type { AttemptContext } from '../dependency/types.js';
+import type { DependencyListener } from '../dependency/events.js';
+import type { AttemptContext, Disposable } from '../dependency/types.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { generateIdempotencyKey, isIdempotentMethod } from '../retry/idempotency.js';
 import { Attempt, type AttemptScope } from './attempt.js';
@@ -10,6 +11,7 @@ import { createFetch, type HttpFetch } from './fetch.js';
 import { appendCallerHeaders, appendRecord, ownedDeadlineNames } from './headers.js';
 import { isReplayableBody } from './idempotency.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
+import { CurrentPlan } from './plan.js';
 import { createSend, type DispatchRequest } from './transport.js';
 import { resolveHttpClientOptions } from './validate.js';
 import { createClassify, discardResponse } from './verdict.js';
@@ -29,8 +31,10 @@ export interface HttpClient {
   readonly name: string;
   /** The origin every request goes to. */
   readonly origin: string;
-  /** The executor the calls run through: its budget, recorder, timeouts and events (`on`). */
+  /** The executor calls run through now: its p99, timeouts, budget and recorder (`live` replaces it). */
   readonly dependency: Dependency;
+  /** Every executor decision (attempts, retries, hedges, budget refusals), across live recalibrations. */
+  on(listener: DependencyListener): Disposable;
   /** The validated options, defaults applied. */
   readonly options: ResolvedHttpClientOptions;
   /** undici.request-shaped: resolves at the response head; read or dump `body`. */
@@ -50,26 +54,45 @@ export interface HttpClient {
  */
 const BACKSTOP_MS = 1_000;
 
-function createPool(o: ResolvedHttpClientOptions): Dispatcher {
+/** The largest slack the executor accepts without `forceSlack` (SPEC C1). */
+const MAX_SLACK = 1.5;
+
+function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): Dispatcher {
+  // Backstops past the largest attempt timeout this client can plan with (live calibration moves it).
+  const headMs = o.live === undefined ? o.responseTimeoutMs : Math.ceil(o.live.p99.maxP99Ms * MAX_SLACK);
   return new Pool(o.origin, {
     connect: createConnector({
       clock: o.clock,
-      timeoutMs: o.connectTimeoutMs,
+      timeoutMs: () => plan.connectMs,
       autoSelectFamily: o.autoSelectFamily,
       lookup: o.lookup,
     }),
     connections: o.connections ?? null,
-    headersTimeout: o.responseTimeoutMs + BACKSTOP_MS,
-    bodyTimeout: o.bodyTimeoutMs + BACKSTOP_MS,
+    headersTimeout: Math.max(headMs, o.responseTimeoutMs) + BACKSTOP_MS,
+    bodyTimeout: Math.max(o.explicit.bodyMs ?? headMs, o.bodyTimeoutMs) + BACKSTOP_MS,
   });
 }
 
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
-  const { dependency } = o;
-  const dispatcher = o.dispatcher ?? createPool(o);
+  const plan = new CurrentPlan(o.dependency, o.explicit);
+  const live = o.live;
+  if (live !== undefined) {
+    live.onWindow = (window) => {
+      const p99Ms = live.p99.observe(window, plan.dependency.p99Ms);
+      const next = p99Ms === undefined ? undefined : live.rebuild(p99Ms, plan.dependency);
+      if (next !== undefined) plan.adopt(next);
+    };
+  }
+  const dispatcher = o.dispatcher ?? createPool(o, plan);
   const send = createSend(dispatcher);
-  const scope: AttemptScope = { name: o.name, clock: o.clock, connectTimeoutMs: o.connectTimeoutMs };
+  const scope: AttemptScope = {
+    name: o.name,
+    clock: o.clock,
+    get connectTimeoutMs() {
+      return plan.connectMs;
+    },
+  };
   const dropped = ownedDeadlineNames(o.deadlineHeaders);
   const classify = createClassify(o.clock);
 
@@ -91,8 +114,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         key = undefined;
       }
       const deadline = resolveDeadline(call.deadline, o);
-      const responseMs = call.responseTimeoutMs ?? o.responseTimeoutMs;
-      const bodyMs = call.bodyTimeoutMs ?? o.bodyTimeoutMs;
+      const responseMs = call.responseTimeoutMs ?? plan.responseMs;
+      const bodyMs = call.bodyTimeoutMs ?? plan.bodyMs;
       const baseLength = headers.length;
       let primary: Attempt | undefined;
       let primaryContext: AttemptContext | undefined;
@@ -124,7 +147,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         }
         return send(dispatch, attempt);
       };
-      return dependency.execute(operation, {
+      return plan.dependency.execute(operation, {
         idempotent: replayable && isIdempotentMethod(method),
         idempotencyKey: key,
         deadline,
@@ -141,7 +164,10 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   return Object.freeze({
     name: o.name,
     origin: o.origin,
-    dependency,
+    get dependency() {
+      return plan.dependency;
+    },
+    on: (listener: DependencyListener) => plan.on(listener),
     options: o,
     request: request as HttpClient['request'],
     fetch: createFetch(request),

@@ -18,8 +18,8 @@ import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 
 export interface ConnectorOptions {
   readonly clock: Clock;
-  /** The whole connect phase, all addresses included, in ms. */
-  readonly timeoutMs: number;
+  /** The whole connect phase, all addresses included, in ms: read at each connect (it may be recalibrated). */
+  readonly timeoutMs: () => number;
   readonly autoSelectFamily: boolean;
   /** A `dns.lookup`-compatible resolver (default: the system's). */
   readonly lookup?: LookupFunction | undefined;
@@ -37,14 +37,15 @@ export function addressAttemptMs(timeoutMs: number): number {
 
 /** Builds an undici connector whose connect phase is bounded by `timeoutMs` on `clock`. */
 export function createConnector(options: ConnectorOptions): Connector {
-  const { clock, timeoutMs } = options;
+  const { clock } = options;
   const base = buildConnector({
     timeout: 0, // disables undici's coarse timer: ours below is the one in force
     autoSelectFamily: options.autoSelectFamily,
-    autoSelectFamilyAttemptTimeout: addressAttemptMs(timeoutMs),
+    autoSelectFamilyAttemptTimeout: addressAttemptMs(options.timeoutMs()),
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
   return (connectOptions, callback) => {
+    const timeoutMs = options.timeoutMs();
     let settled = false;
     const timer = clock.setTimer(() => {
       if (settled) return;

@@ -16,6 +16,8 @@ export const HTTP_DEFAULTS = Object.freeze({
   autoSelectFamily: true,
   /** Per-address connect attempt when the origin has several addresses, at most this, in ms. */
   addressAttemptMs: 250,
+  /** Live calibration: relative move of the healthy p99 that makes the client plan with it. */
+  liveChangeRatio: 0.1,
 });
 
 /** Bounds of the options above. Node timers cannot represent more than 2^31 - 1 ms. */

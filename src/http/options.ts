@@ -8,6 +8,8 @@ import type { HedgeOptions } from '../hedge/policy.js';
 import type { LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
 import type { RandomSource } from '../retry/backoff.js';
+import type { Live } from './executor.js';
+import type { LiveCalibrationOptions } from './live.js';
 
 /**
  * Options of {@link createHttpClient}. Validated once, at construction; every problem is listed in one
@@ -48,6 +50,13 @@ export interface HttpClientOptions {
   readonly retryResponseTimeout?: boolean;
   /** Uniform [0, 1) numbers for backoff jitter (tests). Default Math.random. */
   readonly random?: RandomSource;
+  /**
+   * Live calibration (SPEC X2, C4): plan with the dependency's healthy measured p99 instead of
+   * `p99Ms` (which becomes the starting point), within `[minP99Ms, maxP99Ms]` (default `[p99Ms / 2,
+   * p99Ms × 2]`), never learning from a window the healthy-window guard refuses. `true` or options.
+   * Needs recorder options (not a recorder instance). Default off.
+   */
+  readonly live?: boolean | LiveCalibrationOptions;
   /**
    * Connect phase, all of the origin's addresses included, in ms (SPEC C2). Default `min(400, attempt
    * timeout / 2)`; must stay below the attempt timeout, so that a dead instance is reported as
@@ -97,8 +106,16 @@ export interface ResolvedHttpClientOptions {
   readonly name: string;
   /** Normalised origin, e.g. `http://127.0.0.1:8080`. */
   readonly origin: string;
-  /** The executor every call runs through. */
+  /** The executor calls start with (live calibration may replace it). */
   readonly dependency: Dependency;
+  /** Live calibration, when on. */
+  readonly live: Live | undefined;
+  /** The timeouts given explicitly (the others follow the executor's calibration). */
+  readonly explicit: {
+    readonly connectMs: number | undefined;
+    readonly responseMs: number | undefined;
+    readonly bodyMs: number | undefined;
+  };
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly bodyTimeoutMs: number;

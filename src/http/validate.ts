@@ -1,31 +1,20 @@
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
-import { createDependency, type Dependency } from '../dependency/dependency.js';
-import { InvalidOptionsError } from '../errors/options.js';
+import type { Dependency } from '../dependency/dependency.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
+import { EXECUTOR_KEYS, readExecutor } from './executor.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
+import { defaultConnectMs } from './plan.js';
 
 /** RFC 9110 token: what a header name may contain. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_NAME = { test: (s: string) => TOKEN.test(s), describe: 'a valid header name' };
 
-/** Options that configure the executor (passed to `createDependency`). */
-const EXECUTOR_KEYS = [
-  'p99Ms',
-  'attempts',
-  'slack',
-  'retryBudget',
-  'hedge',
-  'recorder',
-  'backoff',
-  'retryResponseTimeout',
-  'random',
-] as const;
-
 const KNOWN = new Set<string>([
   ...EXECUTOR_KEYS,
+  'live',
   'name',
   'origin',
   'dependency',
@@ -86,45 +75,6 @@ function readHeaderFormat(v: OptionsValidator, value: unknown): HeaderFormat {
   });
 }
 
-/** The executor: the one given, or a new one from the executor options (its problems folded in). */
-function readDependency(
-  v: OptionsValidator,
-  raw: Record<string, unknown>,
-  shared: { defaultDeadlineMs: number; headerFormat: HeaderFormat; clock: Clock },
-): Dependency | undefined {
-  if (raw.dependency !== undefined) {
-    if (!hasMethods(raw.dependency, ['execute', 'on'])) {
-      v.problem('`dependency` must be an executor made with createDependency()');
-      return undefined;
-    }
-    const extra = [...EXECUTOR_KEYS, 'deadlineHeaders'].filter((k) => raw[k] !== undefined);
-    if (extra.length > 0) {
-      v.problem(`\`dependency\` is given: configure ${extra.join(', ')} on it, not here`);
-    }
-    return raw.dependency as Dependency;
-  }
-  const given = Object.fromEntries(EXECUTOR_KEYS.map((k) => [k, raw[k]]).filter(([, x]) => x !== undefined));
-  try {
-    return createDependency({ name: raw.name as string, ...given, ...shared } as never);
-  } catch (error) {
-    if (!(error instanceof InvalidOptionsError)) throw error;
-    for (const p of error.problems) v.problem(p);
-    return undefined;
-  }
-}
-
-/**
- * The connect timeout (SPEC C2, R4): the calibrated `min(400, attempt timeout)`, but at most half the
- * attempt timeout. A connect that needs the whole attempt leaves no time for an answer, and only a
- * connect timeout that fires strictly before the attempt's own timer is seen as what it is (a dead
- * instance, retried at once) rather than as a response timeout (not retried).
- */
-function defaultConnectMs(dependency: Dependency | undefined): number {
-  if (dependency === undefined) return HTTP_DEFAULTS.connectTimeoutMs;
-  const { connectMs, responseMs } = dependency.timeouts;
-  return Math.max(1, Math.min(connectMs, Math.ceil(responseMs / 2)));
-}
-
 /** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
 export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHttpClientOptions {
   const v = new OptionsValidator('createHttpClient');
@@ -143,7 +93,11 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
     raw.clock === undefined || hasMethods(raw.clock, ['now', 'epochNow', 'setTimer', 'clearTimer']);
   if (!clockOk) v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
   const clock = clockOk ? ((raw.clock as Clock | undefined) ?? systemClock) : systemClock;
-  const dependency = readDependency(v, raw, { defaultDeadlineMs, headerFormat: deadlineHeaders, clock });
+  const { dependency, live } = readExecutor(v, raw, {
+    defaultDeadlineMs,
+    headerFormat: deadlineHeaders,
+    clock,
+  });
   if (dependency !== undefined && raw.name !== undefined && raw.name !== dependency.name) {
     v.problem(`\`name\` (${String(raw.name)}) differs from the dependency's (${dependency.name})`);
   }
@@ -192,6 +146,12 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
     name: dep.name,
     origin,
     dependency: dep,
+    live,
+    explicit: Object.freeze({
+      connectMs: raw.connectTimeoutMs as number | undefined,
+      responseMs: raw.responseTimeoutMs as number | undefined,
+      bodyMs: raw.bodyTimeoutMs as number | undefined,
+    }),
     connectTimeoutMs,
     responseTimeoutMs,
     bodyTimeoutMs,

@@ -1,0 +1,118 @@
+import type { Clock } from '../clock/clock.js';
+import type { HeaderFormat } from '../deadline/deadline.js';
+import { createDependency, type Dependency } from '../dependency/dependency.js';
+import type { DependencyOptions } from '../dependency/options.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
+import type { LatencySnapshot } from '../latency/types.js';
+import type { OptionsValidator } from '../options/validator.js';
+import { createLiveP99, type LiveCalibrationOptions, type LiveP99 } from './live.js';
+
+/**
+ * The executor a client runs its calls through: the one given (`dependency`), or one built from the
+ * executor options. With `live`, the client owns the recorder (it must hear every window close) and
+ * can rebuild the executor around a new p99, keeping the same retry budget and recorder.
+ */
+
+/** Options that configure the executor (passed to `createDependency`). */
+export const EXECUTOR_KEYS = [
+  'p99Ms',
+  'attempts',
+  'slack',
+  'retryBudget',
+  'hedge',
+  'recorder',
+  'backoff',
+  'retryResponseTimeout',
+  'random',
+] as const;
+
+export interface Live {
+  readonly p99: LiveP99;
+  /** Set by the client: called with every closed window of the recorder. */
+  onWindow: (window: LatencySnapshot) => void;
+  /** A new executor planning with `p99Ms`, sharing the current one's budget and recorder. */
+  rebuild(p99Ms: number, current: Dependency): Dependency | undefined;
+}
+
+const hasMethods = (value: unknown, names: readonly string[]): boolean =>
+  value !== null &&
+  typeof value === 'object' &&
+  names.every((n) => typeof (value as Record<string, unknown>)[n] === 'function');
+
+function fold<R>(v: OptionsValidator, build: () => R): R | undefined {
+  try {
+    return build();
+  } catch (error) {
+    if (!(error instanceof InvalidOptionsError)) throw error;
+    for (const p of error.problems) v.problem(p);
+    return undefined;
+  }
+}
+
+export function readExecutor(
+  v: OptionsValidator,
+  raw: Record<string, unknown>,
+  shared: { defaultDeadlineMs: number; headerFormat: HeaderFormat; clock: Clock },
+): { dependency: Dependency | undefined; live: Live | undefined } {
+  if (raw.dependency !== undefined) {
+    if (!hasMethods(raw.dependency, ['execute', 'on'])) {
+      v.problem('`dependency` must be an executor made with createDependency()');
+      return { dependency: undefined, live: undefined };
+    }
+    const extra = [...EXECUTOR_KEYS, 'deadlineHeaders', 'live'].filter((k) => raw[k] !== undefined);
+    if (extra.length > 0) v.problem(`\`dependency\` is given: configure ${extra.join(', ')} on it, not here`);
+    return { dependency: raw.dependency as Dependency, live: undefined };
+  }
+  const given = Object.fromEntries(EXECUTOR_KEYS.map((k) => [k, raw[k]]).filter(([, x]) => x !== undefined));
+  const options = { name: raw.name, ...given, ...shared } as DependencyOptions;
+  if (raw.live === undefined || raw.live === false) {
+    return { dependency: fold(v, () => createDependency(options)), live: undefined };
+  }
+  return readLive(v, raw, options);
+}
+
+function readLive(
+  v: OptionsValidator,
+  raw: Record<string, unknown>,
+  options: DependencyOptions,
+): { dependency: Dependency | undefined; live: Live | undefined } {
+  if (hasMethods(raw.recorder, ['record'])) {
+    v.problem('`live` needs recorder options, not a recorder: it listens to every window that closes');
+  }
+  const liveOptions = (raw.live === true ? {} : raw.live) as LiveCalibrationOptions;
+  const p99 = createLiveP99(typeof raw.p99Ms === 'number' ? raw.p99Ms : 1, liveOptions, v);
+  const own = (raw.recorder ?? {}) as LatencyRecorderOptions;
+  const live: Live = {
+    p99,
+    onWindow: () => {},
+    rebuild: (p99Ms, current) => {
+      try {
+        return createDependency({
+          ...options,
+          p99Ms,
+          retryBudget: current.budget,
+          recorder: current.recorder,
+        });
+      } catch (error) {
+        process.emitWarning(
+          `prazo: live calibration of ${options.name} kept p99 ${current.p99Ms} ms: ${String(error)}`,
+        );
+        return undefined;
+      }
+    },
+  };
+  const recorder = fold(v, () =>
+    createLatencyRecorder({
+      clock: options.clock,
+      ...own,
+      onWindow: (window) => {
+        own.onWindow?.(window);
+        live.onWindow(window);
+      },
+    }),
+  );
+  const dependency =
+    recorder === undefined ? undefined : fold(v, () => createDependency({ ...options, recorder }));
+  return { dependency, live };
+}

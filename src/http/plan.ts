@@ -1,0 +1,78 @@
+import type { Dependency } from '../dependency/dependency.js';
+import type { DependencyListener } from '../dependency/events.js';
+import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import { HTTP_DEFAULTS } from './constants.js';
+
+/**
+ * What a client plans with right now: its executor and the phase timeouts derived from it (those not
+ * given explicitly). Live calibration replaces the executor; in-flight calls keep the one they
+ * started with. Event listeners are held here, so they survive the replacement.
+ */
+export class CurrentPlan {
+  dependency: Dependency;
+  connectMs = 0;
+  responseMs = 0;
+  bodyMs = 0;
+  readonly #explicit: { connectMs?: number; responseMs?: number; bodyMs?: number };
+  readonly #listeners = new Set<DependencyListener>();
+  /** Forwarders on the current executor and the previous one (whose calls may still be finishing). */
+  #forwards: Disposable[] = [];
+
+  constructor(
+    dependency: Dependency,
+    explicit: { connectMs?: number; responseMs?: number; bodyMs?: number },
+  ) {
+    this.dependency = dependency;
+    this.#explicit = explicit;
+    this.#derive();
+  }
+
+  /** Plans with `dependency` from now on. */
+  adopt(dependency: Dependency): void {
+    this.dependency = dependency;
+    this.#derive();
+    if (this.#listeners.size > 0) this.#forward();
+  }
+
+  /** Subscribes to the events of every executor this client uses. */
+  on(listener: DependencyListener): Disposable {
+    this.#listeners.add(listener);
+    if (this.#forwards.length === 0) this.#forward();
+    return {
+      dispose: () => {
+        this.#listeners.delete(listener);
+        if (this.#listeners.size > 0) return;
+        for (const f of this.#forwards) f.dispose(); // no listener: the executors build no events
+        this.#forwards = [];
+      },
+    };
+  }
+
+  #forward(): void {
+    const listeners = this.#listeners;
+    const deliver = (event: DependencyEvent): void => {
+      for (const listener of listeners) listener(event);
+    };
+    this.#forwards.push(this.dependency.on(deliver));
+    while (this.#forwards.length > 2) this.#forwards.shift()?.dispose();
+  }
+
+  #derive(): void {
+    const { connectMs, responseMs, bodyMs } = this.#explicit;
+    this.connectMs = connectMs ?? defaultConnectMs(this.dependency);
+    this.responseMs = responseMs ?? this.dependency.timeouts.responseMs;
+    this.bodyMs = bodyMs ?? this.responseMs;
+  }
+}
+
+/**
+ * The connect timeout (SPEC C2, R4): the calibrated `min(400, attempt timeout)`, but at most half the
+ * attempt timeout. A connect that needs the whole attempt leaves no time for an answer, and only a
+ * connect timeout that fires strictly before the attempt's own timer is seen as what it is (a dead
+ * instance, retried at once) rather than as a response timeout (not retried).
+ */
+export function defaultConnectMs(dependency: Dependency | undefined): number {
+  if (dependency === undefined) return HTTP_DEFAULTS.connectTimeoutMs;
+  const { connectMs, responseMs } = dependency.timeouts;
+  return Math.max(1, Math.min(connectMs, Math.ceil(responseMs / 2)));
+}
