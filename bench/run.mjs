@@ -42,13 +42,13 @@ export const SETTINGS = {
   full: {
     http: { runs: 7, warmupMs: 700, durationMs: 2_000, concurrency: 50 },
     micro: { runs: 3, batchMs: 50, batches: 10 },
-    memory: { runs: 3, rates: [1_000, 100_000], steadyMs: 1_000, prazoCopies: 25 },
+    memory: { runs: 3, rates: [1_000, 100_000], windowMs: 10_000, steadyMs: 1_000, prazoCopies: 25 },
     effect: { runs: 3, outageSeconds: 60, rps: 100, hedgeRequests: 20_000 },
   },
   quick: {
-    http: { runs: 1, warmupMs: 200, durationMs: 300, concurrency: 50 },
+    http: { runs: 1, warmupMs: 100, durationMs: 200, concurrency: 50 },
     micro: { runs: 1, batchMs: 5, batches: 3 },
-    memory: { runs: 1, rates: [100_000], steadyMs: 100, prazoCopies: 5 },
+    memory: { runs: 1, rates: [100_000], windowMs: 1_000, steadyMs: 50, prazoCopies: 2 },
     effect: { runs: 1, outageSeconds: 20, rps: 100, hedgeRequests: 2_000 },
   },
 };

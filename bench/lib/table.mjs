@@ -105,7 +105,7 @@ function microTable(micro) {
 
 function memoryTable(memory) {
   const lines = [
-    '## Memory: one retry budget after a full window (10 s), one event = recordOriginal + tryConsume',
+    `## Memory: one retry budget after a full window (${fmt(memory.settings.windowMs / 1000, 1)} s), one event = recordOriginal + tryConsume`,
     '',
     ...head(['design', 'events/s', 'events in window', 'retained heap', 'steady-state ns/event']),
   ];

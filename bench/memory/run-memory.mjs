@@ -102,10 +102,10 @@ for (let b = 0; b < 3; b += 1) {
 }
 growths.sort((x, y) => x - y);
 const retainedBytes = growths[1];
-const second = held[1];
 
-// Steady state on the first budget: its window is full, each event now also evicts one.
-const budget = second[0];
+// Steady state on a budget of the last batch (the shared clock is at the end of its window): its
+// window is full, and each event now also evicts old ones.
+const budget = held[held.length - 1][0];
 let steadyEvents = 0;
 const t0 = performance.now();
 const virtualLimit = rate; // at most one virtual second

@@ -10,7 +10,7 @@ import { rotate, round, summarize } from '../lib/stats.mjs';
 const RUN = fileURLToPath(new URL('./run-memory.mjs', import.meta.url));
 export const MEMORY_GOAL_BYTES = 8 * 1024;
 
-export async function runMemorySuite({ runs, rates, steadyMs, prazoCopies, log }) {
+export async function runMemorySuite({ runs, rates, windowMs, steadyMs, prazoCopies, log }) {
   const designs = ['seed', 'prazo'];
   const raw = {};
   const skipped = {};
@@ -23,14 +23,8 @@ export async function runMemorySuite({ runs, rates, steadyMs, prazoCopies, log }
         const out = await runChild(
           RUN,
           [
-            '--design',
-            design,
-            '--rate',
-            String(rate),
-            '--steady-ms',
-            String(steadyMs),
-            '--copies',
-            String(copies),
+            ...['--design', design, '--rate', String(rate), '--window-ms', String(windowMs)],
+            ...['--steady-ms', String(steadyMs), '--copies', String(copies)],
           ],
           { nodeArgs: ['--expose-gc'], timeoutMs: 120_000 },
         );
@@ -78,5 +72,5 @@ export async function runMemorySuite({ runs, rates, steadyMs, prazoCopies, log }
       shortBy: achieved !== null && achieved > MEMORY_GOAL_BYTES ? achieved - MEMORY_GOAL_BYTES : 0,
     });
   }
-  return { settings: { runs, rates, steadyMs, prazoCopies }, rows, goals };
+  return { settings: { runs, rates, windowMs, steadyMs, prazoCopies }, rows, goals };
 }
