@@ -109,8 +109,9 @@ describe('histogram files: bounded cost on hostile sizes', () => {
     expect(refuse('1'.repeat(TEN_MB))).toBeLessThan(100);
   });
 
-  it('refuses 10 MB of empty lines (over the line limit) in under 100 ms', () => {
-    expect(refuse('\n'.repeat(TEN_MB))).toBeLessThan(100);
+  it('refuses 10 MB of empty lines (over the line limit) in under 250 ms', () => {
+    // Counting the lines is a linear scan (about 30 ms on an idle core): looser than the O(1) refusals.
+    expect(refuse('\n'.repeat(TEN_MB))).toBeLessThan(250);
   });
 
   it('detects the format of a hostile 64 KB head in under 100 ms', () => {
