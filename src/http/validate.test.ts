@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../errors/options.js';
+import { createLatencyRecorder } from '../latency/recorder.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { HttpClientOptions } from './options.js';
 import { resolveHttpClientOptions } from './validate.js';
@@ -48,6 +49,24 @@ describe('createHttpClient options (validated once, every problem listed)', () =
       '`dependency` is given: configure p99Ms, hedge on it, not here',
       "`name` (b) differs from the dependency's (a)",
     ]);
+  });
+
+  it('live calibration needs recorder options and its own executor', () => {
+    const recorder = createLatencyRecorder();
+    const dependency = resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms: 100 }).dependency;
+    expect(problemsOf({ name: 'a', origin: 'http://h', p99Ms: 100, recorder, live: true })).toEqual([
+      '`live` needs recorder options, not a recorder: it listens to every window that closes',
+    ]);
+    expect(problemsOf({ origin: 'http://h', dependency, live: true })).toEqual([
+      '`dependency` is given: configure live on it, not here',
+    ]);
+    const o = resolveHttpClientOptions({
+      name: 'a',
+      origin: 'http://h',
+      p99Ms: 100,
+      live: { maxP99Ms: 300 },
+    });
+    expect([o.live?.p99.minP99Ms, o.live?.p99.maxP99Ms]).toEqual([50, 300]);
   });
 
   it('lists every problem at once', () => {
