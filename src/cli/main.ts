@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import * as calibrate from './commands/calibrate.js';
 import * as check from './commands/check.js';
 import * as demo from './commands/demo.js';
+import * as drill from './commands/drill.js';
 import * as rules from './commands/rules.js';
 import { attachContext, type CliContext, type CliIo, ExitCode, UsageError } from './context.js';
 
@@ -38,6 +39,7 @@ export function createProgram(context: CliContext): Command {
   calibrate.register(program);
   check.register(program);
   demo.register(program);
+  drill.register(program);
   rules.register(program);
   return program;
 }

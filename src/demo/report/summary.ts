@@ -1,6 +1,7 @@
 import type { ScenarioRaw, StackRaw } from '../run/scenario.js';
-import { logHistogram, mergeCounts, percent, quantile, ratesPerSecond } from '../stats.js';
-import type { ServiceConfig, ServiceReport, StackName, UserResult } from '../types.js';
+import { logHistogram, percent, quantile } from '../stats.js';
+import type { ServiceConfig, StackName, UserResult } from '../types.js';
+import { byRole, HIST, type StackSeries, stackSeries } from './series.js';
 
 /**
  * The numbers the demo reports (SPEC X1), per scenario and stack, computed from the raw
@@ -55,20 +56,6 @@ export interface StackMetrics {
   };
 }
 
-export interface StackSeries {
-  readonly stack: StackName;
-  /** Checkout requests sent, per second, per bucket. */
-  readonly offered: number[];
-  /** Requests reaching (or refused by) the supplier, per second, per bucket. */
-  readonly supplier: number[];
-  /** Busy connections of the gateway pool (mean per bucket), and waiting requests. */
-  readonly poolBusy: number[];
-  readonly poolQueued: number[];
-  /** Log-binned histograms of user latencies. */
-  readonly checkoutHistogram: number[];
-  readonly catalogHistogram: number[];
-}
-
 export interface ScenarioSummary {
   readonly name: string;
   readonly title: string;
@@ -82,7 +69,6 @@ export interface ScenarioSummary {
   };
 }
 
-const HIST = { minMs: 2, maxMs: 4_000, bins: 36 };
 const round = (x: number | undefined): number | undefined =>
   x === undefined ? undefined : Math.round(x * 10) / 10;
 
@@ -104,10 +90,6 @@ export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: nu
       stacks: raw.stacks.map((s) => stackSeries(s, bucketMs, buckets)),
     },
   };
-}
-
-function byRole(services: readonly ServiceReport[], role: ServiceConfig['role']): ServiceReport[] {
-  return services.filter((s) => s.role === role);
 }
 
 function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
@@ -186,46 +168,5 @@ function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
         ? Math.round((1000 * busy.filter((b) => b >= connections).length) / busy.length) / 10
         : 0,
     },
-  };
-}
-
-function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): StackSeries {
-  const startEpochMs = raw.startEpochMs;
-  const offeredCounts: Record<string, number> = {};
-  const first = Math.floor(startEpochMs / bucketMs);
-  for (const u of raw.users) {
-    if (u.route !== 'checkout') continue;
-    const key = String(Math.floor((startEpochMs + u.sentMs) / bucketMs));
-    offeredCounts[key] = (offeredCounts[key] ?? 0) + 1;
-  }
-  const supplierCounts: Record<string, number> = {};
-  for (const s of byRole(raw.services, 'inventory')) mergeCounts(supplierCounts, s.sent?.perBucket ?? {});
-  const busy = new Array<number>(buckets).fill(0);
-  const queued = new Array<number>(buckets).fill(0);
-  const n = new Array<number>(buckets).fill(0);
-  for (const p of byRole(raw.services, 'gateway')[0]?.pool?.samples ?? []) {
-    const i = Math.floor(p.epochMs / bucketMs) - first;
-    if (i < 0 || i >= buckets) continue;
-    busy[i]! += p.running;
-    queued[i]! += p.queued;
-    n[i]! += 1;
-  }
-  const mean = (values: number[]): number[] =>
-    values.map((v, i) => (n[i]! > 0 ? Math.round((10 * v) / n[i]!) / 10 : 0));
-  const hist = (route: UserResult['route']): number[] =>
-    logHistogram(
-      raw.users.filter((u) => u.route === route).map((u) => u.latencyMs),
-      HIST.minMs,
-      HIST.maxMs,
-      HIST.bins,
-    ).counts;
-  return {
-    stack: raw.stack,
-    offered: ratesPerSecond(offeredCounts, startEpochMs, bucketMs, buckets),
-    supplier: ratesPerSecond(supplierCounts, startEpochMs, bucketMs, buckets),
-    poolBusy: mean(busy),
-    poolQueued: mean(queued),
-    checkoutHistogram: hist('checkout'),
-    catalogHistogram: hist('catalog'),
   };
 }

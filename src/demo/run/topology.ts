@@ -2,7 +2,7 @@ import { COCKATIEL_DEFAULTS, NAIVE_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../con
 import type { Child, ProcessGroup } from '../process/children.js';
 import { behaviourOf, SCENARIOS } from '../scenarios.js';
 import type { HopSettings, Scenario, ServiceConfig, StackName } from '../types.js';
-import type { Calibration, HopName } from './calibration.js';
+import type { HopName } from './calibration.js';
 import type { DemoSettings } from './options.js';
 
 /**
@@ -25,13 +25,27 @@ export interface RunningStack extends SpawnedStack {
 const origin = (port: number): string => `http://127.0.0.1:${port}`;
 const HEALTHY = SCENARIOS.find((s) => s.name === 'healthy')!;
 
+/** The latencies the prazo stack is configured with, per hop (a calibration, or a config file). */
+export type HopLatencies = Readonly<Record<HopName, { readonly p99Ms: number; readonly p95Ms: number }>>;
+
+/** What a drill changes in a stack: the supplier replaced by a double, naive's timeout. */
+export interface StackOverrides {
+  /** Origins inventory calls instead of supplier processes (none are started then). */
+  readonly supplierOrigins?: readonly string[];
+  /** The naive stack's per-attempt timeout, in ms (default 3000). */
+  readonly naiveTimeoutMs?: number;
+}
+
 /** The client settings of `stack` on the hop to `next` (prazo: from the calibration). */
 export function hopSettings(
   stack: StackName,
   next: HopName,
-  calibration: Calibration | undefined,
+  calibration: HopLatencies | undefined,
+  overrides: StackOverrides = {},
 ): HopSettings {
-  if (stack === 'naive') return { stack, ...NAIVE_DEFAULTS };
+  if (stack === 'naive') {
+    return { stack, ...NAIVE_DEFAULTS, timeoutMs: overrides.naiveTimeoutMs ?? NAIVE_DEFAULTS.timeoutMs };
+  }
   if (stack === 'cockatiel') return { stack, ...COCKATIEL_DEFAULTS };
   const P = PRAZO_STACK_DEFAULTS;
   const measured = calibration?.[next];
@@ -50,7 +64,7 @@ export function hopSettings(
 export async function spawnStack(
   group: ProcessGroup,
   stack: StackName,
-  settings: DemoSettings,
+  settings: Pick<DemoSettings, 'supplierInstances'>,
 ): Promise<SpawnedStack> {
   const n = settings.supplierInstances;
   const roles: ServiceConfig['role'][] = [
@@ -71,8 +85,9 @@ export async function spawnStack(
 export async function startStack(
   group: ProcessGroup,
   spawned: SpawnedStack,
-  settings: DemoSettings,
-  calibration: Calibration | undefined,
+  settings: Pick<DemoSettings, 'seed' | 'bucketMs' | 'poolConnections'>,
+  calibration: HopLatencies | undefined,
+  overrides: StackOverrides = {},
 ): Promise<RunningStack> {
   const { stack } = spawned;
   const childOf = (role: ServiceConfig['role']): Child =>
@@ -97,22 +112,22 @@ export async function startStack(
     role: 'inventory',
     ...common,
     ...inner,
-    downstream: supplierPorts.map(origin),
-    hop: hopSettings(stack, 'supplier', calibration),
+    downstream: overrides.supplierOrigins ?? supplierPorts.map(origin),
+    hop: hopSettings(stack, 'supplier', calibration, overrides),
   });
   const ordersPort = await group.start(childOf('orders'), {
     role: 'orders',
     ...common,
     ...inner,
     downstream: [origin(inventoryPort)],
-    hop: hopSettings(stack, 'inventory', calibration),
+    hop: hopSettings(stack, 'inventory', calibration, overrides),
   });
   const gatewayPort = await group.start(childOf('gateway'), {
     role: 'gateway',
     ...common,
     ...(prazo ? { deadline: { defaultMs: P.gatewayDeadlineMs, maxMs: P.gatewayDeadlineMs } } : {}),
     downstream: [origin(ordersPort)],
-    hop: hopSettings(stack, 'orders', calibration),
+    hop: hopSettings(stack, 'orders', calibration, overrides),
     poolConnections: settings.poolConnections,
   });
   return { ...spawned, gatewayOrigin: origin(gatewayPort), ordersOrigin: origin(ordersPort) };

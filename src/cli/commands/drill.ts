@@ -1,0 +1,149 @@
+import type { Command } from 'commander';
+import { DRILL_DEFAULTS, DrillExit } from '../../drill/constants.js';
+import type { DrillOptions } from '../../drill/options.js';
+import { renderReport } from '../../drill/report.js';
+import { runDrill } from '../../drill/run.js';
+import { isInvalidOptions } from '../../errors/guards.js';
+import { cliContext, UsageError } from '../context.js';
+import { choiceArg, numberArg } from '../parse-args.js';
+
+/**
+ * `prazo drill`: the degradation drill (SPEC V2). Replaces one dependency with a double answering at
+ * its configured timeout, loads the service (autocannon), and passes only if the routes that do not
+ * use the dependency keep answering. Exit 0 pass, 1 fail, 2 bad input. Ctrl-C stops the load and
+ * everything the drill started.
+ */
+interface DrillFlags {
+  config?: string;
+  dependency?: string;
+  target?: string;
+  route: string[];
+  independent: string[];
+  doublePort?: number;
+  timeout?: number;
+  demoStack?: 'prazo' | 'naive';
+  naiveTimeout?: number;
+  duration?: number;
+  rate?: number;
+  independentRate?: number;
+  connections?: number;
+  minSuccess?: number;
+  maxP99?: number;
+  probeTimeout?: number;
+  pool?: number;
+  json?: boolean;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+const INTERRUPTED = 130;
+
+export function register(program: Command): void {
+  program
+    .command('drill')
+    .description(
+      'degradation drill: a dependency answers at its configured timeout; pass if independent routes keep answering',
+    )
+    .option('--config <file>', 'prazo.config.yaml (default: the built-in demo config for the demo target)')
+    .option('--dependency <name>', `dependency to replace (demo: ${DRILL_DEFAULTS.demoDependency})`)
+    .option('--target <url>', "your service's origin (default: the demo's services)")
+    .option('--route <path>', 'a route that uses the dependency (repeatable)', collect, [])
+    .option('--independent <path>', 'a route that does not (repeatable; required with --target)', collect, [])
+    .option('--double-port <port>', 'port of the double on 127.0.0.1', numberArg('--double-port'))
+    .option(
+      '--timeout <ms>',
+      "the double's answer time (default: the configured timeout)",
+      numberArg('--timeout', 'ms'),
+    )
+    .option(
+      '--demo-stack <stack>',
+      'demo target: prazo or naive',
+      choiceArg('--demo-stack', ['prazo', 'naive'] as const),
+    )
+    .option(
+      '--naive-timeout <ms>',
+      `demo target, naive stack: its timeout (default ${DRILL_DEFAULTS.naiveTimeoutMs})`,
+      numberArg('--naive-timeout', 'ms'),
+    )
+    .option(
+      '--duration <seconds>',
+      `load time (default ${DRILL_DEFAULTS.durationS})`,
+      numberArg('--duration', 'seconds'),
+    )
+    .option(
+      '--rate <rps>',
+      `req/s on the routes (default ${DRILL_DEFAULTS.rate})`,
+      numberArg('--rate', 'requests per second'),
+    )
+    .option(
+      '--independent-rate <rps>',
+      `req/s on the independent routes (default ${DRILL_DEFAULTS.independentRate})`,
+      numberArg('--independent-rate', 'requests per second'),
+    )
+    .option('--connections <n>', 'connections of the load on the routes', numberArg('--connections'))
+    .option(
+      '--min-success <pct>',
+      `pass threshold, % (default ${DRILL_DEFAULTS.minSuccessPct})`,
+      numberArg('--min-success', '%'),
+    )
+    .option(
+      '--max-p99 <ms>',
+      `pass threshold, p99 of the independent routes (default ${DRILL_DEFAULTS.maxP99Ms})`,
+      numberArg('--max-p99', 'ms'),
+    )
+    .option(
+      '--probe-timeout <ms>',
+      `a probe slower than this failed (default ${DRILL_DEFAULTS.probeTimeoutMs})`,
+      numberArg('--probe-timeout', 'ms'),
+    )
+    .option('--pool <n>', 'size of the pool the routes share (default: from the config)', numberArg('--pool'))
+    .option('--json', 'print the report as JSON')
+    .action(async (flags: DrillFlags, command: Command) => {
+      const context = cliContext(command);
+      const { io } = context;
+      const controller = new AbortController();
+      const onSigint = (): void => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', onSigint);
+      try {
+        const report = await runDrill({
+          ...options(flags),
+          cwd: io.cwd,
+          signal: controller.signal,
+          onProgress: (line) => io.stderr(`  ${line}\n`),
+        });
+        io.stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+        context.exitCode = report.pass ? DrillExit.pass : DrillExit.fail;
+      } catch (error) {
+        if (controller.signal.aborted) {
+          io.stderr('prazo drill: interrupted; the double and every process it started were stopped\n');
+          context.exitCode = INTERRUPTED;
+          return;
+        }
+        if (isInvalidOptions(error)) throw new UsageError(error.problems.join('; '));
+        throw error;
+      } finally {
+        process.off('SIGINT', onSigint);
+      }
+    });
+}
+
+function options(f: DrillFlags): DrillOptions {
+  const o: { -readonly [K in keyof DrillOptions]: DrillOptions[K] } = {};
+  if (f.config !== undefined) o.config = f.config;
+  if (f.dependency !== undefined) o.dependency = f.dependency;
+  if (f.target !== undefined) o.target = f.target;
+  if (f.route.length > 0) o.routes = f.route;
+  if (f.independent.length > 0) o.independent = f.independent;
+  if (f.doublePort !== undefined) o.doublePort = f.doublePort;
+  if (f.timeout !== undefined) o.timeoutMs = f.timeout;
+  if (f.demoStack !== undefined) o.demoStack = f.demoStack;
+  if (f.naiveTimeout !== undefined) o.naiveTimeoutMs = f.naiveTimeout;
+  if (f.duration !== undefined) o.durationS = f.duration;
+  if (f.rate !== undefined) o.rate = f.rate;
+  if (f.independentRate !== undefined) o.independentRate = f.independentRate;
+  if (f.connections !== undefined) o.connections = f.connections;
+  if (f.minSuccess !== undefined) o.minSuccessPct = f.minSuccess;
+  if (f.maxP99 !== undefined) o.maxP99Ms = f.maxP99;
+  if (f.probeTimeout !== undefined) o.probeTimeoutMs = f.probeTimeout;
+  if (f.pool !== undefined) o.poolSize = f.pool;
+  return o;
+}

@@ -1,0 +1,66 @@
+import type { StackRaw } from '../run/scenario.js';
+import { logHistogram, mergeCounts, ratesPerSecond } from '../stats.js';
+import type { ServiceConfig, ServiceReport, StackName, UserResult } from '../types.js';
+
+/** Time series and latency distributions of one stack in one scenario, for the HTML charts. */
+export interface StackSeries {
+  readonly stack: StackName;
+  /** Checkout requests sent, per second, per bucket. */
+  readonly offered: number[];
+  /** Requests reaching (or refused by) the supplier, per second, per bucket. */
+  readonly supplier: number[];
+  /** Busy connections of the gateway pool (mean per bucket), and waiting requests. */
+  readonly poolBusy: number[];
+  readonly poolQueued: number[];
+  /** Log-binned histograms of user latencies. */
+  readonly checkoutHistogram: number[];
+  readonly catalogHistogram: number[];
+}
+
+/** Bins of the latency histograms: log-spaced from 2 ms to 4 s. */
+export const HIST = { minMs: 2, maxMs: 4_000, bins: 36 } as const;
+
+export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): StackSeries {
+  const startEpochMs = raw.startEpochMs;
+  const offeredCounts: Record<string, number> = {};
+  const first = Math.floor(startEpochMs / bucketMs);
+  for (const u of raw.users) {
+    if (u.route !== 'checkout') continue;
+    const key = String(Math.floor((startEpochMs + u.sentMs) / bucketMs));
+    offeredCounts[key] = (offeredCounts[key] ?? 0) + 1;
+  }
+  const supplierCounts: Record<string, number> = {};
+  for (const s of byRole(raw.services, 'inventory')) mergeCounts(supplierCounts, s.sent?.perBucket ?? {});
+  const busy = new Array<number>(buckets).fill(0);
+  const queued = new Array<number>(buckets).fill(0);
+  const n = new Array<number>(buckets).fill(0);
+  for (const p of byRole(raw.services, 'gateway')[0]?.pool?.samples ?? []) {
+    const i = Math.floor(p.epochMs / bucketMs) - first;
+    if (i < 0 || i >= buckets) continue;
+    busy[i]! += p.running;
+    queued[i]! += p.queued;
+    n[i]! += 1;
+  }
+  const mean = (values: number[]): number[] =>
+    values.map((v, i) => (n[i]! > 0 ? Math.round((10 * v) / n[i]!) / 10 : 0));
+  const hist = (route: UserResult['route']): number[] =>
+    logHistogram(
+      raw.users.filter((u) => u.route === route).map((u) => u.latencyMs),
+      HIST.minMs,
+      HIST.maxMs,
+      HIST.bins,
+    ).counts;
+  return {
+    stack: raw.stack,
+    offered: ratesPerSecond(offeredCounts, startEpochMs, bucketMs, buckets),
+    supplier: ratesPerSecond(supplierCounts, startEpochMs, bucketMs, buckets),
+    poolBusy: mean(busy),
+    poolQueued: mean(queued),
+    checkoutHistogram: hist('checkout'),
+    catalogHistogram: hist('catalog'),
+  };
+}
+
+export function byRole(services: readonly ServiceReport[], role: ServiceConfig['role']): ServiceReport[] {
+  return services.filter((s) => s.role === role);
+}

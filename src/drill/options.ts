@@ -1,0 +1,201 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
+import { checkConfigFile, checkConfigText, type PrazoConfig } from '../config/load.js';
+import { formatProblem } from '../config/problem.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { OptionsValidator } from '../options/validator.js';
+import { DRILL_DEFAULTS as D, DRILL_LIMITS as L } from './constants.js';
+import { DEMO_CONFIG_YAML } from './demo-config.js';
+
+/** Options of {@link runDrill}. Durations in ms unless the name says seconds. */
+export interface DrillOptions {
+  /** Config file (SPEC C7). Default: the built-in demo config for the demo target, else ./prazo.config.yaml. */
+  readonly config?: string;
+  /** Config as text instead of a file (YAML or JSON). */
+  readonly configText?: string;
+  /** The dependency to replace. Default `supplier` for the demo; for a URL target, the config's only one. */
+  readonly dependency?: string;
+  /** Your service's origin (`http://127.0.0.1:3000`). Default: the demo's services. */
+  readonly target?: string;
+  /** Routes of the target that use the dependency (they get the load). */
+  readonly routes?: readonly string[];
+  /** Routes that do not use it (the probe: the verdict is about them). Required with `target`. */
+  readonly independent?: readonly string[];
+  /** Port of the double on 127.0.0.1 (your service must call the dependency there). Default ephemeral. */
+  readonly doublePort?: number;
+  /** The double's answer time. Default: the dependency's configured timeout (`ceil(p99 × slack)`). */
+  readonly timeoutMs?: number;
+  /** Demo target only: its clients. Default prazo (calibrated from the config). */
+  readonly demoStack?: 'prazo' | 'naive';
+  /** Demo target, naive stack: its per-attempt timeout. Default 30000 (the seed's library default). */
+  readonly naiveTimeoutMs?: number;
+  /** Load time, seconds. Default 10; (0, 3600]. */
+  readonly durationS?: number;
+  /** req/s on `routes`. Default 20. req/s on `independent`: default 10. */
+  readonly rate?: number;
+  readonly independentRate?: number;
+  /** Connections of the load on `routes`. Default: enough to keep `rate` with every call held. */
+  readonly connections?: number;
+  /** Pass thresholds on the independent routes: success % (default 99.9) and p99 ms (default 1000). */
+  readonly minSuccessPct?: number;
+  readonly maxP99Ms?: number;
+  /** A probe request that takes longer is a failure. Default 2000 (the user's deadline). */
+  readonly probeTimeoutMs?: number;
+  /** Pool the independent routes share with the dependency path: size. Default from the config. */
+  readonly poolSize?: number;
+  /** Directory relative paths start from. Default `process.cwd()`. */
+  readonly cwd?: string;
+  readonly clock?: Clock;
+  readonly signal?: AbortSignal;
+  /** One line per step. */
+  readonly onProgress?: (line: string) => void;
+}
+
+export interface DrillPlan {
+  readonly target:
+    | { readonly kind: 'demo'; readonly stack: 'prazo' | 'naive' }
+    | { readonly kind: 'url'; readonly origin: string };
+  readonly routes: readonly string[];
+  readonly independent: readonly string[];
+  readonly configFile: string;
+  readonly config: PrazoConfig;
+  readonly dependency: string;
+  readonly doubleLatencyMs: number;
+  readonly doublePort: number;
+  readonly naiveTimeoutMs: number;
+  readonly durationS: number;
+  readonly rate: number;
+  readonly independentRate: number;
+  readonly connections: number;
+  readonly minSuccessPct: number;
+  readonly maxP99Ms: number;
+  readonly probeTimeoutMs: number;
+  readonly poolSize: number | undefined;
+  readonly clock: Clock;
+}
+
+const ROUTE = {
+  test: (s: string) => s.startsWith('/') && s.length <= 2_000,
+  describe: 'a path starting with /',
+};
+
+function readConfig(o: DrillOptions, demo: boolean): { file: string; config: PrazoConfig } {
+  const cwd = o.cwd ?? process.cwd();
+  const local = resolve(cwd, D.configFile);
+  const file =
+    o.configText !== undefined ? '(text)' : (o.config ?? (demo ? '(built-in demo config)' : D.configFile));
+  const checked =
+    o.configText !== undefined
+      ? checkConfigText(o.configText, { file })
+      : o.config !== undefined
+        ? checkConfigFile(resolve(cwd, o.config))
+        : demo
+          ? checkConfigText(DEMO_CONFIG_YAML, { file })
+          : existsSync(local)
+            ? checkConfigFile(local)
+            : undefined;
+  if (checked === undefined)
+    throw new InvalidOptionsError('prazo drill', [`no config: give --config (no ${D.configFile} in ${cwd})`]);
+  if (checked.config === undefined) {
+    throw new InvalidOptionsError(
+      file,
+      checked.problems.filter((p) => p.severity === 'error').map(formatProblem),
+    );
+  }
+  return { file, config: checked.config };
+}
+
+export function resolveDrillOptions(options: DrillOptions): DrillPlan {
+  const o = options ?? {};
+  const v = new OptionsValidator('prazo drill');
+  const demo = o.target === undefined;
+  let origin = '';
+  if (!demo) {
+    const url = URL.canParse(o.target!) ? new URL(o.target!) : undefined;
+    if (url === undefined || !/^https?:$/.test(url.protocol))
+      v.problem(`\`target\` must be an http(s) URL, got ${JSON.stringify(o.target)}`);
+    else origin = url.origin;
+    if (!o.independent?.length)
+      v.problem('`independent` routes are required with a target (the routes that must keep answering)');
+  }
+  const paths = (name: string, list: readonly string[] | undefined): string[] =>
+    (list ?? []).map((p, i) => v.string(`${name}[${i}]`, p, '/', ROUTE));
+  const routes = demo ? ['/checkout'] : paths('routes', o.routes);
+  const independent = demo ? ['/catalog'] : paths('independent', o.independent);
+  const num = (name: string, value: unknown, def: number, max: number, integer = false) =>
+    v.number(name, value, { default: def, min: 0, exclusiveMin: true, max, integer });
+  const durationS = num('durationS', o.durationS, D.durationS, L.maxDurationS);
+  const rate = num('rate', o.rate, D.rate, L.maxRate);
+  const independentRate = num('independentRate', o.independentRate, D.independentRate, L.maxRate);
+  const minSuccessPct = v.number('minSuccessPct', o.minSuccessPct, {
+    default: D.minSuccessPct,
+    min: 0,
+    max: 100,
+  });
+  const maxP99Ms = num('maxP99Ms', o.maxP99Ms, D.maxP99Ms, L.maxTimeoutMs);
+  const probeTimeoutMs = v.number('probeTimeoutMs', o.probeTimeoutMs, {
+    default: D.probeTimeoutMs,
+    min: 1_000,
+    max: L.maxTimeoutMs,
+  });
+  const naiveTimeoutMs = num('naiveTimeoutMs', o.naiveTimeoutMs, D.naiveTimeoutMs, L.maxTimeoutMs);
+  const timeoutMs = v.number('timeoutMs', o.timeoutMs, {
+    default: undefined,
+    min: 0,
+    exclusiveMin: true,
+    max: L.maxTimeoutMs,
+  });
+  const doublePort = v.number('doublePort', o.doublePort, { default: 0, min: 0, max: 65_535, integer: true });
+  const poolSize = v.number('poolSize', o.poolSize, { default: undefined, min: 1, max: 1e6, integer: true });
+  const connections = v.number('connections', o.connections, {
+    default: undefined,
+    min: 1,
+    max: L.maxConnections,
+    integer: true,
+  });
+  const stack = v.oneOf('demoStack', o.demoStack, ['prazo', 'naive'], 'prazo');
+  if (!demo && o.demoStack !== undefined) v.problem('`demoStack` applies to the demo target only');
+  v.done();
+
+  const { file, config } = readConfig(o, demo);
+  const names = [...config.dependencies.keys()];
+  const dependency = o.dependency ?? (demo ? D.demoDependency : names.length === 1 ? names[0]! : '');
+  const dep = config.dependencies.get(dependency);
+  const problems: string[] = [];
+  if (dep === undefined)
+    problems.push(
+      `\`dependency\`: ${dependency ? `${JSON.stringify(dependency)} is not in ${file}` : 'which one? the config has several'} (${names.join(', ')})`,
+    );
+  if (demo && stack === 'prazo') {
+    for (const hop of ['orders', 'inventory', 'supplier'])
+      if (!config.dependencies.has(hop)) problems.push(`the demo target needs dependency ${hop} in ${file}`);
+  }
+  if (problems.length > 0) throw new InvalidOptionsError('prazo drill', problems);
+  const doubleLatencyMs =
+    timeoutMs ?? (demo && stack === 'naive' ? naiveTimeoutMs : dep!.calibration.responseMs);
+  const pool = poolSize ?? [...config.dependencies.values()].find((d) => d.pool !== undefined)?.pool?.size;
+  const held = Math.ceil((rate * doubleLatencyMs * 1.5) / 1000) + 5;
+  const loadConnections = connections ?? Math.min(200, Math.max(10, held));
+  return {
+    target: demo ? { kind: 'demo', stack } : { kind: 'url', origin },
+    routes,
+    independent,
+    configFile: file,
+    config,
+    dependency,
+    doubleLatencyMs,
+    doublePort,
+    naiveTimeoutMs,
+    durationS,
+    rate,
+    independentRate,
+    connections: loadConnections,
+    minSuccessPct,
+    maxP99Ms,
+    probeTimeoutMs,
+    poolSize: pool,
+    clock: o.clock ?? systemClock,
+  };
+}
