@@ -91,6 +91,8 @@ export function summarizeHttp(rounds, skipped, settings) {
       achieved,
       met: achieved !== null && achieved >= REQUEST_GOAL,
       shortBy: achieved !== null && achieved < REQUEST_GOAL ? round(REQUEST_GOAL - achieved) : 0,
+      // What tells the code's cost from the machine's noise when the goal is missed.
+      note: `CPU µs/req ${prazoRequest.ratio.cpuUsPerReq.median}× undici, p50 ${prazoRequest.ratio.p50Ms.median}×, req/s ratio over rounds ${prazoRequest.ratio.reqPerSec.min}–${prazoRequest.ratio.reqPerSec.max}`,
     });
   }
   return { settings: { ...settings, baseline: BASELINE }, variants, goals, rounds };

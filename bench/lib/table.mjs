@@ -141,13 +141,20 @@ function effectTables(effect) {
 }
 
 function goalsTable(goals) {
-  const lines = ['## Goals', '', ...head(['goal', 'target', 'achieved', 'verdict'])];
+  const lines = ['## Goals', '', ...head(['goal', 'target', 'achieved', 'verdict', 'context'])];
   for (const g of goals) {
     const verdict = g.met ? 'met' : g.achieved === null ? 'not measured' : `MISSED by ${fmt(g.shortBy, 3)}`;
+    const target = typeof g.goal === 'number' ? `≥ ${g.goal}` : g.goal;
+    lines.push(row([g.what, target, fmt(g.achieved, 3), verdict, g.note ?? '']));
+  }
+  if (goals.length === 0) lines.push(row(['(none measured in this run)', '', '', '', '']));
+  const missed = goals.filter((g) => !g.met);
+  if (missed.length > 0) {
     lines.push(
-      row([g.what, typeof g.goal === 'number' ? `≥ ${g.goal}` : g.goal, fmt(g.achieved, 3), verdict]),
+      '',
+      `${missed.length} goal(s) missed. A miss with a CPU ratio near 1 and wide req/s ranges points at the ` +
+        'machine (see the load average above); bench/README.md explains each figure.',
     );
   }
-  if (goals.length === 0) lines.push(row(['(none measured in this run)', '', '', '']));
   return lines;
 }
