@@ -58,17 +58,21 @@ async function simulate({ FakeClock, createDependency, createRetryBudget, seed, 
   const latencies = new Float64Array(requests);
   const pending = [];
   let sentAtStart = 0;
+  let failed = 0;
   for (let i = 0; i < warmup + requests; i += 1) {
     if (i === warmup) sentAtStart = sent;
     const started = clock.now();
     const measured = i - warmup;
     const call = dependency.execute(operation, { idempotent: true });
+    // A failed call counts with the time it took to fail (none is expected: 2 s default deadline).
+    const settle = () => {
+      if (measured >= 0) latencies[measured] = clock.now() - started;
+    };
     pending.push(
-      measured >= 0
-        ? call.then(() => {
-            latencies[measured] = clock.now() - started;
-          })
-        : call,
+      call.then(settle, () => {
+        failed += measured >= 0 ? 1 : 0;
+        settle();
+      }),
     );
     await clock.advanceAsync(interval);
   }
@@ -78,6 +82,7 @@ async function simulate({ FakeClock, createDependency, createRetryBudget, seed, 
   const sentMeasured = sent - sentAtStart;
   return {
     requests,
+    failed,
     p50Ms: percentile(sorted, 0.5),
     p95Ms: percentile(sorted, 0.95),
     p99Ms: percentile(sorted, 0.99),

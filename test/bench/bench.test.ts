@@ -33,6 +33,7 @@ interface HttpVariant extends Skippable {
 }
 interface HedgeSide {
   requests: number;
+  failed: number;
   p50Ms: number;
   p99Ms: number;
   p999Ms: number;
@@ -149,6 +150,7 @@ describe('npm run bench -- --quick', () => {
         expect(side.p50Ms).toBeLessThanOrEqual(side.p99Ms);
         expect(side.p99Ms).toBeLessThanOrEqual(side.p999Ms);
         expect(side.sentToDependency).toBeGreaterThanOrEqual(side.requests);
+        expect(side.failed).toBe(0); // fake clock: 2 s default deadline vs answers of at most 120 ms
       }
     }
     for (const s of results.effect.sections) expect(s.skipped, s.title).toBeUndefined();
