@@ -17,6 +17,7 @@ p.lead{color:#555;margin:4px 0 12px}table{border-collapse:collapse;margin:8px 0}
 th,td{padding:4px 10px;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}th:first-child,td:first-child{text-align:left}
 th{font-weight:600;color:#444}.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px}
 svg.chart{max-width:100%;height:auto;font-size:11px;fill:#333}svg .axis-label{font-size:11px;fill:#555}
+figure{margin:0}figcaption{font-weight:600;margin:4px 0 2px 8px;color:#333}
 ul.verdicts{list-style:none;padding:0}ul.verdicts li{margin:4px 0}.ok{color:#2ca02c}.ko{color:#d62728}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 `;
@@ -87,8 +88,17 @@ function charts(scenario: ScenarioSummary, result: DemoResult): string {
         { y: result.settings.poolConnections, label: `pool size N = ${result.settings.poolConnections}` },
       ],
     }),
-  ].join('');
+  ]
+    .map((svg, i) => `<figure><figcaption>${TITLES[i]}</figcaption>${svg}</figure>`)
+    .join('');
 }
+
+const TITLES = [
+  'Checkout (reaches the supplier): what users waited',
+  'Catalog (never uses the supplier): what users waited',
+  'Load reaching the supplier over time',
+  'Gateway → orders pool: busy connections over time',
+];
 
 export function renderHtml(result: DemoResult): string {
   const s = result.settings;

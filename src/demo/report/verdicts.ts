@@ -75,7 +75,7 @@ function independent(result: DemoResult): Verdict | undefined {
   return {
     id: 'independent-route',
     holds,
-    text: `the catalog (never uses the supplier) answered ≥ ${pct(worst.m.catalog.successPct)} under prazo in every scenario (worst: ${worst.s.name})${naive}: its pool did not run dry`,
+    text: `the catalog (never uses the supplier) under prazo: ${pct(worst.m.catalog.successPct)} answered in its worst scenario (${worst.s.name})${naive}${holds ? ': the pool it shares did not run dry' : ''}`,
   };
 }
 

@@ -1,0 +1,126 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { renderHtml } from '../../src/demo/report/html.js';
+import { renderTable } from '../../src/demo/report/table.js';
+import { type DemoResult, metricsOf, runDemo } from '../../src/demo/run/demo.js';
+import { demoServices, ensureBuilt, ROOT } from './helpers.js';
+
+/**
+ * A short run of the incident demo (SPEC X1) on real processes and sockets, checked against the
+ * issue's inequalities, then its HTML report opened in a real headless Chromium. Two scenarios of
+ * 3 s per stack: supplier down with connections refused (amplification) and supplier down with
+ * connections hanging (wasted work, the pool). The numbers are measured, never asserted tightly:
+ * each inequality has a wide margin on a shared 2-core machine.
+ */
+let result: DemoResult;
+
+beforeAll(async () => {
+  ensureBuilt();
+  result = await runDemo({
+    scenarios: ['down', 'hung'],
+    loadMs: 3_000,
+    drainMaxMs: 1_500,
+    calibrationMs: 2_000,
+  });
+}, 120_000);
+
+describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
+  it('supplier down: naive retries at every hop multiply the load, prazo stays within its budget (R1)', () => {
+    const naive = metricsOf(result, 'down', 'naive')!;
+    const prazo = metricsOf(result, 'down', 'prazo')!;
+    expect(naive.checkout.requests).toBeGreaterThanOrEqual(50);
+    expect(prazo.supplier.amplification!).toBeLessThanOrEqual(1.1);
+    expect(prazo.supplier.amplification!).toBeGreaterThanOrEqual(0.9); // it did call the supplier
+    expect(naive.supplier.amplification!).toBeGreaterThanOrEqual(3 * prazo.supplier.amplification!);
+  });
+
+  it('supplier hung: prazo wastes a small fraction of the work naive does after the user gave up (D2, D4)', () => {
+    const naive = metricsOf(result, 'hung', 'naive')!;
+    const prazo = metricsOf(result, 'hung', 'prazo')!;
+    expect(naive.wasted.ms).toBeGreaterThan(10_000);
+    expect(prazo.wasted.ms).toBeLessThanOrEqual(0.1 * naive.wasted.ms);
+    expect(prazo.checkout.p99Ms!).toBeLessThan(result.settings.userDeadlineMs); // it failed fast
+  });
+
+  it('the independent route keeps answering under prazo, not under naive with a hung supplier (C6)', () => {
+    for (const scenario of ['down', 'hung']) {
+      expect(metricsOf(result, scenario, 'prazo')!.catalog.successPct).toBeGreaterThanOrEqual(99.9);
+    }
+    const naive = metricsOf(result, 'hung', 'naive')!;
+    expect(naive.pool.maxBusy).toBe(naive.pool.connections);
+    expect(naive.catalog.successPct!).toBeLessThan(90);
+  });
+
+  it('prints a table and JSON with the measured numbers', () => {
+    const table = renderTable(result);
+    expect(table).toContain('Supplier down (refused)');
+    expect(table).toContain('Supplier down (hanging)');
+    expect(table).toMatch(/prazo calibration \(healthy p99 → timeout\): orders p99 \d+ → \d+ ms/);
+    const json = JSON.parse(JSON.stringify(result)) as DemoResult;
+    expect(json.scenarios.map((s) => s.name)).toEqual(['down', 'hung']);
+    expect(json.calibration?.supplier.responseMs).toBe(Math.ceil(json.calibration!.supplier.p99Ms * 1.4));
+  });
+
+  it('leaves no service process behind', () => {
+    expect(demoServices(process.pid)).toEqual([]);
+  });
+
+  it('writes a self-contained HTML report whose charts render in headless Chromium', async () => {
+    const dir = join(ROOT, '.tmp');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'prazo-report.test.html');
+    writeFileSync(file, renderHtml(result));
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+      const problems: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+      page.on('request', (r) => {
+        if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) problems.push(`fetched ${r.url()}`);
+      });
+      await page.goto(`file://${file}`);
+      const charts = await page.$$eval('svg.chart', (svgs) =>
+        svgs.map((svg) => {
+          const box = svg.getBoundingClientRect();
+          type Path = { getAttribute(name: string): string | null; getTotalLength(): number };
+          const series = [...svg.querySelectorAll('path.series')] as unknown as Path[];
+          return {
+            id: svg.getAttribute('data-chart'),
+            width: box.width,
+            height: box.height,
+            series: series.map((p) => ({ name: p.getAttribute('data-series'), length: p.getTotalLength() })),
+          };
+        }),
+      );
+      expect(charts).toHaveLength(4 * result.scenarios.length);
+      for (const chart of charts) {
+        expect(chart.width, chart.id ?? '').toBeGreaterThan(100);
+        expect(chart.height, chart.id ?? '').toBeGreaterThan(100);
+        expect(chart.series.length, chart.id ?? '').toBeGreaterThanOrEqual(2);
+        for (const s of chart.series) expect(s.length, `${chart.id} ${s.name}`).toBeGreaterThan(0);
+      }
+      expect(await page.locator('ul.verdicts li').count()).toBeGreaterThanOrEqual(2);
+      await page.screenshot({ path: join(dir, 'prazo-report.test.png'), fullPage: true });
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 30_000);
+});
