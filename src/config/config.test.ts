@@ -66,6 +66,18 @@ describe('the central config (SPEC C7)', () => {
     expect(lines('- just\n- a list\n')[0]).toContain('must hold a mapping');
   });
 
+  it('refuses brackets nested past the limit before the YAML parser sees them, at a bounded cost', () => {
+    const deep = `dependencies:\n${'['.repeat(20_000)}`;
+    expect(lines(deep)).toEqual(['prazo.config.yaml:2:1: error: brackets nested deeper than 64 levels']);
+    const big = '['.repeat(1_000_000);
+    const started = process.hrtime.bigint();
+    expect(lines(big)[0]).toContain('nested deeper than 64');
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(1_000);
+    expect(
+      checkConfigText(`x: ${'['.repeat(10)}1${']'.repeat(10)}\n`, noFiles).problems.map(formatProblem),
+    ).not.toContain('brackets nested');
+  });
+
   it('accepts JSON, with line numbers too', () => {
     const json = '{\n  "dependencies": [\n    { "name": "x", "p99Ms": 100, "slack": 9 }\n  ]\n}\n';
     expect(lines(json)).toEqual([

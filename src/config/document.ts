@@ -32,6 +32,16 @@ export function parseConfigText(text: string): ParsedDocument {
     });
     return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
   }
+  const tooDeep = flowTooDeepAt(text, CONFIG_LIMITS.maxFlowDepth);
+  if (tooDeep !== undefined) {
+    problems.push({
+      path: [],
+      line: lineOf(text, tooDeep),
+      message: `brackets nested deeper than ${CONFIG_LIMITS.maxFlowDepth} levels`,
+      severity: 'error',
+    });
+    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
+  }
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, merge: false, prettyErrors: true });
   const located: Array<{ line: number; message: string }> = [];
   for (const e of doc.errors) {
@@ -89,4 +99,24 @@ function nodeAt(root: Node | null, path: Path): number | undefined {
     }
   }
   return offset;
+}
+
+/** Offset of the first `[`/`{` that opens level `limit + 1`, or undefined. One pass, no allocation. */
+function flowTooDeepAt(text: string, limit: number): number | undefined {
+  let depth = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > limit) return i;
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth -= 1;
+  }
+  return undefined;
+}
+
+/** 1-based line of an offset. */
+function lineOf(text: string, offset: number): number {
+  let line = 1;
+  for (let i = 0; i < offset; i += 1) if (text.charCodeAt(i) === 0x0a) line += 1;
+  return line;
 }
