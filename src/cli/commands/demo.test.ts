@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { run } from '../main.js';
+
+/** The demo's CLI on bad input: exit 2 with every problem, before any process is started. */
+describe('prazo demo: bad input', () => {
+  it('exits 2 and names each problem', async () => {
+    let err = '';
+    const code = await run(['demo', '--stacks', 'naive,magic', '--scenarios', 'meteor', '--pool', '0'], {
+      stderr: (s) => (err += s),
+      stdout: () => {},
+    });
+    expect(code).toBe(2);
+    expect(err).toContain('unknown stack "magic"');
+    expect(err).toContain('unknown meteor');
+    expect(err).toContain('`poolConnections` must be an integer in [1, 10000], got 0');
+  });
+
+  it('refuses a non-number duration', async () => {
+    let err = '';
+    expect(await run(['demo', '--duration', 'long'], { stderr: (s) => (err += s), stdout: () => {} })).toBe(
+      2,
+    );
+    expect(err).toContain('--duration must be a non-negative number of seconds');
+  });
+});
