@@ -42,15 +42,25 @@ export function parseConfigText(text: string): ParsedDocument {
     });
     return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
   }
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, merge: false, prettyErrors: true });
+  // logLevel silent: the parser must not print to the host's stderr; its warnings become problems.
+  const doc = parseDocument(text, {
+    lineCounter,
+    uniqueKeys: true,
+    merge: false,
+    prettyErrors: true,
+    logLevel: 'silent',
+  });
   const located: Array<{ line: number; message: string }> = [];
-  for (const e of doc.errors) {
+  for (const e of [...doc.errors, ...doc.warnings]) {
     located.push({ line: e.linePos?.[0]?.line ?? 0, message: e.message.split('\n')[0]! });
   }
   const forbidden = new Set<string>(CONFIG_LIMITS.forbiddenKeys);
   visit(doc, {
     Pair(_, pair) {
-      if (isScalar(pair.key) && forbidden.has(String(pair.key.value))) {
+      if (pair.key !== null && !isScalar(pair.key)) {
+        const { line } = atOffset((pair.key as Node).range?.[0]);
+        located.push({ line, message: 'keys must be plain scalars, not lists or mappings' });
+      } else if (isScalar(pair.key) && forbidden.has(String(pair.key.value))) {
         const { line } = atOffset(pair.key.range?.[0]);
         located.push({
           line,
