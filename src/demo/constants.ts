@@ -16,9 +16,9 @@ export const DEMO_DEFAULTS = Object.freeze({
   /** Connections of the gateway → orders pool, shared by both routes (the resource at stake). */
   poolConnections: 15,
   /** Load time of each scenario and stack. */
-  loadMs: 3_500,
+  loadMs: 3_000,
   /** After the load, how long lingering downstream work is awaited before the processes are stopped. */
-  drainMaxMs: 2_500,
+  drainMaxMs: 2_000,
   /** Supplier instances behind the inventory service (round robin, like a Kubernetes Service). */
   supplierInstances: 3,
   /** Bucket of the time series (load over time, pool occupancy). */

@@ -69,7 +69,8 @@ export async function runLoad(options: LoadOptions): Promise<UserResult[]> {
     const settle = (outcome: UserResult['outcome'], status: number): void => {
       clock.clearTimer(giveUp);
       inFlight.delete(controller);
-      const latencyMs = Math.min(deadlineMs, clock.now() - sentAt);
+      // A user who gave up waited the whole deadline (a timer may fire a fraction of a ms early).
+      const latencyMs = outcome === 'timeout' ? deadlineMs : Math.min(deadlineMs, clock.now() - sentAt);
       const result: UserResult = {
         route: due.load.route,
         sentMs: sentAt - start,

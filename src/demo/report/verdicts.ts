@@ -75,7 +75,11 @@ function independent(result: DemoResult): Verdict | undefined {
   return {
     id: 'independent-route',
     holds,
-    text: `the catalog (never uses the supplier) under prazo: ${pct(worst.m.catalog.successPct)} answered in its worst scenario (${worst.s.name})${naive}${holds ? ': the pool it shares did not run dry' : ''}`,
+    text:
+      (worst.m.catalog.successPct === 100
+        ? 'the catalog (never uses the supplier) answered 100% under prazo in every scenario'
+        : `the catalog (never uses the supplier) under prazo: ${pct(worst.m.catalog.successPct)} answered in its worst scenario (${worst.s.name})`) +
+      `${naive}${holds ? ': the pool it shares did not run dry' : ''}`,
   };
 }
 

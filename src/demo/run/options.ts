@@ -12,9 +12,9 @@ export interface DemoOptions {
   readonly stacks?: readonly StackName[];
   /** Scenario names, in order. Default all: healthy, slow, down, hung, tail. */
   readonly scenarios?: readonly string[];
-  /** Load time of each scenario, per stack. Default 3500; [200, 600000]. */
+  /** Load time of each scenario, per stack. Default 3000; [200, 600000]. */
   readonly loadMs?: number;
-  /** Longest wait for lingering work after the load. Default 2500; [0, 120000]. */
+  /** Longest wait for lingering work after the load. Default 2000; [0, 120000]. */
   readonly drainMaxMs?: number;
   /** Offered rate of `GET /checkout` (reaches the supplier). Default 20; (0, 2000]. */
   readonly checkoutRate?: number;

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { isDeadlineExceeded, isDeadlineInsufficient } from '../../errors/guards.js';
 import { createHttpClient } from '../../http/client.js';
 import { createLatencyRecorder } from '../../latency/recorder.js';
 import type { DeadlineFields } from '../../server/fields.js';
@@ -19,9 +18,10 @@ import type { FailureAnswer, HopClient, HopClientOptions, Stack } from './types.
  * - a hedge after the live p95 on the supplier's reads (H1, H2), the calibrated one until the live
  *   windows (1 s here: scenarios last seconds) have enough samples;
  * - a handler whose caller hung up stops its downstream calls (D7).
- * When its own dependency fails, a service answers 503 with a `Retry-After` longer than any deadline
- * in the chain, so its callers fail now instead of retrying at every hop (R3): retries happen once,
- * next to the failure, where the budget can see them.
+ * When its own dependency fails, for any reason, a service answers 503 with a `Retry-After` longer
+ * than any deadline in the chain, so its callers fail now instead of retrying at every hop (R3):
+ * retries happen once, next to the failure, where one budget can see them (the SRE book's "retry at
+ * one layer"). Budgets at every hop would otherwise compound: 1.1 × 1.1 × 1.1.
  */
 
 function prazoClient(options: HopClientOptions): HopClient {
@@ -62,8 +62,10 @@ export const prazoStack: Stack = {
       clock: options.clock,
       ...(options.deadline ? { defaultMs: options.deadline.defaultMs, maxMs: options.deadline.maxMs } : {}),
     }),
-  failure: (cause, options): FailureAnswer => {
-    if (isDeadlineExceeded(cause) || isDeadlineInsufficient(cause)) return { status: 504, headers: {} };
-    return { status: 503, headers: { 'retry-after': String(options.retryAfterS ?? 2) } };
-  },
+  // Whatever the cause (budget refused, timeout, deadline), the answer asks the caller not to come back
+  // within its deadline: a 504 would be retried one hop up, each hop paying its own 10%.
+  failure: (_cause, options): FailureAnswer => ({
+    status: 503,
+    headers: { 'retry-after': String(options.retryAfterS ?? 2) },
+  }),
 };
