@@ -81,10 +81,11 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
   budgetRatio: 0.1,
   /**
    * Floor of extra attempts per second. The default (3/s) protects routes that see a few requests a
-   * minute; at the demo's 20 req/s it would add 15% on top of the 10% (30 extras in a 10 s window
-   * against 20), so the demo uses 0.5/s.
+   * minute; it is a whole window's allowance (30 extras per 10 s), spendable at once, which a run of
+   * a few seconds at 20 req/s (40-60 requests) would mostly measure. The demo uses 0.3/s: 3 extras
+   * per window, within 10% of any run of 2 s or more.
    */
-  budgetMinPerSecond: 0.5,
+  budgetMinPerSecond: 0.3,
   /**
    * Retry-After (s) a service answers when its own dependency failed: longer than any deadline, so
    * callers fail now instead of retrying at every hop (SPEC R3; retries live at one hop).

@@ -55,7 +55,7 @@ export function scenariosNamed(names: readonly string[]): { found: Scenario[]; u
   return { found, unknown };
 }
 
-/** The behaviour of supplier instance `i` (the scenario's list is cycled; the first one is "one of"). */
+/** The behaviour of supplier instance `i`: the scenario lists the first ones, the last repeats. */
 export function behaviourOf(scenario: Scenario, instance: number): Scenario['supplier'][number] {
   const list = scenario.supplier;
   if (instance < list.length) return list[instance]!;

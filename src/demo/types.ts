@@ -25,7 +25,7 @@ export interface Scenario {
   readonly title: string;
   /** One line saying what happens to the supplier. */
   readonly description: string;
-  /** One behaviour per supplier instance (cycled when there are more instances). */
+  /** Behaviours of the first supplier instances; the last one applies to the remaining instances. */
   readonly supplier: readonly SupplierBehaviour[];
 }
 

@@ -15,18 +15,18 @@ dependencies:
     p99Ms: 270
     attempts: 2
     defaultDeadlineMs: 1900
-    retryBudget: { windowMs: 10000, maxRatio: 0.1, minPerSecond: 0.5 }
+    retryBudget: { windowMs: 10000, maxRatio: 0.1, minPerSecond: 0.3 }
     # the gateway's pool to orders: 15 connections, 30 req/s (checkout + catalog) → 500 ms (SPEC C6)
     pool: { size: 15, rps: 30 }
   - name: inventory
     p99Ms: 260
     attempts: 2
     defaultDeadlineMs: 1900
-    retryBudget: { windowMs: 10000, maxRatio: 0.1, minPerSecond: 0.5 }
+    retryBudget: { windowMs: 10000, maxRatio: 0.1, minPerSecond: 0.3 }
   - name: supplier
     p99Ms: 250
     attempts: 2
     defaultDeadlineMs: 1900
-    retryBudget: { windowMs: 10000, maxRatio: 0.1, minPerSecond: 0.5 }
+    retryBudget: { windowMs: 10000, maxRatio: 0.1, minPerSecond: 0.3 }
     hedge: true
 `;

@@ -31,7 +31,7 @@ interface DemoFlags {
 }
 
 /** `--quick`: seconds instead of a minute, for a first look and for tests. */
-const QUICK = { loadMs: 1_500, drainMaxMs: 1_000, calibrationMs: 2_000 } as const;
+const QUICK = { loadMs: 2_000, drainMaxMs: 1_000, calibrationMs: 2_000 } as const;
 const INTERRUPTED = 130;
 
 export function register(program: Command): void {
@@ -40,7 +40,7 @@ export function register(program: Command): void {
     .description(
       'the incident demo on loopback: naive clients vs prazo, side by side (writes prazo-report.html)',
     )
-    .option('--quick', 'short run (1.5 s per scenario and stack)')
+    .option('--quick', 'short run (2 s per scenario and stack)')
     .option(
       '--duration <seconds>',
       'load time per scenario and stack, in seconds',
