@@ -77,9 +77,7 @@ export class ProcessGroup {
     proc.once('exit', () => {
       child.exited = true;
     });
-    proc.on('error', () => {
-      child.exited = proc.exitCode !== null || proc.signalCode !== null;
-    });
+    proc.on('error', () => {}); // reported by #await (a fork that failed, a send to a dead child)
     await this.#await(child, 'boot', (m) => (m.type === 'booted' ? true : undefined));
     return child;
   }
@@ -158,6 +156,7 @@ export class ProcessGroup {
         clock.clearTimer(timer);
         child.process.off('message', onMessage);
         child.process.off('exit', onExit);
+        child.process.off('error', onError);
       };
       const onMessage = (raw: unknown): void => {
         const message = raw as ChildMessage;
@@ -175,12 +174,17 @@ export class ProcessGroup {
         done();
         reject(this.#died(child, `exited during ${step} (${signal ?? `code ${code}`})`));
       };
+      const onError = (error: Error): void => {
+        done();
+        reject(this.#died(child, `could not ${step}: ${error.message}`));
+      };
       const timer = clock.setTimer(() => {
         done();
         reject(this.#died(child, `did not ${step} within ${timeoutMs} ms`));
       }, timeoutMs);
       child.process.on('message', onMessage);
       child.process.once('exit', onExit);
+      child.process.once('error', onError);
       if (child.exited) onExit(child.process.exitCode, child.process.signalCode);
     });
   }
