@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { currentDeadline } from '../deadline/ambient.js';
+import { DeadlineInsufficientError } from '../errors/deadline.js';
 import { isDeadlineExceeded, isInvalidOptions } from '../errors/guards.js';
 import { createServerEventHub, type ServerEvent } from './events.js';
 import { fastifyDeadline } from './fastify.js';
@@ -121,6 +122,29 @@ describe('fastifyDeadline (real Fastify 5 on 127.0.0.1)', () => {
     expect(await (await pending).body.json()).toEqual({ deadline: true });
     expect(clock.pendingTimers()).toBe(0);
     expect(events.map((e) => e.type)).toEqual(['cancelled', 'finished']);
+  });
+
+  it('answers 504 when a route fails with a deadline error, and leaves other errors to Fastify (SPEC D6)', async () => {
+    const { url } = await start((app) => {
+      app.get('/late', async () => {
+        throw new DeadlineInsufficientError({ dependency: 'supplier', remainingMs: 10, neededMs: 250 });
+      });
+      app.get('/bad', async () => {
+        throw Object.assign(new Error('nope'), { statusCode: 409 });
+      });
+      app.get('/boom', async () => {
+        throw new Error('boom');
+      });
+    }, {});
+    const late = await request(`${url}/late`);
+    expect(late.statusCode).toBe(504);
+    expect(await late.body.json()).toMatchObject({ error: 'DEADLINE_INSUFFICIENT' });
+    const bad = await request(`${url}/bad`);
+    expect(bad.statusCode).toBe(409);
+    expect(await bad.body.json()).toMatchObject({ message: 'nope' });
+    const boom = await request(`${url}/boom`);
+    expect(boom.statusCode).toBe(500);
+    await boom.body.dump();
   });
 
   it('refuses invalid options at register time', async () => {

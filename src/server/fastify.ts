@@ -5,7 +5,7 @@ import { EXPIRED_STATUS_CODE } from './constants.js';
 import { attachFields, type DeadlineFields } from './fields.js';
 import { type ResolvedServerOptions, resolveServerOptions, type ServerDeadlineOptions } from './options.js';
 import { admitRequest } from './request.js';
-import { expiredBody } from './respond.js';
+import { errorAnswer, expiredBody, isDeadlineError } from './respond.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -49,6 +49,16 @@ const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
   instance.decorateRequest('deadline', null as unknown as Deadline);
   instance.decorateRequest('prazoSignal', null as unknown as AbortSignal);
   instance.addHook('onRequest', onRequest(resolved));
+  // Deadline errors thrown by routes become 504 with the same small body (SPEC D6); anything else is
+  // sent on to Fastify's own handler unchanged. A handler the user sets later replaces this one.
+  instance.setErrorHandler((error, _request, reply) => {
+    if (!isDeadlineError(error)) {
+      void reply.send(error);
+      return;
+    }
+    const { status, body } = errorAnswer(error);
+    void reply.code(status).header('cache-control', 'no-store').send(body);
+  });
   done();
 };
 
@@ -57,7 +67,8 @@ const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
  * It applies to the whole instance it is registered on (like fastify-plugin's `skip-override`,
  * without depending on it), so register it before the routes. Every request gets `request.deadline`
  * and `request.prazoSignal` and runs inside the ambient deadline; an already expired request is
- * answered 504 from the `onRequest` hook, before body parsing and without running the handler.
+ * answered 504 from the `onRequest` hook, before body parsing and without running the handler, and a
+ * route failing with a deadline error (exceeded or insufficient) is answered 504 instead of 500.
  */
 export const fastifyDeadline: FastifyPluginCallback<ServerDeadlineOptions> = Object.assign(plugin, {
   [Symbol.for('skip-override')]: true,
