@@ -1,19 +1,16 @@
+import type { LatencySnapshot } from '../../latency/types.js';
+
 /**
  * A latency distribution read from a file (SPEC C1: a histogram, never a mean), in ms, with outcome
- * counts for the healthy-window guard (SPEC C4). Every parser returns this or a {@link SourceError}.
+ * counts for the healthy-window guard (SPEC C4): the same counts and quantiles as a live recorder's
+ * window, so both feed the same guard. Every parser returns this or a {@link SourceError}.
  */
-export interface LatencyDistribution {
+export interface LatencyDistribution
+  extends Pick<
+    LatencySnapshot,
+    'count' | 'successes' | 'errors' | 'timeouts' | 'p50' | 'p95' | 'p99' | 'p999'
+  > {
   readonly format: SourceFormat;
-  /** All calls, every outcome. */
-  readonly count: number;
-  readonly successes: number;
-  readonly errors: number;
-  readonly timeouts: number;
-  /** Quantiles of successful calls, in ms; undefined without successes. */
-  readonly p50: number | undefined;
-  readonly p95: number | undefined;
-  readonly p99: number | undefined;
-  readonly p999: number | undefined;
   /**
    * False when the p99 lies beyond what the source can measure (a Prometheus `+Inf` bucket): the
    * reported p99 is then only a lower bound and must not be calibrated on.
