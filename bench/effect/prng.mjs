@@ -1,11 +1,2 @@
-/** mulberry32: a tiny seeded PRNG, so every simulated incident replays exactly. */
-export function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32, the same seeded PRNG prazo/testing ships: every simulated incident replays exactly. */
+export { seededRandom as mulberry32 } from '../../dist/testing/index.js';

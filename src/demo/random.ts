@@ -3,17 +3,8 @@
  * seed (a run can be replayed and compared) without touching `Math.random`.
  */
 
-/** mulberry32: a tiny, fast 32-bit PRNG; uniform in [0, 1). */
-export function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** mulberry32, shared with `prazo/testing`: uniform in [0, 1). */
+export { seededRandom as createRandom } from '../testing/random.js';
 
 /** A standard normal deviate (Box–Muller), from two uniforms. */
 export function normal(random: () => number): number {

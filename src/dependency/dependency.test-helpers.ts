@@ -1,17 +1,8 @@
 import type { FakeClock } from '../clock/fake.js';
 import type { AttemptContext } from './types.js';
 
-/** Seeded PRNG (mulberry32): deterministic uniform [0, 1) numbers for tests. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded PRNG (mulberry32) for tests, shared with `prazo/testing`. */
+export { seededRandom as mulberry32 } from '../testing/random.js';
 
 /**
  * A fake remote call on the fake clock: settles after `ms` with `outcome` (a value, or a thrown

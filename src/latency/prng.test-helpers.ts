@@ -1,13 +1,5 @@
-/** Seeded random numbers for deterministic tests (mulberry32), and heavy-tailed latency samples. */
-export function mulberry32(seed: number): () => number {
-  let state = seed | 0;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded random numbers for deterministic tests (prazo/testing's mulberry32), and heavy-tailed latency samples. */
+export { seededRandom as mulberry32 } from '../testing/random.js';
 
 /** Log-normal samples (Box–Muller): median `medianMs`, shape `sigma`. */
 export function logNormal(

@@ -1,2 +1,3 @@
-/** Test helpers for prazo users: drive time deterministically in your own tests. */
+/** Test helpers for prazo users: drive time and randomness deterministically in your own tests. */
 export { FakeClock, type FakeClockOptions } from '../clock/fake.js';
+export { seededRandom } from './random.js';

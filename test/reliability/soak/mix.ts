@@ -24,17 +24,8 @@ export const FAULT_MIX = Object.freeze({
 
 export type SoakFault = keyof typeof FAULT_MIX | 'ok';
 
-/** mulberry32: a tiny seeded PRNG, so a soak run is reproducible. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** mulberry32 (prazo/testing's seededRandom), so a soak run is reproducible. */
+export { seededRandom as prng } from '../../../src/testing/random.js';
 
 export function pickFault(u: number): SoakFault {
   let acc = 0;
