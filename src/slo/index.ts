@@ -12,5 +12,6 @@ export {
   type OverrunTrackerOptions,
 } from './overrun.js';
 export { type ParsedBudget, parseBudget } from './parse.js';
+export { createSliceRunner, type SliceRunner, type SliceRunnerOptions } from './slice.js';
 export type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget, Severity } from './types.js';
 export { validateBudget } from './validate.js';
