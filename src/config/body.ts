@@ -79,6 +79,13 @@ function readEndpoints(
     const { p99Ms, attempts, slack, forceSlack, connectCapMs, overheadMs } = d.options;
     profiles.set(name, { p99Ms, attempts, slack, forceSlack, connectCapMs, overheadMs });
   }
+  // Named in the file but dropped for their own errors: an endpoint naming one is not "unknown".
+  const invalid = new Set<string>();
+  const declared = Array.isArray(data['dependencies']) ? data['dependencies'] : [];
+  for (const entry of declared) {
+    const name = isRecord(entry) ? entry['name'] : undefined;
+    if (typeof name === 'string' && !dependencies.has(name)) invalid.add(name);
+  }
   const out = new Map<string, EndpointConfig>();
   for (const [i, entry] of list(f, data, 'endpoints', CONFIG_LIMITS.maxEndpoints).entries()) {
     const at = ['endpoints', i];
@@ -87,7 +94,7 @@ function readEndpoints(
     if (parsed.budget === undefined) continue;
     const budget = parsed.budget;
     f.problems.push(...validateBudget(budget, at));
-    const timeouts = deriveTimeouts(budget, profiles, at);
+    const timeouts = deriveTimeouts(budget, profiles, at, invalid);
     f.problems.push(...timeouts.problems);
     if (out.has(budget.endpoint)) f.error([...at, 'endpoint'], `duplicate endpoint ${budget.endpoint}`);
     else out.set(budget.endpoint, Object.freeze({ budget, timeouts }));

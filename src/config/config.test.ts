@@ -78,6 +78,25 @@ describe('the central config (SPEC C7)', () => {
     ).not.toContain('brackets nested');
   });
 
+  it('blames an invalid dependency once, not again as unknown in the endpoints that name it', () => {
+    const text = [
+      'dependencies:',
+      '  - name: a',
+      '    p99Ms: -5',
+      'endpoints:',
+      '  - endpoint: GET /x',
+      '    total_slo_ms: 100',
+      '    components:',
+      '      - { name: call, kind: remote, slice_ms: 60, dependency: a }',
+      '      - { name: other, kind: remote, slice_ms: 40, dependency: ghost }',
+      '',
+    ].join('\n');
+    const found = lines(text);
+    expect(found.some((l) => l.includes('p99Ms'))).toBe(true);
+    expect(found.some((l) => l.includes('unknown dependency a '))).toBe(false);
+    expect(found.some((l) => l.includes('unknown dependency ghost'))).toBe(true);
+  });
+
   it('accepts JSON, with line numbers too', () => {
     const json = '{\n  "dependencies": [\n    { "name": "x", "p99Ms": 100, "slack": 9 }\n  ]\n}\n';
     expect(lines(json)).toEqual([

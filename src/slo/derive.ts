@@ -36,11 +36,13 @@ export function deriveTimeouts(
   budget: LatencyBudget,
   dependencies: ReadonlyMap<string, DependencyProfile> = new Map(),
   at: readonly (string | number)[] = [],
+  /** Dependencies declared but invalid (their own errors are reported elsewhere): not derived, not "unknown". */
+  invalid: ReadonlySet<string> = new Set(),
 ): DerivedTimeouts {
   const problems: BudgetProblem[] = [];
   const components = budget.components.map((c, i) => {
     const path = [...at, 'components', i];
-    return derive(c, dependencies, path, problems);
+    return derive(c, dependencies, path, problems, invalid);
   });
   return Object.freeze({ endpoint: budget.endpoint, components: Object.freeze(components), problems });
 }
@@ -50,10 +52,14 @@ function derive(
   dependencies: ReadonlyMap<string, DependencyProfile>,
   path: (string | number)[],
   problems: BudgetProblem[],
+  invalid: ReadonlySet<string>,
 ): ComponentTimeouts {
   const base = { name: c.name, kind: c.kind, sliceMs: c.sliceMs };
   if (c.dependency === undefined) return Object.freeze({ ...base, warning: null });
   const profile = dependencies.get(c.dependency);
+  if (profile === undefined && invalid.has(c.dependency)) {
+    return Object.freeze({ ...base, dependency: c.dependency, warning: null });
+  }
   if (profile === undefined) {
     problems.push({
       path: [...path, 'dependency'],

@@ -20,7 +20,7 @@ export interface DemoOptions {
   readonly checkoutRate?: number;
   /** Offered rate of `GET /catalog` (independent route). Default 10; [0, 2000]. */
   readonly catalogRate?: number;
-  /** Connections of the gateway → orders pool. Default 10; integer [1, 10000]. */
+  /** Connections of the gateway → orders pool. Default 15; integer [1, 10000]. */
   readonly poolConnections?: number;
   /** Supplier instances. Default 3; integer [1, 16]. */
   readonly supplierInstances?: number;

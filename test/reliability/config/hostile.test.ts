@@ -51,9 +51,9 @@ describe('prazo.config.yaml: hostile nesting', () => {
   });
 
   it('20,000 nested "[" checked three times: problems reported, process alive', () => {
-    // Fails today: the second parse dies with "FATAL ERROR: RegExpCompiler Allocation failed -
-    // process out of memory" inside yaml's parseDocument. Fix: refuse flow nesting deeper than a
-    // small limit (e.g. 64) with a linear scan before calling parseDocument (src/config/document.ts).
+    // Before the fix the second parse died with "FATAL ERROR: RegExpCompiler Allocation failed -
+    // process out of memory" inside yaml's parseDocument; src/config/document.ts now refuses flow
+    // nesting deeper than CONFIG_LIMITS.maxFlowDepth with a linear scan before parsing.
     const r = check('flowSeq', 20_000, 3);
     expect(r.fatal).toBe('');
     expect(r.status).toBe(0);
@@ -61,7 +61,7 @@ describe('prazo.config.yaml: hostile nesting', () => {
   });
 
   it('1 MB of nested "[" (under the size limit) is refused in under a second', () => {
-    // Fails today: about 7 s in yaml's parser before it gives up on the depth.
+    // Before the fix: about 7 s in yaml's parser before it gave up on the depth.
     const r = check('flowSeq', 1_000_000);
     expect(r.status).toBe(0);
     expect(r.out!.ms).toBeLessThan(1_000);
