@@ -6,7 +6,7 @@ import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
 import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
-import { endEvent, outcomeOf, resultVerdict } from './outcome.js';
+import { endEvent, failureVerdict, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
 import type { AttemptKind, ExecuteOptions, Operation } from './types.js';
 
@@ -125,10 +125,15 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
       this.clearTimer(); // a hedge not sent yet: the retry plan takes over
       const failure: FailureVerdict = ok
         ? { retryable: true, immediate: false, kind: 'status', retryAfterMs: verdict?.retryAfterMs }
-        : core.classifyError(value, {
-            retryResponseTimeout: this.options.retryResponseTimeout ?? core.retryResponseTimeout,
-            nowEpochMs: core.clock.epochNow(),
-          });
+        : failureVerdict(
+            core.classifyError,
+            value,
+            {
+              retryResponseTimeout: this.options.retryResponseTimeout ?? core.retryResponseTimeout,
+              nowEpochMs: core.clock.epochNow(),
+            },
+            core.name,
+          );
       this.#afterFailure(failure);
     }
   }

@@ -1,6 +1,8 @@
 import { isPrazoError } from '../errors/base.js';
 import { isTimeoutError } from '../errors/guards.js';
 import type { Outcome } from '../latency/types.js';
+import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
+import type { ErrorClassifier } from './core.js';
 import type { AttemptKind, DependencyEvent, ExecuteOptions, ResultVerdict } from './types.js';
 
 /** How the latency recorder and the events see an attempt's end. */
@@ -21,6 +23,34 @@ export function resultVerdict<T>(
     process.emitWarning(`prazo: classify() threw, result returned as is: ${String(error)}`, 'PrazoWarning');
     return undefined;
   }
+}
+
+const NOT_RETRYABLE: FailureVerdict = Object.freeze({ retryable: false, immediate: false, kind: 'unknown' });
+
+/**
+ * The verdict on a thrown error. A `classifyError` that throws (or returns no verdict) is a bug in
+ * the caller's code: the failure is then not retried, with a warning, and the call still settles.
+ */
+export function failureVerdict(
+  classifyError: ErrorClassifier,
+  error: unknown,
+  options: ClassifyOptions,
+  dependency: string,
+): FailureVerdict {
+  try {
+    const verdict = classifyError(error, options);
+    if (verdict !== null && typeof verdict === 'object') return verdict;
+    process.emitWarning(
+      `prazo: classifyError() returned no verdict for ${dependency}, failure not retried`,
+      'PrazoWarning',
+    );
+  } catch (thrown) {
+    process.emitWarning(
+      `prazo: classifyError() threw for ${dependency}, failure not retried: ${String(thrown)}`,
+      'PrazoWarning',
+    );
+  }
+  return NOT_RETRYABLE;
 }
 
 /** Releases a result that will not be returned; a `discard` that throws becomes a warning. */
