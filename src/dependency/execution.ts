@@ -89,6 +89,8 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     }
     notify.attempt(core, kind, n);
     attempt.start(this.#operation);
+    // The operation may have ended the call synchronously (it aborted the caller's signal).
+    if (this.settled) return;
     if (kind === 'original' && core.hedge !== undefined && this.#idempotent) this.#armHedge(timeoutMs);
   }
 

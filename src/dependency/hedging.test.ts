@@ -124,6 +124,19 @@ describe('hedged requests (SPEC H1–H3)', () => {
     expect(started).toHaveLength(1);
     expect(events).toContainEqual({ type: 'budget-refused', dependency: 'search', kind: 'hedge' });
   });
+  it('arms no hedge for a call its caller already gave up during the operation', async () => {
+    const { clock, dep } = setup(30);
+    const controller = new AbortController();
+    const p = dep.execute(
+      () => {
+        controller.abort(new Error('gave up'));
+        return new Promise<string>(() => {});
+      },
+      { idempotent: true, signal: controller.signal },
+    );
+    await expect(p).rejects.toThrow('gave up');
+    expect(clock.pendingTimers()).toBe(0);
+  });
 });
 
 describe('hedging a dependency with 5% slow answers (200 req/s for 20 s, live recorder)', () => {
