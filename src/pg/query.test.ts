@@ -121,6 +121,30 @@ describe('queryWithDeadline (real PostgreSQL)', () => {
     await client.end();
   });
 
+  it('inside the caller transaction on pg < 8.21 (no getTransactionStatus): same, never commits it', async () => {
+    // The peer range starts at pg 8.11; `client.getTransactionStatus()` only exists from 8.21.
+    const client = await connected();
+    Object.defineProperty(client, 'getTransactionStatus', { value: undefined });
+    await client.query('CREATE TEMP TABLE t (n int)');
+    await client.query("BEGIN; SET LOCAL statement_timeout = '7s'");
+    await queryWithDeadline(client, 'INSERT INTO t VALUES ($1)', [1], { deadline: Deadline.after(2_000) });
+    expect(await showTimeout(client)).toBe('7s');
+    await client.query('ROLLBACK');
+    expect((await client.query('SELECT count(*)::int AS n FROM t')).rows[0]).toEqual({ n: 0 });
+    // outside any transaction it still scopes its timeout to a transaction of its own
+    const inside = await queryWithDeadline<{ statement_timeout: string }>(
+      client,
+      'SHOW statement_timeout',
+      [],
+      {
+        deadline: Deadline.after(800),
+      },
+    );
+    expect(Number.parseInt(inside.rows[0]!.statement_timeout, 10)).toBeLessThanOrEqual(800);
+    expect(await showTimeout(client)).toBe('0');
+    await client.end();
+  });
+
   it('the caller signal (a client that went away) cancels the statement on the server', async () => {
     const client = await connected();
     const pid = await backendPid(client);

@@ -48,10 +48,9 @@ export async function queryWithDeadline<R extends QueryResultRow = QueryResultRo
   checkFits(deadline, resolved);
   const { client, release } = await lease(target, deadline, resolved);
   try {
-    const result =
-      client.getTransactionStatus?.() === 'T'
-        ? await inTransaction<R>(client, sql, params, deadline, resolved)
-        : await inOwnTransaction<R>(client, sql, params, deadline, resolved);
+    const result = (await inCallerTransaction(client))
+      ? await inTransaction<R>(client, sql, params, deadline, resolved)
+      : await inOwnTransaction<R>(client, sql, params, deadline, resolved);
     release();
     return result;
   } catch (error) {
@@ -92,10 +91,27 @@ async function inTransaction<R extends QueryResultRow>(
   try {
     return await guarded(client, deadline, options, () => client.query<R>(sql, params));
   } finally {
-    if (client.getTransactionStatus?.() === 'T') {
-      await client.query("SELECT set_config('statement_timeout', $1, true)", [
+    const status = client.getTransactionStatus?.();
+    if (status === 'T' || status === undefined) {
+      const restored = client.query("SELECT set_config('statement_timeout', $1, true)", [
         saved.rows[0]?.previous ?? '0',
       ]);
+      // Status unknown (pg < 8.21): a failed statement left the transaction aborted, nothing to restore.
+      await (status === 'T' ? restored : restored.catch(() => undefined));
     }
   }
+}
+
+/**
+ * Whether `client` is inside its caller's transaction. pg >= 8.21 tracks it
+ * (`getTransactionStatus()`); older versions (the peer range starts at 8.11) do not, so the server is
+ * asked: inside a transaction block, this statement started after the transaction did. Guessing
+ * "idle" instead would wrap the query in `BEGIN` … `COMMIT` and commit the caller's transaction.
+ */
+async function inCallerTransaction(client: PgClient): Promise<boolean> {
+  if (typeof client.getTransactionStatus === 'function') return client.getTransactionStatus() === 'T';
+  const probe = await client.query<{ open: boolean }>(
+    'SELECT transaction_timestamp() < statement_timestamp() AS open',
+  );
+  return probe.rows[0]?.open === true;
 }

@@ -12,7 +12,7 @@ export interface PgClient {
   readonly secretKey?: number | null;
   readonly host?: string;
   readonly port?: number;
-  /** 'I' idle, 'T' in a transaction, 'E' in a failed transaction (pg >= 8.16 exposes it). */
+  /** 'I' idle, 'T' in a transaction, 'E' in a failed transaction (pg >= 8.21 exposes it). */
   getTransactionStatus?(): string | null;
 }
 
