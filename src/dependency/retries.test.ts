@@ -206,6 +206,20 @@ describe('retries (SPEC R2, R3, R4)', () => {
     });
   });
 
+  it('names the deadline, not the server, when a Retry-After of 0 meets a deadline below the p99', async () => {
+    const { clock, dep, events, starts, scripted, settle } = setup();
+    const busy = Object.assign(new Error('busy'), { status: 429, headers: { 'retry-after': '0' } });
+    const r = await settle(
+      dep.execute(scripted([busy, 'ok'], 60), { idempotent: true, deadline: Deadline.after(150, { clock }) }),
+    );
+    expect(starts).toEqual([0]);
+    const error = r.ok ? undefined : (r.error as DeadlineInsufficientError);
+    expect(error).toBeInstanceOf(DeadlineInsufficientError);
+    expect(error?.attempt).toBe(2);
+    expect(events.filter((e) => e.type === 'retry-after')).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: 'deadline-insufficient', attempt: 2, remainingMs: 90 });
+  });
+
   it('never retries a deliberate refusal, nor a response timeout unless asked', async () => {
     const { dep, starts, scripted, settle } = setup();
     const r = await settle(

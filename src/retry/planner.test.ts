@@ -49,6 +49,25 @@ describe('planRetry (SPEC R3, R4, R5, R6)', () => {
     });
   });
 
+  it('blames the deadline, not the server, when a Retry-After of 0 meets a deadline below the p99', () => {
+    const now = { ...retryable, retryAfterMs: 0 };
+    expect(planRetry({ ...base, verdict: now })).toEqual({
+      action: 'retry',
+      delayMs: 0,
+      wait: 'retry-after',
+    });
+    expect(planRetry({ ...base, verdict: now, remainingMs: 100 })).toMatchObject({ action: 'retry' });
+    expect(planRetry({ ...base, verdict: now, remainingMs: 99 })).toEqual({
+      action: 'stop',
+      reason: 'deadline-insufficient',
+    });
+    // A negative wait from a caller's classify must not buy an attempt below the p99 either.
+    const negative = { ...retryable, retryAfterMs: -50 };
+    expect(planRetry({ ...base, verdict: negative, remainingMs: 99 })).toMatchObject({
+      reason: 'deadline-insufficient',
+    });
+  });
+
   it('draws full jitter below a doubling ceiling', () => {
     expect(planRetry({ ...base, random: () => 0.5 })).toMatchObject({ delayMs: 12.5, wait: 'backoff' });
     expect(planRetry({ ...base, attemptsMade: 2, random: () => 0.5 })).toMatchObject({ delayMs: 25 });

@@ -73,6 +73,11 @@ export function planRetry(input: RetryPlanInput): RetryDecision {
   if (input.attemptsMade >= input.maxAttempts) return stop('attempts-exhausted');
   const serverWait = verdict.retryAfterMs;
   if (serverWait !== undefined) {
+    // "Come back now" (0, or a date already past): no wait to refuse, only the deadline can say no.
+    if (serverWait <= 0) {
+      if (!fitsDeadline(remainingMs, p99Ms)) return stop('deadline-insufficient');
+      return { action: 'retry', delayMs: 0, wait: 'retry-after' };
+    }
     if (!fitsDeadline(remainingMs - serverWait, p99Ms)) return stop('retry-after-too-long', serverWait);
     return { action: 'retry', delayMs: serverWait, wait: 'retry-after' };
   }
