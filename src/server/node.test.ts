@@ -206,6 +206,26 @@ describe('withIncomingDeadline (node:http, real sockets on 127.0.0.1)', () => {
     expect(errors.map((e) => e.statusCode)).toEqual([504, 500]);
   });
 
+  it('a handler that fails after its response ended: the response is delivered, not cut', async () => {
+    const big = 'x'.repeat(4 * 1024 * 1024); // more than a socket takes at once
+    const { url, events } = await start(async (req, res) => {
+      if (req.url === '/sync') {
+        res.end('sent');
+        throw new Error('after the answer (sync)');
+      }
+      res.end(big);
+      throw new Error('after the answer (async)');
+    });
+    const a = await request(`${url}/sync`);
+    expect([a.statusCode, await a.body.text()]).toEqual([200, 'sent']);
+    const b = await request(`${url}/async`);
+    expect(b.statusCode).toBe(200);
+    expect((await b.body.text()).length).toBe(big.length);
+    const errors = events.filter((e) => e.type === 'handler-error');
+    expect(errors.map((e) => e.statusCode)).toEqual([0, 0]);
+    expect(events.filter((e) => e.type === 'finished')).toHaveLength(2);
+  });
+
   it('validates its options once, reporting every problem together', () => {
     const build = () =>
       withIncomingDeadline(() => undefined, {

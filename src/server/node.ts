@@ -37,7 +37,9 @@ export function withIncomingDeadline<
       const { status, body } = errorAnswer(error);
       const answered = !res.headersSent && !res.writableEnded;
       if (answered) writeJson(res, status, body);
-      else res.destroy();
+      // Cut mid-way: destroying tells the client the answer is not whole. An ended response is whole
+      // (and may still be flushing): destroying it would lose or truncate what the handler sent.
+      else if (!res.writableEnded) res.destroy();
       const event = {
         type: 'handler-error' as const,
         framework: 'node' as const,
