@@ -104,8 +104,9 @@ export class Attempt<T> implements AttemptContext {
     } catch (error) {
       pending = Promise.reject(error);
     }
-    if (typeof (pending as { then?: unknown } | undefined)?.then !== 'function')
-      pending = Promise.resolve(pending);
+    // A plain value or a foreign thenable is adopted by a native promise, so that a `then` that
+    // throws rejects the attempt instead of escaping from `execute` (or from a retry's timer).
+    if (!(pending instanceof Promise)) pending = Promise.resolve(pending);
     pending.then(
       (value) => this.#settle(true, value),
       (error: unknown) => this.#settle(false, error),

@@ -73,3 +73,32 @@ describe('a classifyError that throws (a bug in the caller-supplied classifier)'
     }
   });
 });
+
+describe('an operation returning a thenable whose then() throws', () => {
+  it('fails the attempt like a rejected promise (no synchronous throw from execute, no timer left)', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 10, clock, attempts: 2 });
+    const bad = new Error('bad thenable');
+    let calls = 0;
+    const operation = () => {
+      calls += 1;
+      return {
+        then() {
+          throw bad;
+        },
+      } as unknown as Promise<string>;
+    };
+    let outcome: unknown = 'pending';
+    expect(() =>
+      dep.execute(operation, { idempotent: true }).then(
+        () => (outcome = 'resolved'),
+        (error: unknown) => (outcome = error),
+      ),
+    ).not.toThrow();
+    await clock.runAllAsync();
+    await flush();
+    expect(outcome).toBe(bad);
+    expect(calls).toBe(1);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+});
