@@ -145,6 +145,15 @@ describe('queryWithDeadline (real PostgreSQL)', () => {
     await client.end();
   });
 
+  it('a deadline weeks away runs the query (statement_timeout within what PostgreSQL accepts)', async () => {
+    const client = await connected();
+    const result = await queryWithDeadline<{ one: number }>(client, 'SELECT 1 AS one', [], {
+      deadline: Deadline.after(30 * 86_400_000),
+    });
+    expect(result.rows).toEqual([{ one: 1 }]);
+    await client.end();
+  });
+
   it('the caller signal (a client that went away) cancels the statement on the server', async () => {
     const client = await connected();
     const pid = await backendPid(client);

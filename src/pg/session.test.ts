@@ -26,6 +26,13 @@ describe('statement_timeout from the remaining deadline (SPEC D7)', () => {
     );
   });
 
+  it('never above 2^31-1 ms, the most PostgreSQL accepts: a far or endless deadline still sets one', () => {
+    const clock = new FakeClock();
+    for (const ms of [2 ** 31, 30 * 86_400_000, Number.POSITIVE_INFINITY]) {
+      expect(statementTimeoutMs(Deadline.after(ms, { clock }))).toBe(2 ** 31 - 1);
+    }
+  });
+
   it('refuses before any I/O when less than the p99 is left, or nothing (SPEC D4)', () => {
     const clock = new FakeClock();
     const options = resolvePgOptions('test', { p99Ms: 80, name: 'db' }, undefined);

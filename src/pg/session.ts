@@ -2,15 +2,18 @@ import type { Clock } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { PG_LIMITS } from './constants.js';
 import type { ResolvedPgOptions } from './options.js';
 import { isPool, type PgClient, type PgPool, type PgPoolClient } from './types.js';
 
 /**
  * The `statement_timeout` for what is left of `deadline`, in whole ms, rounded down (the server
  * stopping a little early is safe, a little late is not) and at least 1: 0 would mean "no limit".
+ * At most 2^31-1, the largest value PostgreSQL accepts (a deadline weeks away, or endless, would
+ * otherwise make every statement fail with "invalid value for parameter").
  */
 export function statementTimeoutMs(deadline: Deadline): number {
-  return Math.max(1, Math.floor(deadline.remainingMs()));
+  return Math.min(PG_LIMITS.maxMs, Math.max(1, Math.floor(deadline.remainingMs())));
 }
 
 /** `BEGIN` and a transaction-scoped `statement_timeout`, in one round trip (a simple-protocol batch). */
