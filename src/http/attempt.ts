@@ -66,8 +66,10 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
 
   onConnect(abort: (reason?: Error) => void, context?: object): void {
     if (this.phase === DONE) {
-      abort(this.#error); // already failed (deadline or caller) while queued: never written
-      return;
+      // Already failed (deadline or caller) while queued: never written. Not `abort()`, which also
+      // destroys the healthy connection this request was about to use; undici drops a request whose
+      // onConnect throws from its queue and hands the connection to the next one.
+      throw this.#error ?? new Error('aborted');
     }
     this.#abort = abort;
     // On a kept-alive connection undici writes the request inside dispatch: no need to read the clock.

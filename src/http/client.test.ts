@@ -155,6 +155,29 @@ describe('phase-split timeouts on real sockets (SPEC C2, D6)', () => {
     expect(error.message).toBe('user left');
   });
 
+  it('a call that ends while queued for a connection leaves that connection alive for the next', async () => {
+    // One connection, held 600 ms: one queued call passes its deadline, another is aborted by its caller.
+    const { server, client } = await setup(
+      (req, res) => (req.url === '/slow' ? setTimeout(() => res.end('slow'), 600) : res.end('ok')),
+      { p99Ms: 450, connections: 1 },
+    );
+    const slow = client.request('/slow', { deadline: 2_000 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user left')), 50);
+    const queued = [
+      rejection(client.request('/late', { deadline: 460 })),
+      rejection(client.request('/aborted', { deadline: 2_000, signal: controller.signal })),
+    ];
+    expect((await Promise.all(queued)).map((e) => e.code ?? e.message)).toEqual([
+      'DEADLINE_EXCEEDED',
+      'user left',
+    ]);
+    expect(await (await slow).body.text()).toBe('slow');
+    expect(await get(client, '/next')).toBe('ok');
+    expect(server.seen.map((r) => r.url)).toEqual(['/slow', '/next']); // never written
+    expect(server.connections).toBe(1); // the kept-alive connection carried /next
+  });
+
   it('records latencies by outcome, in the dependency’s recorder', async () => {
     const recorder = createLatencyRecorder({ minSamples: 1, windowMs: 60_000 });
     const { client } = await setup(faults.sequence(faults.ok(), faults.status(503), faults.silent()), {
