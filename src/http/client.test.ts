@@ -1,3 +1,4 @@
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runWithDeadline } from '../deadline/ambient.js';
@@ -224,6 +225,28 @@ describe('fetch()', () => {
     expect([b.status, b.body]).toEqual([204, null]);
     const c = await client.fetch('/z', { method: 'post', body: new URLSearchParams({ q: '1' }) });
     expect(await c.text()).toBe('POST application/x-www-form-urlencoded;charset=UTF-8 q=1');
+  });
+
+  it('decodes a compressed body as fetch does (gzip, deflate, br, stacked), and leaves unknown codings', async () => {
+    const text = 'prazo '.repeat(1_000);
+    const encoded: Record<string, Buffer> = {
+      '/gzip': gzipSync(text),
+      '/deflate': deflateSync(text),
+      '/br': brotliCompressSync(text),
+      '/gzip, br': brotliCompressSync(gzipSync(text)),
+      '/x-custom': Buffer.from(text),
+    };
+    const { client } = await setup((req, res) => {
+      const coding = decodeURIComponent(req.url!.slice(1));
+      res.writeHead(200, { 'content-encoding': coding, 'content-type': 'text/plain' });
+      res.end(encoded[req.url === '/x-custom' ? '/x-custom' : `/${coding}`]);
+    });
+    for (const coding of ['gzip', 'deflate', 'br', 'gzip, br', 'x-custom']) {
+      const res = await client.fetch(`/${encodeURIComponent(coding)}`, {
+        headers: { 'accept-encoding': coding },
+      });
+      expect([coding, res.headers.get('content-encoding'), await res.text()]).toEqual([coding, coding, text]);
+    }
   });
 
   it('rejects with prazo’s typed errors', async () => {

@@ -1,5 +1,6 @@
-import { Readable } from 'node:stream';
+import { pipeline, Readable, type Transform } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import zlib from 'node:zlib';
 import { Headers, Response } from 'undici';
 import type { HttpRequestOptions } from './call.js';
 import type { HttpResponse } from './client.js';
@@ -11,6 +12,8 @@ import type { HttpResponse } from './client.js';
  * - it rejects with prazo's typed errors (CONNECT_TIMEOUT, DEADLINE_EXCEEDED, ...) and undici's socket
  *   errors as they are, not with `TypeError: fetch failed`;
  * - redirects are returned, not followed (`redirect: 'manual'` semantics): a dependency is one origin;
+ * - a compressed body is decoded (gzip, deflate, br) as fetch does, but `accept-encoding` is sent
+ *   only when the caller sets it;
  * - the URL must be on the client's origin (or a path), and `response.url` is empty.
  */
 
@@ -71,6 +74,31 @@ async function toBody(body: FetchBody | undefined, headers: Headers): Promise<Ht
   return body as HttpRequestOptions['body']; // FormData: undici encodes it
 }
 
+/** At most this many stacked content codings are decoded (as undici's fetch: a bomb guard). */
+const MAX_CODINGS = 5;
+
+/**
+ * The decoders for `Content-Encoding`, last applied first, as fetch does (gzip, deflate, br); none
+ * when a coding is unknown (the body is then handed over as sent, like undici's fetch).
+ */
+function decoders(contentEncoding: unknown): Transform[] {
+  if (typeof contentEncoding !== 'string') return [];
+  const codings = contentEncoding.toLowerCase().split(',');
+  if (codings.length > MAX_CODINGS) return [];
+  const sync = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+  const out: Transform[] = [];
+  for (let i = codings.length - 1; i >= 0; i -= 1) {
+    const coding = codings[i]!.trim();
+    if (coding === 'gzip' || coding === 'x-gzip') out.push(zlib.createGunzip(sync));
+    else if (coding === 'deflate') out.push(zlib.createInflate(sync));
+    else if (coding === 'br') {
+      const flush = zlib.constants.BROTLI_OPERATION_FLUSH;
+      out.push(zlib.createBrotliDecompress({ flush, finishFlush: flush }));
+    } else if (coding !== 'identity') return [];
+  }
+  return out;
+}
+
 function toResponse(res: HttpResponse, method: string): Response {
   const headers = new Headers();
   for (const [name, value] of Object.entries(res.headers)) {
@@ -79,9 +107,15 @@ function toResponse(res: HttpResponse, method: string): Response {
   }
   const empty = method === 'HEAD' || NULL_BODY.has(res.statusCode);
   if (empty) res.body.resume(); // nothing to read; let the connection go back to the pool
-  const body = empty ? null : (Readable.toWeb(res.body) as unknown as ReadableStream);
-  return new Response(body, { status: res.statusCode, statusText: res.statusText ?? '', headers });
+  let body: Readable | null = empty ? null : res.body;
+  const decode = body === null ? [] : decoders(res.headers['content-encoding']);
+  // A compressed body is decoded, as fetch does; an error or abort on either side tears both down.
+  if (body !== null && decode.length > 0) body = pipeline(body, ...decode, ignore) as unknown as Readable;
+  const web = body === null ? null : (Readable.toWeb(body) as unknown as ReadableStream);
+  return new Response(web, { status: res.statusCode, statusText: res.statusText ?? '', headers });
 }
+
+const ignore = (): void => {};
 
 /** fetch upper-cases these six methods only (Fetch standard, "normalize a method"). */
 const NORMALIZED = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
