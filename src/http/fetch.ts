@@ -110,7 +110,10 @@ function toResponse(res: HttpResponse, method: string): Response {
   let body: Readable | null = empty ? null : res.body;
   const decode = body === null ? [] : decoders(res.headers['content-encoding']);
   // A compressed body is decoded, as fetch does; an error or abort on either side tears both down.
-  if (body !== null && decode.length > 0) body = pipeline(body, ...decode, ignore) as unknown as Readable;
+  if (body !== null && decode.length > 0) {
+    const streams: NodeJS.ReadWriteStream[] = decode;
+    body = pipeline([body, ...streams], ignore) as unknown as Readable;
+  }
   const web = body === null ? null : (Readable.toWeb(body) as unknown as ReadableStream);
   return new Response(web, { status: res.statusCode, statusText: res.statusText ?? '', headers });
 }
