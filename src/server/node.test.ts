@@ -206,6 +206,20 @@ describe('withIncomingDeadline (node:http, real sockets on 127.0.0.1)', () => {
     expect(errors.map((e) => e.statusCode)).toEqual([504, 500]);
   });
 
+  it('the error answer drops headers the failed handler had set for its own answer', async () => {
+    const { url } = await start(async (_req, res) => {
+      res.setHeader('content-encoding', 'gzip');
+      res.setHeader('set-cookie', 'session=1');
+      res.setHeader('content-length', '999');
+      throw new DeadlineInsufficientError({ dependency: 'db', remainingMs: 5, neededMs: 80 });
+    });
+    const res = await request(url);
+    expect(res.statusCode).toBe(504);
+    expect(res.headers['content-encoding']).toBeUndefined();
+    expect(res.headers['set-cookie']).toBeUndefined();
+    expect(await res.body.json()).toMatchObject({ error: 'DEADLINE_INSUFFICIENT' });
+  });
+
   it('a handler that fails after its response ended: the response is delivered, not cut', async () => {
     const big = 'x'.repeat(4 * 1024 * 1024); // more than a socket takes at once
     const { url, events } = await start(async (req, res) => {

@@ -14,6 +14,9 @@ export interface DeadlineErrorBody {
 /** Writes `body` as JSON with `status`, unless the response is already under way. */
 export function writeJson(res: ServerResponse, status: number, body: DeadlineErrorBody): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
+  // Headers a failed handler had set (content-encoding, set-cookie, content-length...) describe the
+  // answer it never sent, not this one.
+  for (const name of res.getHeaderNames()) res.removeHeader(name);
   const payload = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
