@@ -77,7 +77,8 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
   #start(kind: AttemptKind): void {
     const core = this.core;
     const remaining = this.deadline.remainingMs();
-    const byDeadline = remaining < core.responseMs;
+    // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
+    const byDeadline = remaining <= core.responseMs;
     const timeoutMs = byDeadline ? remaining : core.responseMs;
     const n = ++this.#started;
     const attempt = new Attempt<T>(this, kind, n, timeoutMs, core.connectMs, byDeadline);

@@ -126,6 +126,14 @@ describe('attempts (SPEC R6, D4, D5)', () => {
     );
     expect(r.ok ? r : r.error).toBeInstanceOf(DeadlineExceededError);
   });
+
+  it('fails with DeadlineExceededError when the deadline and the timeout fall on the same instant', async () => {
+    const { clock, dep, events, settle, scripted } = setup({ attempts: 2 });
+    const deadline = Deadline.after(dep.timeouts.responseMs, { clock });
+    const r = await settle(dep.execute(scripted(['slow'], 500), { idempotent: true, deadline }));
+    expect(r.ok ? r : r.error).toBeInstanceOf(DeadlineExceededError);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'attempt-end', phase: 'deadline' }));
+  });
 });
 
 describe('retries (SPEC R2, R3, R4)', () => {
