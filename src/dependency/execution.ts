@@ -2,6 +2,7 @@ import type { Deadline } from '../deadline/deadline.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { DeadlineInsufficientError } from '../errors/deadline.js';
 import type { FailureVerdict } from '../retry/classify.js';
+import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
 import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
@@ -32,6 +33,8 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
   #rounds = 0;
   #primary: Attempt<T> | undefined;
   #hedge: Attempt<T> | undefined;
+  /** The failure(s) of a copy that ended while the other copy still raced. */
+  #raceVerdict: FailureVerdict | undefined;
 
   constructor(
     core: DependencyCore,
@@ -123,9 +126,6 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     } else if (ok && (verdict === undefined || !verdict.retryable)) {
       this.#win(attempt, value as T);
     } else {
-      this.hold(ok, value);
-      if (this.#primary !== undefined || this.#hedge !== undefined) return; // the race goes on
-      this.clearTimer(); // a hedge not sent yet: the retry plan takes over
       const failure: FailureVerdict = ok
         ? { retryable: true, immediate: false, kind: 'status', retryAfterMs: verdict?.retryAfterMs }
         : failureVerdict(
@@ -137,7 +137,19 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
             },
             core.name,
           );
-      this.#afterFailure(failure);
+      // Two copies can fail in turn: the decision weighs both, not just the last one to end.
+      const earlier = this.#raceVerdict;
+      if (earlier !== undefined && !earlier.retryable) {
+        if (ok) this.discard(value as T); // the earlier, final failure stays the answer
+      } else this.hold(ok, value);
+      const merged = earlier === undefined ? failure : mergeFailures(earlier, failure);
+      if (this.#primary !== undefined || this.#hedge !== undefined) {
+        this.#raceVerdict = merged; // the race goes on
+        return;
+      }
+      this.#raceVerdict = undefined;
+      this.clearTimer(); // a hedge not sent yet: the retry plan takes over
+      this.#afterFailure(merged);
     }
   }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRetryBudget } from '../budget/budget.js';
 import { FakeClock } from '../clock/fake.js';
+import { Deadline } from '../deadline/deadline.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
 import { createDependency } from './dependency.js';
@@ -136,6 +137,59 @@ describe('hedged requests (SPEC H1–H3)', () => {
     );
     await expect(p).rejects.toThrow('gave up');
     expect(clock.pendingTimers()).toBe(0);
+  });
+  it('a final failure of one copy is not overruled by a retryable failure of the other', async () => {
+    const { clock, dep, started } = setup(30);
+    const denied = Object.assign(new Error('forbidden'), { status: 403 });
+    const p = dep.execute(
+      (ctx) => {
+        started.push({ kind: ctx.kind, at: clock.now(), ctx });
+        if (ctx.kind === 'original')
+          return fakeCall(clock, ctx, 40, () => {
+            throw denied;
+          });
+        return fakeCall(clock, ctx, 50, () => {
+          throw coded('ECONNRESET');
+        });
+      },
+      { idempotent: true },
+    );
+    const outcome = p.catch((e: unknown) => e);
+    await clock.runAllAsync();
+    expect(await outcome).toBe(denied);
+    expect(started.map((s) => s.kind)).toEqual(['original', 'hedge']);
+  });
+
+  it('a retry after a race still waits the longer Retry-After either copy was given (SPEC R3)', async () => {
+    const { clock, dep, started } = setup(30);
+    let calls = 0;
+    const p = dep.execute(
+      (ctx) => {
+        started.push({ kind: ctx.kind, at: clock.now(), ctx });
+        calls += 1;
+        if (calls === 1) return fakeCall(clock, ctx, 40, () => ({ status: 503 }));
+        if (calls === 2)
+          return fakeCall<{ status: number }>(clock, ctx, 20, () => {
+            throw coded('ECONNREFUSED');
+          });
+        return fakeCall(clock, ctx, 5, () => ({ status: 200 }));
+      },
+      {
+        idempotent: true,
+        deadline: Deadline.after(5_000, { clock }),
+        classify: (res) =>
+          res.status === 503 ? { retryable: true, retryAfterMs: 1_000 } : { retryable: false },
+      },
+    );
+    await clock.runAllAsync();
+    await expect(p).resolves.toEqual({ status: 200 });
+    // original fails at 40 (503, Retry-After 1 s) while the hedge (sent at 30) still runs; the hedge's
+    // refused connect at 50 must not turn that into an immediate retry.
+    expect(started.map((s) => [s.kind, s.at])).toEqual([
+      ['original', 0],
+      ['hedge', 30],
+      ['retry', 1_050],
+    ]);
   });
 });
 
