@@ -125,7 +125,8 @@ describe('withGrpcDeadline (real grpc-js server on 127.0.0.1)', () => {
     expect(isDeadlineExceeded(seen.signalReason)).toBe(true);
     expect(seen.signalAfterMs).toBeGreaterThan(1_300);
     expect(seen.signalAfterMs).toBeLessThan(2_500);
-    expect(reply.remainingMs).toBe(0);
+    // Read by the handler once the signal fired: nothing left, give or take a timer's granularity.
+    expect(reply.remainingMs).toBeLessThan(5);
     c.close();
   });
 

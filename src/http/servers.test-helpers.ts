@@ -35,9 +35,16 @@ export async function startServer(handler: Handler, host = '127.0.0.1'): Promise
     const index = seen.length;
     const entry = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, socketClosed: false };
     seen.push(entry);
-    req.socket.once('close', () => {
-      entry.socketClosed = true;
-    });
+    // One close listener per socket (a keep-alive socket serves many requests), marking them all.
+    const socket = req.socket as typeof req.socket & { prazoSeen?: Array<{ socketClosed: boolean }> };
+    if (socket.prazoSeen === undefined) {
+      const marked: Array<{ socketClosed: boolean }> = [];
+      socket.prazoSeen = marked;
+      socket.once('close', () => {
+        for (const e of marked) e.socketClosed = true;
+      });
+    }
+    socket.prazoSeen.push(entry);
     handler(req, res, index);
   });
   server.keepAliveTimeout = 30_000;
