@@ -32,6 +32,29 @@ const timed = async <T>(work: () => Promise<T>) => {
 };
 
 describe('transactionWithDeadline (real PostgreSQL)', () => {
+  it('a business error rolls back and keeps the pooled connection (no reconnect)', async () => {
+    await pool.query('TRUNCATE orders');
+    const pidOf = async () =>
+      (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const single = new pg.Pool({ ...db.config, max: 1 });
+    try {
+      const before = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const failure = new Error('out of stock');
+      const outcome = await runWithDeadline(Deadline.after(1_500), () =>
+        transactionWithDeadline(single, async (tx) => {
+          await tx.query('INSERT INTO orders VALUES ($1)', [7]);
+          throw failure;
+        }),
+      ).catch((e: unknown) => e);
+      expect(outcome).toBe(failure);
+      const after = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      expect(after).toBe(before);
+      expect(await count()).toBe(0);
+    } finally {
+      await single.end();
+    }
+  });
+
   it('commits work finished in time, with a statement_timeout from the ambient deadline', async () => {
     await pool.query('TRUNCATE orders');
     const shown = await runWithDeadline(Deadline.after(1_500), () =>

@@ -4,14 +4,7 @@ import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
-import {
-  beginSql,
-  checkFits,
-  connectionBroken,
-  lease,
-  leaseUnbounded,
-  statementTimeoutMs,
-} from './session.js';
+import { beginSql, checkFits, lease, leaseUnbounded, statementTimeoutMs } from './session.js';
 import type { PgClient, PgPool } from './types.js';
 
 /** What the function given to {@link transactionWithDeadline} works with. */
@@ -55,8 +48,15 @@ export async function transactionWithDeadline<T>(
     release();
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    release(connectionBroken(error));
+    const rolledBack = await client.query('ROLLBACK').then(
+      () => true,
+      () => false,
+    );
+    // A clean ROLLBACK leaves a healthy connection: a business error in `fn` must not cost the pool a
+    // reconnect. After an abort or a passed deadline a cancel request may still be in flight towards
+    // this backend, so that connection is not handed to the next user.
+    const cancelMayLinger = resolved.signal?.aborted === true || deadline?.expired() === true;
+    release(!rolledBack || cancelMayLinger);
     throw error;
   }
 }
