@@ -83,6 +83,7 @@ describe('an operation returning a thenable whose then() throws', () => {
     const operation = () => {
       calls += 1;
       return {
+        // biome-ignore lint/suspicious/noThenProperty: the test needs a hostile thenable on purpose
         then() {
           throw bad;
         },
