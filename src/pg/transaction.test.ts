@@ -34,8 +34,6 @@ const timed = async <T>(work: () => Promise<T>) => {
 describe('transactionWithDeadline (real PostgreSQL)', () => {
   it('a business error rolls back and keeps the pooled connection (no reconnect)', async () => {
     await pool.query('TRUNCATE orders');
-    const pidOf = async () =>
-      (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     const single = new pg.Pool({ ...db.config, max: 1 });
     try {
       const before = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
