@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { sleep } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
 
 /**
  * Real loopback servers for the HTTP client's tests (127.0.0.1 / ::1 only). Each one records what
@@ -87,7 +89,7 @@ export const faults = {
   /** Sends the head and part of the body, then resets the connection (RST). */
   resetMidResponse: (): Handler => (_req, res) => {
     res.writeHead(200, { 'content-length': '100' });
-    res.write('0123456789', () => setTimeout(() => res.socket?.resetAndDestroy(), 20));
+    res.write('0123456789', () => systemClock.setTimer(() => res.socket?.resetAndDestroy(), 20));
   },
   /** Resets the connection before any response byte. */
   resetBeforeResponse: (): Handler => (req) => req.socket.resetAndDestroy(),
@@ -118,23 +120,23 @@ export async function startUnacceptingListener(): Promise<UnacceptingListener> {
   const code = `
     const s = require('net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
       process.stdout.write(s.address().port + '\\n');
-      setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 120000), 20);
+      setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 120000));
     });`;
   const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('error', reject);
     child.stdout!.once('data', (data) => resolve(Number(String(data).trim())));
   });
-  await new Promise((resolve) => setTimeout(resolve, 100)); // the child is now blocked
+  await sleep(systemClock, 100); // the child is now blocked
   const fillers: net.Socket[] = [];
   for (let i = 0; i < 8; i += 1) {
     const connected = await new Promise<boolean>((resolve) => {
       const socket = net.connect({ port, host: '127.0.0.1' });
       fillers.push(socket);
       socket.on('error', () => resolve(false));
-      const timer = setTimeout(() => resolve(false), 150);
+      const timer = systemClock.setTimer(() => resolve(false), 150);
       socket.once('connect', () => {
-        clearTimeout(timer);
+        systemClock.clearTimer(timer);
         resolve(true);
       });
     });
