@@ -7,7 +7,7 @@ import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
 import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
-import { endEvent, failureVerdict, outcomeOf, resultVerdict } from './outcome.js';
+import { endEvent, failureOf, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
 import type { AttemptKind, ExecuteOptions, Operation } from './types.js';
 
@@ -126,17 +126,7 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     } else if (ok && (verdict === undefined || !verdict.retryable)) {
       this.#win(attempt, value as T);
     } else {
-      const failure: FailureVerdict = ok
-        ? { retryable: true, immediate: false, kind: 'status', retryAfterMs: verdict?.retryAfterMs }
-        : failureVerdict(
-            core.classifyError,
-            value,
-            {
-              retryResponseTimeout: this.options.retryResponseTimeout ?? core.retryResponseTimeout,
-              nowEpochMs: core.clock.epochNow(),
-            },
-            core.name,
-          );
+      const failure = failureOf(core, this.options, ok, verdict, value);
       // Two copies can fail in turn: the decision weighs both, not just the last one to end.
       const earlier = this.#raceVerdict;
       if (earlier !== undefined && !earlier.retryable) {

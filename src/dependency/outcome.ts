@@ -2,7 +2,7 @@ import { isPrazoError } from '../errors/base.js';
 import { isTimeoutError } from '../errors/guards.js';
 import type { Outcome } from '../latency/types.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
-import type { ErrorClassifier } from './core.js';
+import type { DependencyCore, ErrorClassifier } from './core.js';
 import type { AttemptKind, DependencyEvent, ExecuteOptions, ResultVerdict } from './types.js';
 
 /** How the latency recorder and the events see an attempt's end. */
@@ -101,4 +101,20 @@ export function endEvent(
   if (ok || outcome === 'cancelled') return base;
   const phase = isPrazoError(value) && 'phase' in value ? (value.phase as AttemptEnd['phase']) : undefined;
   return phase === undefined ? { ...base, error: value } : { ...base, phase, error: value };
+}
+
+/** The verdict on one failed attempt: a failed result (retryable by `classify`) or a thrown error. */
+export function failureOf<T>(
+  core: DependencyCore,
+  options: ExecuteOptions<T>,
+  ok: boolean,
+  verdict: ResultVerdict | undefined,
+  value: unknown,
+): FailureVerdict {
+  if (ok) return { retryable: true, immediate: false, kind: 'status', retryAfterMs: verdict?.retryAfterMs };
+  const classifyOptions = {
+    retryResponseTimeout: options.retryResponseTimeout ?? core.retryResponseTimeout,
+    nowEpochMs: core.clock.epochNow(),
+  };
+  return failureVerdict(core.classifyError, value, classifyOptions, core.name);
 }
