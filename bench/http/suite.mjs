@@ -95,6 +95,24 @@ export function summarizeHttp(rounds, skipped, settings) {
       note: `CPU µs/req ${prazoRequest.ratio.cpuUsPerReq.median}× undici, p50 ${prazoRequest.ratio.p50Ms.median}×, req/s ratio over rounds ${prazoRequest.ratio.reqPerSec.min}–${prazoRequest.ratio.reqPerSec.max}`,
     });
   }
+  // Like for like: the same dispatcher prazo's client drives (one undici Pool for the origin).
+  const pool = variants['undici-pool'];
+  if (prazoRequest && !prazoRequest.skipped && pool && !pool.skipped) {
+    const perRound = rounds.map((r) =>
+      r['prazo-request'] && r['undici-pool']
+        ? ratio(r['prazo-request'].reqPerSec, r['undici-pool'].reqPerSec)
+        : null,
+    );
+    const s = rounded(summarize(perRound));
+    goals.push({
+      what: 'prazo request() req/s ÷ bare undici Pool.request (same dispatcher)',
+      goal: REQUEST_GOAL,
+      achieved: s.median,
+      met: s.median !== null && s.median >= REQUEST_GOAL,
+      shortBy: s.median !== null && s.median < REQUEST_GOAL ? round(REQUEST_GOAL - s.median) : 0,
+      note: `req/s ratio over rounds ${s.min}–${s.max}`,
+    });
+  }
   return { settings: { ...settings, baseline: BASELINE }, variants, goals, rounds };
 }
 

@@ -1,5 +1,5 @@
 import { ExponentialBackoff, handleAll, retry, TimeoutStrategy, timeout, wrap } from 'cockatiel';
-import { Agent, request } from 'undici';
+import { Agent, Pool, request } from 'undici';
 import { prazo } from '../lib/prazo.mjs';
 
 /**
@@ -7,6 +7,9 @@ import { prazo } from '../lib/prazo.mjs';
  * reads the whole body (a body left unread keeps its connection out of the pool).
  *
  * - `undici`: bare `undici.request` on its own Agent: the ceiling nothing built on undici can pass.
+ * - `undici-pool`: bare `pool.request({ path })` on one undici `Pool` for the origin — the dispatcher
+ *   prazo's client uses — so a difference from `undici` shows what the Agent and URL parsing cost, and
+ *   prazo is also compared with the like-for-like floor.
  * - `fetch`: Node's global `fetch` (the undici bundled in Node 20).
  * - `cockatiel`: cockatiel 3's `wrap(retry, timeout)` around `undici.request`, the usual way to add
  *   retries and a timeout today (its timeout creates an AbortController per call).
@@ -22,6 +25,7 @@ import { prazo } from '../lib/prazo.mjs';
  */
 export const HTTP_VARIANTS = [
   'undici',
+  'undici-pool',
   'prazo-request',
   'prazo-fetch',
   'prazo-execute',
@@ -52,6 +56,16 @@ export async function createVariant(name, { origin }) {
           await res.body.dump();
         },
         close: () => dispatcher.close(),
+      };
+    }
+    case 'undici-pool': {
+      const pool = new Pool(origin);
+      return {
+        call: async () => {
+          const res = await pool.request({ method: 'GET', path: '/' });
+          await res.body.dump();
+        },
+        close: () => pool.close(),
       };
     }
     case 'fetch':
