@@ -104,6 +104,7 @@ describe('npm run bench -- --quick', () => {
       'prazo-fetch',
       'prazo-request',
       'undici',
+      'undici-pool',
     ]);
     for (const [name, v] of Object.entries(variants)) {
       expect(v.skipped, `${name} skipped`).toBeUndefined();
