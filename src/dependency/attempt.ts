@@ -54,6 +54,7 @@ export class Attempt<T> implements AttemptContext {
     timeoutMs: number,
     connectMs: number,
     byDeadline: boolean,
+    started: number = owner.clock.now(),
   ) {
     this.#owner = owner;
     this.kind = kind;
@@ -61,7 +62,7 @@ export class Attempt<T> implements AttemptContext {
     this.timeoutMs = timeoutMs;
     this.connectTimeoutMs = connectMs < timeoutMs ? connectMs : timeoutMs;
     this.byDeadline = byDeadline;
-    this.started = owner.clock.now();
+    this.started = started;
   }
 
   get done(): boolean {

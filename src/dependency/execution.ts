@@ -66,25 +66,38 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     const core = this.core;
     const signal = this.options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const remaining = this.deadline.remainingMs();
+    const now = core.clock.now();
+    const remaining = this.#remainingAt(now);
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
       return Promise.reject(this.#insufficient(remaining, 1));
     }
     core.budget.recordOriginal();
     const promise = this.open();
-    this.#start('original');
+    this.#start('original', now);
     return promise;
   }
 
-  #start(kind: AttemptKind): void {
+  /**
+   * The deadline's remaining ms at `now` (the executor clock's reading): on the same clock, the
+   * deadline's own instant, without reading the clock again (the hot path reads it once per attempt).
+   */
+  #remainingAt(now: number): number {
+    const deadline = this.deadline;
+    if (deadline.clock !== this.core.clock) return deadline.remainingMs();
+    const left = deadline.at - now;
+    return left > 0 ? left : 0;
+  }
+
+  /** Starts an attempt; `now` is the executor clock's reading at its start, when just taken. */
+  #start(kind: AttemptKind, now: number = this.core.clock.now()): void {
     const core = this.core;
-    const remaining = this.deadline.remainingMs();
+    const remaining = this.#remainingAt(now);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
     const byDeadline = remaining <= core.responseMs;
     const timeoutMs = byDeadline ? remaining : core.responseMs;
     const n = ++this.#started;
-    const attempt = new Attempt<T>(this, kind, n, timeoutMs, core.connectMs, byDeadline);
+    const attempt = new Attempt<T>(this, kind, n, timeoutMs, core.connectMs, byDeadline, now);
     if (kind === 'hedge') {
       this.#hedge = attempt;
     } else {

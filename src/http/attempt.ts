@@ -58,10 +58,14 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
     }
   }
 
-  /** Called once dispatch returned: a request still waiting for a socket gets its bound. */
+  /**
+   * Called once dispatch returned: a request still waiting for a socket gets its bound. Dispatch runs
+   * in the same synchronous step as the constructor, so its instant stands for now (a timer armed from
+   * it fires at most those microseconds late, and re-checks its bound when it does).
+   */
   dispatched(): void {
     this.#dispatched = true;
-    if (this.phase === QUEUED) this.guardHead(this.scope.clock.now());
+    if (this.phase === QUEUED) this.guardHead(this.startedAt);
   }
 
   onConnect(abort: (reason?: Error) => void, context?: object): void {
@@ -73,7 +77,10 @@ export class Attempt extends PhaseTimer implements UndiciHandler {
     }
     this.#abort = abort;
     // On a kept-alive connection undici writes the request inside dispatch: no need to read the clock.
-    const now = this.#dispatched ? this.scope.clock.now() : this.startedAt;
+    // Nor when `responseMs` cannot end before the attempt's own limit: the request's instant then
+    // bounds nothing (its phase ends with the attempt), so the attempt's start stands for it.
+    const now =
+      this.#dispatched && this.responseMs < this.attemptMs ? this.scope.clock.now() : this.startedAt;
     this.phase = RESPONSE;
     this.phaseAt = now;
     this.guardHead(now);
