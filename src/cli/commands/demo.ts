@@ -8,8 +8,8 @@ import { renderTable } from '../../demo/report/table.js';
 import { runDemo } from '../../demo/run/demo.js';
 import type { DemoOptions } from '../../demo/run/options.js';
 import type { StackName } from '../../demo/types.js';
-import { isInvalidOptions } from '../../errors/guards.js';
-import { cliContext, UsageError } from '../context.js';
+import { cliContext } from '../context.js';
+import { runInterruptible } from '../interruptible.js';
 import { numberArg } from '../parse-args.js';
 
 /**
@@ -32,7 +32,6 @@ interface DemoFlags {
 
 /** `--quick`: seconds instead of a minute, for a first look and for tests. */
 const QUICK = { loadMs: 2_000, drainMaxMs: 1_000, calibrationMs: 2_000 } as const;
-const INTERRUPTED = 130;
 
 export function register(program: Command): void {
   program
@@ -62,40 +61,27 @@ export function register(program: Command): void {
     .action(async (flags: DemoFlags, command: Command) => {
       const context = cliContext(command);
       const { io } = context;
-      const controller = new AbortController();
-      const onSigint = (): void => controller.abort(new Error('interrupted'));
-      process.once('SIGINT', onSigint);
       const progress = createProgressPrinter({
         write: io.stderr,
         tty: Boolean(process.stderr.isTTY),
         clock: systemClock,
       });
-      try {
-        const result = await runDemo({
-          ...options(flags),
-          signal: controller.signal,
-          onProgress: progress.onProgress,
-        });
-        progress.finish();
-        if (flags.json) io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-        else io.stdout(`\n${renderTable(result)}`);
-        if (flags.report !== false) {
-          const path = resolve(io.cwd, flags.report);
-          writeFileSync(path, renderHtml(result));
-          io.stderr(`report: ${path}\n`);
-        }
-      } catch (error) {
-        progress.finish();
-        if (controller.signal.aborted) {
-          io.stderr('prazo demo: interrupted; every demo process was stopped\n');
-          context.exitCode = INTERRUPTED;
-          return;
-        }
-        if (isInvalidOptions(error)) throw new UsageError(error.problems.join('; '));
-        throw error;
-      } finally {
-        process.off('SIGINT', onSigint);
-      }
+      await runInterruptible(
+        context,
+        'prazo demo: interrupted; every demo process was stopped',
+        async (signal) => {
+          const result = await runDemo({ ...options(flags), signal, onProgress: progress.onProgress });
+          progress.finish();
+          if (flags.json) io.stdout(`${JSON.stringify(result, null, 2)}\n`);
+          else io.stdout(`\n${renderTable(result)}`);
+          if (flags.report !== false) {
+            const path = resolve(io.cwd, flags.report);
+            writeFileSync(path, renderHtml(result));
+            io.stderr(`report: ${path}\n`);
+          }
+        },
+        () => progress.finish(),
+      );
     });
 }
 

@@ -3,8 +3,8 @@ import { DRILL_DEFAULTS, DrillExit } from '../../drill/constants.js';
 import type { DrillOptions } from '../../drill/options.js';
 import { renderReport } from '../../drill/report.js';
 import { runDrill } from '../../drill/run.js';
-import { isInvalidOptions } from '../../errors/guards.js';
-import { cliContext, UsageError } from '../context.js';
+import { cliContext } from '../context.js';
+import { runInterruptible } from '../interruptible.js';
 import { choiceArg, numberArg } from '../parse-args.js';
 
 /**
@@ -35,7 +35,6 @@ interface DrillFlags {
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
-const INTERRUPTED = 130;
 
 export function register(program: Command): void {
   program
@@ -100,29 +99,20 @@ export function register(program: Command): void {
     .action(async (flags: DrillFlags, command: Command) => {
       const context = cliContext(command);
       const { io } = context;
-      const controller = new AbortController();
-      const onSigint = (): void => controller.abort(new Error('interrupted'));
-      process.once('SIGINT', onSigint);
-      try {
-        const report = await runDrill({
-          ...options(flags),
-          cwd: io.cwd,
-          signal: controller.signal,
-          onProgress: (line) => io.stderr(`  ${line}\n`),
-        });
-        io.stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
-        context.exitCode = report.pass ? DrillExit.pass : DrillExit.fail;
-      } catch (error) {
-        if (controller.signal.aborted) {
-          io.stderr('prazo drill: interrupted; the double and every process it started were stopped\n');
-          context.exitCode = INTERRUPTED;
-          return;
-        }
-        if (isInvalidOptions(error)) throw new UsageError(error.problems.join('; '));
-        throw error;
-      } finally {
-        process.off('SIGINT', onSigint);
-      }
+      await runInterruptible(
+        context,
+        'prazo drill: interrupted; the double and every process it started were stopped',
+        async (signal) => {
+          const report = await runDrill({
+            ...options(flags),
+            cwd: io.cwd,
+            signal,
+            onProgress: (line) => io.stderr(`  ${line}\n`),
+          });
+          io.stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+          context.exitCode = report.pass ? DrillExit.pass : DrillExit.fail;
+        },
+      );
     });
 }
 
