@@ -21,6 +21,16 @@ describe('Deadline', () => {
     expect(d.expired()).toBe(true);
   });
 
+  it('reads the time left at a given reading of its own clock, and reads anew for another clock', () => {
+    const clock = new FakeClock();
+    const other = new FakeClock({ now: 5_000 });
+    const d = Deadline.after(1_000, { clock });
+    expect(d.remainingMsAt(400, clock)).toBe(600);
+    expect(d.remainingMsAt(2_000, clock)).toBe(0);
+    clock.advance(100);
+    expect(d.remainingMsAt(other.now(), other)).toBe(900);
+  });
+
   it('treats NaN and negative durations as already expired', () => {
     const clock = new FakeClock();
     expect(Deadline.after(Number.NaN, { clock }).expired()).toBe(true);

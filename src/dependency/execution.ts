@@ -1,13 +1,12 @@
 import type { Deadline } from '../deadline/deadline.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
-import { DeadlineInsufficientError } from '../errors/deadline.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
 import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
-import { endEvent, failureOf, outcomeOf, resultVerdict } from './outcome.js';
+import { endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
 import type { AttemptKind, ExecuteOptions, Operation } from './types.js';
 
@@ -67,10 +66,10 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     const signal = this.options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = core.clock.now();
-    const remaining = this.#remainingAt(now);
+    const remaining = this.deadline.remainingMsAt(now, this.core.clock);
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
-      return Promise.reject(this.#insufficient(remaining, 1));
+      return Promise.reject(insufficient(core, remaining, 1));
     }
     core.budget.recordOriginal();
     const promise = this.open();
@@ -78,21 +77,10 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     return promise;
   }
 
-  /**
-   * The deadline's remaining ms at `now` (the executor clock's reading): on the same clock, the
-   * deadline's own instant, without reading the clock again (the hot path reads it once per attempt).
-   */
-  #remainingAt(now: number): number {
-    const deadline = this.deadline;
-    if (deadline.clock !== this.core.clock) return deadline.remainingMs();
-    const left = deadline.at - now;
-    return left > 0 ? left : 0;
-  }
-
   /** Starts an attempt; `now` is the executor clock's reading at its start, when just taken. */
   #start(kind: AttemptKind, now: number = this.core.clock.now()): void {
     const core = this.core;
-    const remaining = this.#remainingAt(now);
+    const remaining = this.deadline.remainingMsAt(now, this.core.clock);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
     const byDeadline = remaining <= core.responseMs;
     const timeoutMs = byDeadline ? remaining : core.responseMs;
@@ -230,7 +218,8 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
       const error = new RetryBudgetExhaustedError({ dependency: core.name, originals, extras, cause: value });
       this.finish(false, error);
     } else {
-      this.finish(false, reason === 'deadline-insufficient' ? this.#insufficient(remaining, next) : value);
+      const timeUp = reason === 'deadline-insufficient';
+      this.finish(false, timeUp ? insufficient(core, remaining, next) : value);
     }
   }
 
@@ -246,10 +235,5 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     if (attempt.kind === 'hedge') notify.hedgeWon(core, attempt.attempt);
     this.releaseHeld();
     this.finish(true, value);
-  }
-
-  #insufficient(remainingMs: number, attempt: number): DeadlineInsufficientError {
-    const { name: dependency, p99Ms: neededMs } = this.core;
-    return new DeadlineInsufficientError({ dependency, remainingMs, neededMs, attempt });
   }
 }

@@ -1,4 +1,5 @@
 import { isPrazoError } from '../errors/base.js';
+import { DeadlineInsufficientError } from '../errors/deadline.js';
 import { isTimeoutError } from '../errors/guards.js';
 import type { Outcome } from '../latency/types.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
@@ -117,4 +118,13 @@ export function failureOf<T>(
     nowEpochMs: core.clock.epochNow(),
   };
   return failureVerdict(core.classifyError, value, classifyOptions, core.name);
+}
+
+/** The error of an attempt not started for lack of time (SPEC D4, R6), naming which attempt it was. */
+export function insufficient(
+  core: DependencyCore,
+  remainingMs: number,
+  attempt: number,
+): DeadlineInsufficientError {
+  return new DeadlineInsufficientError({ dependency: core.name, remainingMs, neededMs: core.p99Ms, attempt });
 }
