@@ -1,26 +1,71 @@
 /**
  * prazo: timeouts, deadlines, retry budgets and hedged requests derived from measurement.
- * The root entry point holds the core, dependency-free parts; integrations live in subpaths
- * (`prazo/testing`, and later `prazo/http`, `prazo/server`, `prazo/grpc`, `prazo/pg`, `prazo/otel`).
+ *
+ * The root entry holds what most services use, and nothing that loads an optional peer or a parser:
+ * deadlines (absolute, ambient, read from headers), a call bounded by one, a dependency's executor
+ * with its retry budget and latency recorder, the timeout calibration, the errors and their guards,
+ * and the `Clock` everything takes. The rest lives in subpaths: `prazo/calibrate` (latency sources,
+ * drift, healthy windows, pool check, latency budgets), `prazo/config` (the configuration file),
+ * `prazo/retry` (failure classification, Retry-After, idempotency, hedging), `prazo/rules` (alert
+ * rules and dashboards), `prazo/http`, `prazo/server`, `prazo/fastify`, `prazo/grpc`, `prazo/pg`,
+ * `prazo/otel` and `prazo/testing`. `api/*.api.md` lists each entry's names.
+ *
+ * @module prazo
  */
 
-export * from './budget/index.js';
-export * from './calibrate/index.js';
 export {
-  type Clock,
-  clampDelay,
-  MAX_TIMER_DELAY_MS,
-  sleep,
-  systemClock,
-  type Timer,
-  type TimerOptions,
-} from './clock/index.js';
-export * from './config/index.js';
-export * from './deadline/index.js';
-export * from './dependency/index.js';
-export * from './errors/index.js';
-export * from './hedge/index.js';
-export * from './latency/index.js';
-export { OptionsValidator } from './options/validator.js';
-export * from './retry/index.js';
-export * from './slo/index.js';
+  createRetryBudget,
+  type RetryBudget,
+  type RetryBudgetOptions,
+  type RetryBudgetState,
+} from './budget/budget.js';
+export {
+  type CalibrateTimeoutInput,
+  calibrateTimeout,
+  type TimeoutCalibration,
+} from './calibrate/timeout.js';
+export type { Clock } from './clock/clock.js';
+export { currentDeadline, runWithDeadline } from './deadline/ambient.js';
+export { type CallWithDeadlineOptions, callWithDeadline, type DeadlineCallContext } from './deadline/call.js';
+export { Deadline, type DeadlineOptions, type HeaderFormat } from './deadline/deadline.js';
+export { deadlineFromHeaders, type HeadersLike, type IncomingDeadlineOptions } from './deadline/headers.js';
+export type { ErrorClassifier } from './dependency/core.js';
+export { createDependency, type Dependency } from './dependency/dependency.js';
+export type { DependencyListener } from './dependency/events.js';
+export type { DependencyOptions } from './dependency/options.js';
+export type {
+  AttemptContext,
+  AttemptKind,
+  DependencyEvent,
+  Disposable,
+  ExecuteOptions,
+  Operation,
+  ResultVerdict,
+} from './dependency/types.js';
+export { isPrazoError, PrazoError } from './errors/base.js';
+export { RetryBudgetExhaustedError } from './errors/budget.js';
+export { ErrorCode, type TimeoutPhase } from './errors/codes.js';
+export { DeadlineExceededError, DeadlineInsufficientError } from './errors/deadline.js';
+export {
+  isBodyTimeout,
+  isConnectTimeout,
+  isDeadlineExceeded,
+  isDeadlineInsufficient,
+  isInvalidOptions,
+  isResponseTimeout,
+  isRetryBudgetExhausted,
+  isTimeoutError,
+} from './errors/guards.js';
+export { InvalidOptionsError } from './errors/options.js';
+export {
+  BodyTimeoutError,
+  ConnectTimeoutError,
+  PhaseTimeoutError,
+  ResponseTimeoutError,
+} from './errors/timeout.js';
+export {
+  createLatencyRecorder,
+  type LatencyRecorder,
+  type LatencyRecorderOptions,
+} from './latency/recorder.js';
+export type { LatencySnapshot, LatencySource, Outcome } from './latency/types.js';

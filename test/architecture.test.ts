@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 /**
  * Keeps docs/ARCHITECTURE.md true: the layers it draws are the ones the code imports. A module may
  * import from its own layer or below, integrations never import each other, there is no runtime import
- * cycle, only the clock module reads time, and only prazo/otel touches OpenTelemetry.
+ * cycle, only the clock module reads time, only prazo/otel touches OpenTelemetry, and each entry point
+ * of the package loads only the packages its users have (SPEC P3, P4).
  */
 
 const ROOT = new URL('../src/', import.meta.url).pathname;
@@ -44,6 +45,54 @@ const IMPORT = /^(import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm;
 const folderOf = (file: string): string => relative(ROOT, file).split('/')[0]!.replace(/\.ts$/, '');
 
 const files = sources(ROOT);
+
+/** Every import of a file, relative or bare, runtime or type-only (`import type`, `export type`). */
+const ANY_IMPORT =
+  /^(?:import|export)\s+(type\s+)?[^'";]*?from\s+'([^']+)'|^import\s+'([^']+)'|\bimport\('([^']+)'\)/gm;
+interface Import {
+  readonly specifier: string;
+  readonly typeOnly: boolean;
+}
+const importsOf = new Map<string, Import[]>(
+  files.map((file) => [
+    file,
+    [...readFileSync(file, 'utf8').matchAll(ANY_IMPORT)].map((m) => ({
+      specifier: (m[2] ?? m[3] ?? m[4])!,
+      typeOnly: m[1] !== undefined,
+    })),
+  ]),
+);
+
+/** The packages (bare specifiers, `node:` aside) an entry file reaches, at run time or in its types. */
+function packagesReached(entry: string, runtimeOnly: boolean): Set<string> {
+  const packages = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const { specifier, typeOnly } of importsOf.get(file) ?? []) {
+      if (runtimeOnly && typeOnly) continue;
+      if (specifier.startsWith('.')) visit(normalize(join(dirname(file), specifier)).replace(/\.js$/, '.ts'));
+      else if (!specifier.startsWith('node:'))
+        packages.add(
+          specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!,
+        );
+    }
+  };
+  visit(join(ROOT, entry));
+  return packages;
+}
+
+/** The package's entry points, as `package.json` exports them, mapped back to their source files. */
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  exports: Record<string, string | { types: string; default: string }>;
+};
+const ENTRIES = Object.entries(pkg.exports)
+  .filter(([, t]) => typeof t !== 'string')
+  .map(([subpath, t]) => ({
+    subpath,
+    source: (t as { default: string }).default.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts'),
+  }));
 const edges: Edge[] = files.flatMap((from) =>
   [...readFileSync(from, 'utf8').matchAll(IMPORT)].map((m) => ({
     from,
@@ -106,5 +155,50 @@ describe('architecture (docs/ARCHITECTURE.md)', () => {
   it('keeps the root entry free of optional peers and heavy integrations', () => {
     const root = edges.filter((e) => relative(ROOT, e.from) === 'index.ts').map((e) => folderOf(e.to));
     for (const folder of root) expect(layerOf(folder), folder).toBeLessThanOrEqual(3);
+  });
+
+  it('maps every entry point of package.json to a source file', () => {
+    expect(ENTRIES.map((e) => e.subpath)).toEqual(
+      expect.arrayContaining(['.', './calibrate', './config', './retry', './rules', './server', './fastify']),
+    );
+    for (const e of ENTRIES) expect(files, e.subpath).toContain(join(ROOT, e.source));
+  });
+
+  it('loads per entry point only the packages its users have: no yaml, undici or peer in the root', () => {
+    // What each entry may load at run time; everything else (optional peers above all) is absent.
+    const allowed: Record<string, readonly string[]> = {
+      '.': ['@datadog/sketches-js'],
+      './calibrate': ['@datadog/sketches-js'],
+      './config': ['@datadog/sketches-js', 'yaml'],
+      './retry': ['@datadog/sketches-js'],
+      './rules': ['@datadog/sketches-js', 'yaml'],
+      './server': ['@datadog/sketches-js'],
+      './fastify': ['@datadog/sketches-js'],
+      './testing': [],
+    };
+    for (const [subpath, packages] of Object.entries(allowed)) {
+      const entry = ENTRIES.find((e) => e.subpath === subpath)!;
+      const reached = [...packagesReached(entry.source, true)].filter((p) => !packages.includes(p));
+      expect(reached, `${subpath} loads`).toEqual([]);
+    }
+    // The root and the calibration entry do not even mention undici or a peer in their types.
+    for (const subpath of ['.', './calibrate', './retry', './testing']) {
+      const entry = ENTRIES.find((e) => e.subpath === subpath)!;
+      const typed = [...packagesReached(entry.source, false)].filter((p) => p !== '@datadog/sketches-js');
+      expect(typed, `${subpath} names in its types`).toEqual([]);
+    }
+  });
+
+  it('lets an Express user compile prazo/server without fastify, and generate rules without OpenTelemetry', () => {
+    const server = ENTRIES.find((e) => e.subpath === './server')!;
+    const serverTypes = packagesReached(server.source, false);
+    expect([...serverTypes].filter((p) => p === 'fastify' || p === 'express')).toEqual([]);
+    const rules = ENTRIES.find((e) => e.subpath === './rules')!;
+    expect([...packagesReached(rules.source, false)].filter((p) => p.startsWith('@opentelemetry/'))).toEqual(
+      [],
+    );
+    const fastify = ENTRIES.find((e) => e.subpath === './fastify')!;
+    expect(packagesReached(fastify.source, true).has('fastify')).toBe(false); // types only: no runtime import
+    expect(packagesReached(fastify.source, false).has('fastify')).toBe(true);
   });
 });

@@ -23,7 +23,7 @@ function outageError() {
 
 /** Drives arrivals on the fake clock and counts what reaches the dependency, per phase. */
 async function simulate({ clock, rps, outageSeconds, call }) {
-  const { sleep } = await import('prazo');
+  const sleep = await prazo('clock', 'sleep');
   const interval = 1000 / rps;
   const outageAt = HEALTHY_SECONDS * 1000;
   const firstSecondEnd = outageAt + 1000;

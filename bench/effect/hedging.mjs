@@ -29,7 +29,7 @@ function latencyModel(seed) {
 }
 
 async function simulate({ FakeClock, createDependency, createRetryBudget, seed, requests, hedge }) {
-  const { sleep } = await import('prazo');
+  const sleep = await prazo('clock', 'sleep');
   const clock = new FakeClock();
   const next = latencyModel(seed);
   const retryBudget = createRetryBudget({ clock });

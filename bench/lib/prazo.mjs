@@ -36,6 +36,7 @@ const SOURCES = {
   hedge: ['prazo', '../../dist/hedge/index.js'],
   retry: ['prazo', '../../dist/retry/index.js'],
   deadline: ['prazo', '../../dist/deadline/index.js'],
+  clock: ['../../dist/clock/index.js'],
 };
 
 /** The export `name` of prazo's `area`, or throws {@link Unavailable}. */

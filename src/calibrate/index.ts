@@ -1,4 +1,29 @@
-export { CALIBRATION_DEFAULTS, CALIBRATION_LIMITS, DRIFT_DEFAULTS, HEALTH_DEFAULTS } from './constants.js';
+/**
+ * `prazo/calibrate`: where the numbers come from (SPEC C1, C4-C6, B1-B3). Latency sources (Prometheus
+ * histograms, CSV, sample lists) read into a distribution and calibrated; the healthy-window check that
+ * refuses a degraded window; the drift check and monitor that alarm when a timeout falls below the
+ * measured p99; the pool check against Little's law; and latency budgets per endpoint, from which the
+ * timeouts of its components derive. `calibrateTimeout` itself is in the root entry.
+ *
+ * @module prazo/calibrate
+ */
+
+export {
+  type ComponentTimeouts,
+  type DependencyProfile,
+  type DerivedTimeouts,
+  deriveTimeouts,
+} from '../slo/derive.js';
+export {
+  type ComponentOverrun,
+  createOverrunTracker,
+  type OverrunTracker,
+  type OverrunTrackerOptions,
+} from '../slo/overrun.js';
+export { type ParsedBudget, parseBudget } from '../slo/parse.js';
+export { createSliceRunner, type SliceRunner, type SliceRunnerOptions } from '../slo/slice.js';
+export type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget, Severity } from '../slo/types.js';
+export { validateBudget } from '../slo/validate.js';
 export {
   checkDrift,
   type DriftInput,
@@ -15,6 +40,7 @@ export {
 export {
   assessWindow,
   type HealthThresholds,
+  type ResolvedHealthThresholds,
   resolveHealthThresholds,
   type WindowHealth,
   type WindowStats,
@@ -26,20 +52,13 @@ export {
   type HealthyWindowTrackerOptions,
 } from './health-tracker.js';
 export { checkPool, type PoolCheckInput, type PoolCheckResult } from './pool.js';
+export { type CsvOptions, parseCsv } from './sources/csv.js';
+export { type ReadSourceOptions, readLatencySource } from './sources/detect.js';
+export { type PrometheusOptions, parsePrometheus } from './sources/prometheus.js';
+export { parseSampleList } from './sources/samples.js';
 export {
   type LatencyDistribution,
   type LatencyUnit,
-  parseCsv,
-  parsePrometheus,
-  parseSampleList,
-  type ReadSourceOptions,
-  readLatencySource,
   SourceError,
   type SourceFormat,
-} from './sources/index.js';
-export {
-  type CalibrateTimeoutInput,
-  calibrateTimeout,
-  slackedTimeoutMs,
-  type TimeoutCalibration,
-} from './timeout.js';
+} from './sources/types.js';

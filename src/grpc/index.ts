@@ -1,10 +1,11 @@
 /**
  * `prazo/grpc`: deadlines across gRPC hops with @grpc/grpc-js (an optional peer) (SPEC D1, D2, D4,
  * D7, D8). Client: `deadlineInterceptor`. Server: `withGrpcDeadline`.
+ *
+ * @module prazo/grpc
  */
 
 export { type DeadlineInterceptorOptions, deadlineInterceptor } from './client.js';
-export { GRPC_CLIENT_DEFAULTS } from './constants.js';
 export {
   type GrpcDeadlineFields,
   type GrpcDeadlineOptions,

@@ -1,4 +1,14 @@
-export { type BackoffOptions, fullJitterMs, type RandomSource } from './backoff.js';
+/**
+ * `prazo/retry`: the rules the executor retries and hedges by (SPEC R2-R5, H1-H3), for code that
+ * brings its own transport or classifier: which failures are retryable and how (`classifyFailure`,
+ * `isRetryable`, `markResponseStarted` for a failure after the first response byte), the server's
+ * `Retry-After`, idempotency (methods, keys) and the hedging policy on its own.
+ *
+ * @module prazo/retry
+ */
+
+export { createHedgePolicy, type HedgeOptions, type HedgePolicy } from '../hedge/policy.js';
+export type { RandomSource } from './backoff.js';
 export {
   type ClassifyOptions,
   classifyFailure,
@@ -7,28 +17,11 @@ export {
   isRetryable,
   markResponseStarted,
 } from './classify.js';
-export {
-  BACKOFF_DEFAULTS,
-  CONNECT_FAILURE_CODES,
-  CONNECTION_LOST_CODES,
-  IDEMPOTENCY_KEY_HEADER,
-  RETRY_AFTER_STATUS,
-  RETRYABLE_STATUS,
-} from './constants.js';
-export { parseHttpDate } from './http-date.js';
+export { IDEMPOTENCY_KEY_HEADER } from './constants.js';
 export {
   generateIdempotencyKey,
-  IDEMPOTENT_METHODS,
   isIdempotentMethod,
   isIdempotentRequest,
   isValidIdempotencyKey,
 } from './idempotency.js';
-export {
-  attemptTimeoutMs,
-  fitsDeadline,
-  planRetry,
-  type RetryDecision,
-  type RetryPlanInput,
-  type StopReason,
-} from './planner.js';
-export { parseRetryAfter, readHeader, retryAfterMs } from './retry-after.js';
+export { parseRetryAfter, retryAfterMs } from './retry-after.js';

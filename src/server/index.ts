@@ -1,8 +1,18 @@
 /**
- * `prazo/server`: incoming deadlines for Express 5, Fastify 5 and `node:http` (SPEC D2, D3, D7, D8).
- * express and fastify are optional peers: only their types are imported here.
+ * `prazo/server`: incoming deadlines for Express 4 and 5 (any Connect-style app) and `node:http`
+ * (SPEC D2, D3, D7, D8), and the reader they share for any other server. Typed on `node:http` only:
+ * an Express user compiles without fastify's types (the Fastify plugin is `prazo/fastify`).
+ *
+ * @module prazo/server
  */
-export { CLIENT_DISCONNECT_MESSAGE, EXPIRED_STATUS_CODE } from './constants.js';
+
+export { DeadlineHeaders } from '../deadline/constants.js';
+export {
+  createDeadlineReader,
+  type DeadlineSource,
+  type IncomingDeadline,
+  readIncomingDeadline,
+} from '../deadline/headers.js';
 export {
   type CancelledEvent,
   createServerEventHub,
@@ -23,7 +33,6 @@ export {
   deadlineErrorHandler,
   deadlineMiddleware,
 } from './express.js';
-export { fastifyDeadline } from './fastify.js';
 export type { DeadlineFields } from './fields.js';
 export { type DeadlineHandler, withIncomingDeadline } from './node.js';
 export type { ServerDeadlineOptions } from './options.js';

@@ -4,7 +4,7 @@ import type { DrillReport } from '../../src/drill/report.js';
 import { demoServices, ensureBuilt } from './helpers.js';
 
 /**
- * `prazo drill` (SPEC V2) against the demo's own services, on real processes, sockets and autocannon:
+ * `prazo drill` (SPEC V2) against the demo's own services, on real processes and sockets, loaded by the demo's open-loop generator:
  * it passes against the calibrated prazo stack and fails against naive clients with 30 s timeouts,
  * whose pool runs dry (SPEC C6); bad input exits 2.
  */

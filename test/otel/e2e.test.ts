@@ -2,12 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../src/clock/clock.js';
 import { systemClock } from '../../src/clock/system.js';
 import { dashboardProblems, dashboardQueries } from '../../src/rules/dashboard.test-helpers.js';
-import {
-  exportedSeriesNames,
-  generateAlertRules,
-  generateDashboard,
-  renderAlertRules,
-} from '../../src/rules/index.js';
+import { generateAlertRules, generateDashboard, renderAlertRules } from '../../src/rules/index.js';
+import { exportedSeriesNames } from '../../src/rules/names.js';
 import { parsePromQL, substituteGrafana } from '../../src/rules/promql.test-helpers.js';
 import { type Exposition, find, parseExposition, sampleValue } from './exposition.js';
 import { hasPrometheus, type PrometheusServer, startPrometheus } from './prometheus.js';

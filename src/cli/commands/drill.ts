@@ -9,8 +9,8 @@ import { choiceArg, numberArg } from '../parse-args.js';
 
 /**
  * `prazo drill`: the degradation drill (SPEC V2). Replaces one dependency with a double answering at
- * its configured timeout, loads the service (autocannon), and passes only if the routes that do not
- * use the dependency keep answering. Exit 0 pass, 1 fail, 2 bad input. Ctrl-C stops the load and
+ * its configured timeout, loads the service (the demo's open-loop generator), and passes only if
+ * the routes that do not use the dependency keep answering. Exit 0 pass, 1 fail, 2 bad input. Ctrl-C stops the load and
  * everything the drill started.
  */
 interface DrillFlags {

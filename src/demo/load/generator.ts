@@ -10,17 +10,24 @@ import type { UserResult } from '../types.js';
  * `rate × durationMs` requests per route, each abandoned at the user's deadline.
  */
 
-export interface RouteLoad {
-  readonly route: UserResult['route'];
+export interface RouteLoad<R extends string = UserResult['route']> {
+  readonly route: R;
   readonly path: string;
   /** Requests per second. */
   readonly rate: number;
+  /** When this route's first request leaves, in ms from the start (default 0). */
+  readonly offsetMs?: number;
 }
 
-export interface LoadOptions {
+/** One request's result, for routes named `R` (the demo's `UserResult` by default). */
+export type LoadResult<R extends string = UserResult['route']> = Omit<UserResult, 'route'> & {
+  readonly route: R;
+};
+
+export interface LoadOptions<R extends string = UserResult['route']> {
   /** The gateway's origin. */
   readonly origin: string;
-  readonly routes: readonly RouteLoad[];
+  readonly routes: readonly RouteLoad<R>[];
   readonly durationMs: number;
   /** The user's deadline: the request is abandoned (its socket closed) at this age. */
   readonly deadlineMs: number;
@@ -28,50 +35,65 @@ export interface LoadOptions {
   /** Stops sending and abandons what is in flight. */
   readonly signal?: AbortSignal;
   /** Called as each request settles (progress display). */
-  readonly onResult?: (result: UserResult) => void;
+  readonly onResult?: (result: LoadResult<R>) => void;
+  /** Connections per origin; default unbounded (each request that finds none busy-free opens one). */
+  readonly connections?: number;
+  /** Send the give-up time the demo's services account waste with (default true). */
+  readonly markGiveUp?: boolean;
 }
 
-interface Due {
-  readonly load: RouteLoad;
+interface Due<R extends string> {
+  readonly load: RouteLoad<R>;
   readonly atMs: number;
 }
 
 /** The send schedule: every request of every route, in time order (offsets from the start, in ms). */
-export function schedule(routes: readonly RouteLoad[], durationMs: number): Due[] {
-  const all: Due[] = [];
+export function schedule<R extends string>(routes: readonly RouteLoad<R>[], durationMs: number): Due<R>[] {
+  const all: Due<R>[] = [];
   for (const load of routes) {
     if (!(load.rate > 0)) continue;
+    const offsetMs = Math.max(0, load.offsetMs ?? 0);
     const count = Math.floor((load.rate * durationMs) / 1000);
     const gap = 1000 / load.rate;
-    for (let i = 0; i < count; i += 1) all.push({ load, atMs: i * gap });
+    for (let i = 0; i < count && offsetMs + i * gap < durationMs; i += 1)
+      all.push({ load, atMs: offsetMs + i * gap });
   }
   return all.sort((a, b) => a.atMs - b.atMs);
 }
 
 /** Runs the load; resolves with every request's result once the last one has settled. */
-export async function runLoad(options: LoadOptions): Promise<UserResult[]> {
+export async function runLoad<R extends string = UserResult['route']>(
+  options: LoadOptions<R>,
+): Promise<LoadResult<R>[]> {
   const { clock, deadlineMs, origin } = options;
-  const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 10_000 });
+  const agent = new Agent({
+    connections: options.connections ?? null,
+    pipelining: 1,
+    keepAliveTimeout: 10_000,
+  });
   const plan = schedule(options.routes, options.durationMs);
-  const results: UserResult[] = [];
+  const results: LoadResult<R>[] = [];
   const pending = new Set<Promise<void>>();
   const inFlight = new Set<AbortController>();
   const start = clock.now();
   let next = 0;
   let timer: Timer | undefined;
 
-  const send = (due: Due): void => {
+  const send = (due: Due<R>): void => {
     const sentAt = clock.now();
     const controller = new AbortController();
     inFlight.add(controller);
     const giveUp = clock.setTimer(() => controller.abort(), deadlineMs);
-    const headers = { [DemoHeaders.giveUp]: String(Math.round(clock.epochNow() + deadlineMs)) };
+    const headers =
+      options.markGiveUp === false
+        ? {}
+        : { [DemoHeaders.giveUp]: String(Math.round(clock.epochNow() + deadlineMs)) };
     const settle = (outcome: UserResult['outcome'], status: number): void => {
       clock.clearTimer(giveUp);
       inFlight.delete(controller);
       // A user who gave up waited the whole deadline (a timer may fire a fraction of a ms early).
       const latencyMs = outcome === 'timeout' ? deadlineMs : Math.min(deadlineMs, clock.now() - sentAt);
-      const result: UserResult = {
+      const result: LoadResult<R> = {
         route: due.load.route,
         sentMs: sentAt - start,
         latencyMs,
