@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { runChild, startChild } from '../lib/child.mjs';
-import { ratio, rotate, round, summarize } from '../lib/stats.mjs';
-import { HTTP_VARIANTS } from './variants.mjs';
+import { goal, ratio, rotate, round, summarize } from '../lib/stats.mjs';
+import { HTTP_PAIRS, HTTP_VARIANTS } from './variants.mjs';
 
 /**
  * The hot-path suite: each variant in its own process against one shared loopback server, in rounds
@@ -14,6 +14,14 @@ const SERVER = fileURLToPath(new URL('./server.mjs', import.meta.url));
 
 /** Goal of SPEC/issue 9: prazo request() keeps at least this share of bare undici's throughput. */
 export const REQUEST_GOAL = 0.9;
+/**
+ * Goals of issue 13, like for like (each a ratio within a round, see HTTP_PAIRS): prazo request(),
+ * the interceptor under undici.request and the interceptor under global fetch each keep at least this
+ * share of the req/s of the same call without prazo...
+ */
+export const LIKE_FOR_LIKE_GOAL = 0.95;
+/** ...and prazo request() spends at most this multiple of a bare Pool's client CPU per request. */
+export const REQUEST_CPU_GOAL = 1.1;
 const BASELINE = 'undici';
 const METRICS = ['reqPerSec', 'p50Ms', 'p99Ms', 'cpuUsPerReq'];
 
@@ -81,39 +89,70 @@ export function summarizeHttp(rounds, skipped, settings) {
     }
     variants[name] = entry;
   }
+  const pairs = HTTP_PAIRS.map((pair) => comparePair(rounds, variants, pair));
+  const pairOf = (variant) => pairs.find((p) => p.variant === variant);
   const goals = [];
   const prazoRequest = variants['prazo-request'];
   if (prazoRequest && !prazoRequest.skipped) {
-    const achieved = prazoRequest.ratio.reqPerSec.median;
-    goals.push({
-      what: 'prazo request() req/s ÷ bare undici.request',
-      goal: REQUEST_GOAL,
-      achieved,
-      met: achieved !== null && achieved >= REQUEST_GOAL,
-      shortBy: achieved !== null && achieved < REQUEST_GOAL ? round(REQUEST_GOAL - achieved) : 0,
-      // What tells the code's cost from the machine's noise when the goal is missed.
-      note: `CPU µs/req ${prazoRequest.ratio.cpuUsPerReq.median}× undici, p50 ${prazoRequest.ratio.p50Ms.median}×, req/s ratio over rounds ${prazoRequest.ratio.reqPerSec.min}–${prazoRequest.ratio.reqPerSec.max}`,
-    });
-  }
-  // Like for like: the same dispatcher prazo's client drives (one undici Pool for the origin).
-  const pool = variants['undici-pool'];
-  if (prazoRequest && !prazoRequest.skipped && pool && !pool.skipped) {
-    const perRound = rounds.map((r) =>
-      r['prazo-request'] && r['undici-pool']
-        ? ratio(r['prazo-request'].reqPerSec, r['undici-pool'].reqPerSec)
-        : null,
+    goals.push(
+      goal({
+        what: 'prazo request() req/s ÷ bare undici.request',
+        atLeast: REQUEST_GOAL,
+        achieved: prazoRequest.ratio.reqPerSec.median,
+        // What tells the code's cost from the machine's noise when the goal is missed.
+        note: `CPU µs/req ${prazoRequest.ratio.cpuUsPerReq.median}× undici, p50 ${prazoRequest.ratio.p50Ms.median}×, req/s ratio over rounds ${prazoRequest.ratio.reqPerSec.min}–${prazoRequest.ratio.reqPerSec.max}`,
+      }),
     );
-    const s = rounded(summarize(perRound));
-    goals.push({
-      what: 'prazo request() req/s ÷ bare undici Pool.request (same dispatcher)',
-      goal: REQUEST_GOAL,
-      achieved: s.median,
-      met: s.median !== null && s.median >= REQUEST_GOAL,
-      shortBy: s.median !== null && s.median < REQUEST_GOAL ? round(REQUEST_GOAL - s.median) : 0,
-      note: `req/s ratio over rounds ${s.min}–${s.max}`,
-    });
   }
-  return { settings: { ...settings, baseline: BASELINE }, variants, goals, rounds };
+  const request = pairOf('prazo-request');
+  goals.push(
+    pairGoal(request, 'prazo request() req/s ÷ bare undici Pool.request (same dispatcher)'),
+    goal({
+      what: 'prazo request() client CPU µs/req ÷ bare undici Pool.request',
+      atMost: REQUEST_CPU_GOAL,
+      achieved: request.ratio.cpuUsPerReq.median,
+      unavailable: request.unavailable,
+      note: `CPU ratio over rounds ${request.ratio.cpuUsPerReq.min}–${request.ratio.cpuUsPerReq.max}`,
+    }),
+    pairGoal(
+      pairOf('undici-interceptor'),
+      'undici.request via Agent().compose(interceptor()) req/s ÷ bare Agent',
+    ),
+    pairGoal(
+      pairOf('fetch-interceptor'),
+      'global fetch via setGlobalDispatcher(interceptor) req/s ÷ bare Agent',
+    ),
+  );
+  return { settings: { ...settings, baseline: BASELINE }, variants, pairs, goals, rounds };
+}
+
+/**
+ * One pair of HTTP_PAIRS: the variant's req/s, CPU µs/req and p50 divided by its counterpart's in the
+ * same round, summarised over the rounds. A pair whose side was not available says which and why.
+ */
+function comparePair(rounds, variants, { variant, against, why }) {
+  const missing = [variant, against].find((n) => !variants[n] || variants[n].skipped);
+  const entry = { variant, against, why };
+  if (missing) entry.unavailable = `${missing}: ${variants[missing]?.skipped ?? 'not run'}`;
+  entry.ratio = {};
+  for (const m of ['reqPerSec', 'cpuUsPerReq', 'p50Ms']) {
+    const perRound = rounds.map((r) =>
+      r[variant] && r[against] ? ratio(r[variant][m], r[against][m]) : null,
+    );
+    entry.ratio[m] = rounded(summarize(perRound));
+  }
+  return entry;
+}
+
+function pairGoal(pair, what) {
+  const r = pair.ratio;
+  return goal({
+    what,
+    atLeast: LIKE_FOR_LIKE_GOAL,
+    achieved: r.reqPerSec.median,
+    unavailable: pair.unavailable,
+    note: `req/s ratio over rounds ${r.reqPerSec.min}–${r.reqPerSec.max}; CPU µs/req ${r.cpuUsPerReq.median}×`,
+  });
 }
 
 function rounded(s) {

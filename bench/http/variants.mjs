@@ -1,6 +1,6 @@
 import { ExponentialBackoff, handleAll, retry, TimeoutStrategy, timeout, wrap } from 'cockatiel';
-import { Agent, Pool, request } from 'undici';
-import { prazo } from '../lib/prazo.mjs';
+import { Agent, Pool, request, setGlobalDispatcher } from 'undici';
+import { prazo, Unavailable } from '../lib/prazo.mjs';
 
 /**
  * The HTTP variants, side by side: every one sends `GET /` to the same loopback keep-alive server and
@@ -19,6 +19,13 @@ import { prazo } from '../lib/prazo.mjs';
  * - `prazo-execute`: prazo's executor (`createDependency(...).execute`, same settings) around bare
  *   `undici.request`, passing the attempt's signal and deadline headers: what the policy layer costs on
  *   its own, to tell it apart from the client's.
+ * - `undici-interceptor`: bare `undici.request` on `new Agent().compose(interceptor(...))` from
+ *   prazo/http, the origin mapped to a dependency with the same settings and the deadline passed per
+ *   call (`{ prazo: { deadline } }`): read against `undici`, the same call on the same kind of Agent.
+ * - `fetch-agent`: Node's global `fetch` after `setGlobalDispatcher(new Agent())` (undici's package):
+ *   how a service that configures its own Agent calls with fetch, the floor for the next one.
+ * - `fetch-interceptor`: the same with `setGlobalDispatcher(new Agent().compose(interceptor(...)))`;
+ *   fetch has no per-call dispatch options, so the deadline is the dependency's default (5 s).
  *
  * A variant may expose `stats()` (hedges sent, retries...), reported next to its numbers: "armed, not
  * firing" is checked, not assumed.
@@ -29,8 +36,22 @@ export const HTTP_VARIANTS = [
   'prazo-request',
   'prazo-fetch',
   'prazo-execute',
+  'undici-interceptor',
   'cockatiel',
   'fetch',
+  'fetch-agent',
+  'fetch-interceptor',
+];
+
+/**
+ * The pairs read side by side (ratios taken within each round): each variant against the one that
+ * differs from it only by what prazo adds.
+ */
+export const HTTP_PAIRS = [
+  { variant: 'prazo-request', against: 'undici-pool', why: 'the dispatcher prazo request() drives' },
+  { variant: 'undici-interceptor', against: 'undici', why: 'undici.request on the same kind of Agent' },
+  { variant: 'fetch-interceptor', against: 'fetch-agent', why: 'global fetch on a bare Agent' },
+  { variant: 'prazo-execute', against: 'undici', why: 'the executor around undici.request' },
 ];
 
 /** Per-call deadline and attempt settings shared by the resilient variants. */
@@ -76,6 +97,21 @@ export async function createVariant(name, { origin }) {
         },
         close: async () => {},
       };
+    case 'fetch-agent':
+    case 'fetch-interceptor': {
+      const agent = new Agent();
+      const dispatcher = name === 'fetch-agent' ? agent : agent.compose(await prazoInterceptor(origin));
+      setGlobalDispatcher(dispatcher);
+      return {
+        call: async () => {
+          const res = await fetch(url);
+          await res.arrayBuffer();
+        },
+        close: () => agent.close(),
+      };
+    }
+    case 'undici-interceptor':
+      return createInterceptorVariant(origin);
     case 'cockatiel': {
       const dispatcher = new Agent();
       const policy = wrap(
@@ -141,6 +177,48 @@ async function createPrazoVariant(name, origin) {
 }
 
 const url = (origin) => `${origin}/`;
+
+/**
+ * prazo/http's `interceptor(options)` with the origin mapped to a dependency of the same settings as
+ * the client variants; a prazo built without it makes the variants "not available" (never a crash).
+ */
+async function prazoInterceptor(origin) {
+  let interceptor;
+  try {
+    interceptor = await prazo('http', 'interceptor');
+  } catch (error) {
+    if (!(error instanceof Unavailable)) throw error;
+    throw new Unavailable('prazo/http exports no interceptor() in this build');
+  }
+  return interceptor({
+    dependencies: {
+      [origin]: {
+        name: 'bench',
+        p99Ms: P99_MS,
+        attempts: 2,
+        defaultDeadlineMs: CALL_DEADLINE_MS,
+        hedge: HEDGE,
+      },
+    },
+  });
+}
+
+async function createInterceptorVariant(origin) {
+  const Deadline = await prazo('deadline', 'Deadline');
+  const agent = new Agent();
+  const dispatcher = agent.compose(await prazoInterceptor(origin));
+  const target = url(origin);
+  return {
+    call: async () => {
+      const res = await request(target, {
+        dispatcher,
+        prazo: { deadline: Deadline.after(CALL_DEADLINE_MS) },
+      });
+      await res.body.dump();
+    },
+    close: () => agent.close(),
+  };
+}
 
 async function createExecuteVariant(url) {
   const createDependency = await prazo('dependency', 'createDependency');

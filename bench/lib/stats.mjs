@@ -44,3 +44,26 @@ export function rotate(items, k) {
   const s = ((k % items.length) + items.length) % items.length;
   return [...items.slice(s), ...items.slice(0, s)];
 }
+
+/**
+ * A row of the goals table: the figure must be at least `atLeast` (a ratio of throughput) or at most
+ * `atMost` (a cost). `shortBy` is how far a miss is from the target (0 when met); a figure that could
+ * not be measured (`achieved` null, e.g. a variant "not available" in this build) is neither met nor
+ * short by anything, and says why in `unavailable`.
+ */
+export function goal({ what, atLeast, atMost, achieved, unavailable, note }) {
+  const max = atMost !== undefined;
+  const target = max ? atMost : atLeast;
+  const measured = typeof achieved === 'number' && Number.isFinite(achieved) && !unavailable;
+  const met = measured && (max ? achieved <= target : achieved >= target);
+  const row = {
+    what,
+    goal: max ? `≤ ${target}` : target,
+    achieved: measured ? achieved : null,
+    met,
+    shortBy: measured ? (met ? 0 : round(Math.abs(achieved - target))) : null,
+  };
+  if (!measured) row.unavailable = unavailable ?? 'not measured in this run';
+  if (note !== undefined) row.note = measured ? note : `not available: ${row.unavailable}`;
+  return row;
+}

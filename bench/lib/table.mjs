@@ -49,7 +49,7 @@ function httpTable(http) {
   ];
   for (const [name, v] of Object.entries(http.variants)) {
     if (v.skipped) {
-      lines.push(row([name, `skipped: ${v.skipped}`, '', '', '', '', '', '', '']));
+      lines.push(row([name, `not available: ${v.skipped}`, '', '', '', '', '', '', '']));
       continue;
     }
     const label = v.errors > 0 ? `${name} (${v.errors} errors)` : name;
@@ -81,6 +81,25 @@ function httpTable(http) {
       '',
       `Extra attempts sent by the resilient variants (hedging armed, meant not to fire): ${notes.join('; ')}.`,
     );
+  if (http.pairs?.length > 0) lines.push('', ...pairsTable(http.pairs));
+  return lines;
+}
+
+/** Like for like: each prazo variant against the same call without prazo, ratios within each round. */
+function pairsTable(pairs) {
+  const lines = [
+    '### Side by side: each variant ÷ the same call without prazo (per round)',
+    '',
+    ...head(['variant', '÷ against', 'req/s ×', 'CPU µs/req ×', 'p50 ×']),
+  ];
+  for (const p of pairs) {
+    const against = `${p.against} (${p.why})`;
+    if (p.unavailable) lines.push(row([p.variant, against, `not available: ${p.unavailable}`, '', '']));
+    else
+      lines.push(
+        row([p.variant, against, range(p.ratio.reqPerSec), range(p.ratio.cpuUsPerReq), range(p.ratio.p50Ms)]),
+      );
+  }
   return lines;
 }
 
@@ -143,12 +162,18 @@ function effectTables(effect) {
 function goalsTable(goals) {
   const lines = ['## Goals', '', ...head(['goal', 'target', 'achieved', 'verdict', 'context'])];
   for (const g of goals) {
-    const verdict = g.met ? 'met' : g.achieved === null ? 'not measured' : `MISSED by ${fmt(g.shortBy, 3)}`;
+    const verdict = g.met
+      ? 'met'
+      : g.unavailable
+        ? 'not available'
+        : g.achieved === null
+          ? 'not measured'
+          : `MISSED by ${fmt(g.shortBy, 3)}`;
     const target = typeof g.goal === 'number' ? `≥ ${g.goal}` : g.goal;
     lines.push(row([g.what, target, fmt(g.achieved, 3), verdict, g.note ?? '']));
   }
   if (goals.length === 0) lines.push(row(['(none measured in this run)', '', '', '', '']));
-  const missed = goals.filter((g) => !g.met);
+  const missed = goals.filter((g) => !g.met && !g.unavailable);
   if (missed.length > 0) {
     lines.push(
       '',

@@ -1,10 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { runChild } from '../lib/child.mjs';
-import { rotate, round, summarize } from '../lib/stats.mjs';
+import { goal, rotate, round, summarize } from '../lib/stats.mjs';
 import { MICRO_CASES } from './cases.mjs';
 
 /** Every micro case in its own process, `runs` times, order rotated; median and min–max of the runs. */
 const RUN_CASE = fileURLToPath(new URL('./run-case.mjs', import.meta.url));
+/** Goal of issue 13: the executor's fixed cost per call (no I/O: a resolved operation), in ns. */
+export const EXECUTOR_GOAL_NS = 300;
+const EXECUTOR_CASE = 'executor execute() fixed cost';
 
 export async function runMicroSuite({ runs, batchMs, batches, log }) {
   const names = MICRO_CASES.map((c) => c.name);
@@ -34,5 +37,17 @@ export async function runMicroSuite({ runs, batchMs, batches, log }) {
       runs: s.n,
     };
   });
-  return { settings: { runs, batchMs, batches }, cases };
+  const executor = cases.find((c) => c.name === EXECUTOR_CASE);
+  const goals = [
+    goal({
+      what: 'executor execute() fixed cost (ns per call)',
+      atMost: EXECUTOR_GOAL_NS,
+      achieved: executor?.nsPerOp?.median ?? null,
+      unavailable: executor?.skipped,
+      note: executor?.nsPerOp
+        ? `over ${executor.runs} process(es): ${executor.nsPerOp.min}–${executor.nsPerOp.max} ns`
+        : undefined,
+    }),
+  ];
+  return { settings: { runs, batchMs, batches }, cases, goals };
 }

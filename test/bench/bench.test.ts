@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -16,6 +16,12 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'prazo-bench-test-'));
 const out = path.join(dir, 'results.json');
+/** The variants that need prazo/http's interceptor(), and whether this build (dist/) has one. */
+const INTERCEPTOR_VARIANTS = ['undici-interceptor', 'fetch-interceptor'];
+const hasInterceptor =
+  typeof (
+    (await import(pathToFileURL(path.join(root, 'dist/http/index.js')).href)) as Record<string, unknown>
+  ).interceptor === 'function';
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -46,14 +52,22 @@ interface AmplificationSide extends Skippable {
 interface Goal {
   what: string;
   met: boolean;
-  shortBy: number;
+  achieved: number | null;
+  shortBy: number | null;
+  unavailable?: string;
+}
+interface Pair {
+  variant: string;
+  against: string;
+  unavailable?: string;
+  ratio: Record<'reqPerSec' | 'cpuUsPerReq' | 'p50Ms', Range>;
 }
 /** The shape of results.json (schema prazo-bench/1), as far as this test reads it. */
 interface Results {
   schema: string;
   mode: string;
   machine: { cpuModel: string; cores: number; node: string };
-  http: { variants: Record<string, HttpVariant> };
+  http: { variants: Record<string, HttpVariant>; pairs: Pair[] };
   micro: { cases: Array<Skippable & { name: string; nsPerOp: Range }> };
   memory: { rows: Array<Skippable & { design: string; retainedBytes: Range; steadyNsPerEvent: Range }> };
   effect: {
@@ -100,13 +114,21 @@ describe('npm run bench -- --quick', () => {
     expect(Object.keys(variants).sort()).toEqual([
       'cockatiel',
       'fetch',
+      'fetch-agent',
+      'fetch-interceptor',
       'prazo-execute',
       'prazo-fetch',
       'prazo-request',
       'undici',
+      'undici-interceptor',
       'undici-pool',
     ]);
     for (const [name, v] of Object.entries(variants)) {
+      // Only the interceptor's variants may be "not available", and only while the build has none.
+      if (INTERCEPTOR_VARIANTS.includes(name) && !hasInterceptor) {
+        expect(v.skipped, name).toMatch(/interceptor/);
+        continue;
+      }
       expect(v.skipped, `${name} skipped`).toBeUndefined();
       expect(Number.isInteger(v.errors), name).toBe(true);
       for (const m of ['reqPerSec', 'p50Ms', 'p99Ms', 'cpuUsPerReq'] as const) {
@@ -115,6 +137,21 @@ describe('npm run bench -- --quick', () => {
       }
     }
     expect(variants.undici?.ratio.reqPerSec.median).toBe(1);
+    // Each like-for-like pair is measured whenever both of its sides were.
+    for (const pair of results.http.pairs) {
+      const measured = !variants[pair.variant]?.skipped && !variants[pair.against]?.skipped;
+      expect(pair.unavailable === undefined, `${pair.variant} ÷ ${pair.against}`).toBe(measured);
+      if (measured)
+        for (const m of ['reqPerSec', 'cpuUsPerReq', 'p50Ms'] as const)
+          expect(positive(pair.ratio[m])).toBe(true);
+    }
+    expect(results.http.pairs.map((p) => `${p.variant}/${p.against}`)).toEqual(
+      expect.arrayContaining([
+        'prazo-request/undici-pool',
+        'undici-interceptor/undici',
+        'fetch-interceptor/fetch-agent',
+      ]),
+    );
     // Recording is part of what prazo-request is measured with: check it was on, not assumed.
     for (const name of ['prazo-request', 'prazo-fetch']) expect(variants[name]?.stats?.recording).toBe(true);
   });
@@ -162,9 +199,23 @@ describe('npm run bench -- --quick', () => {
     for (const g of results.goals) {
       expect(typeof g.what).toBe('string');
       expect(typeof g.met).toBe('boolean');
-      expect(g.met ? g.shortBy === 0 : g.shortBy > 0).toBe(true);
+      if (g.unavailable !== undefined) {
+        // Only a goal on the interceptor, in a build without one, may go unmeasured.
+        expect(hasInterceptor, g.what).toBe(false);
+        expect(g.what).toMatch(/interceptor/);
+        expect(g.met || g.achieved !== null || g.shortBy !== null).toBe(false);
+        continue;
+      }
+      expect(g.met ? g.shortBy === 0 : (g.shortBy as number) > 0, g.what).toBe(true);
     }
-    expect(results.goals.map((g) => g.what).join('\n')).toContain('prazo request()');
+    const said = results.goals.map((g) => g.what).join('\n');
+    for (const what of [
+      'prazo request()',
+      'CPU µs/req ÷ bare undici Pool',
+      'interceptor',
+      'executor execute()',
+    ])
+      expect(said).toContain(what);
   });
 
   it('prints the markdown tables', () => {
