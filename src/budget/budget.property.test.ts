@@ -27,7 +27,8 @@ describe('retry budget invariants on random event sequences (SPEC R1)', () => {
       fc.property(configArb, eventsArb, (config, events) => {
         const clock = new FakeClock();
         const maxRatio = config.ratioPct / 100;
-        const budget = createRetryBudget({ ...config, maxRatio, clock });
+        const { ratioPct: _, ...options } = config;
+        const budget = createRetryBudget({ ...options, maxRatio, clock });
         const W = config.windowMs;
         const b = W / config.buckets;
         const floor = Math.floor((config.minPerSecond * W) / 1000 + 1e-9);
@@ -64,7 +65,8 @@ describe('retry budget invariants on random event sequences (SPEC R1)', () => {
     fc.assert(
       fc.property(configArb, eventsArb, (config, events) => {
         const clock = new FakeClock();
-        const budget = createRetryBudget({ ...config, maxRatio: config.ratioPct / 100, clock });
+        const { ratioPct, ...options } = config;
+        const budget = createRetryBudget({ ...options, maxRatio: ratioPct / 100, clock });
         for (const event of events) {
           clock.advance(event.gap);
           if (event.kind === 'original') budget.recordOriginal();

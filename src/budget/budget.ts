@@ -1,8 +1,10 @@
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import { OptionsValidator } from '../options/validator.js';
-import { BUDGET_DEFAULTS, BUDGET_LIMITS, RATIO_SCALE } from './constants.js';
+import { readOptions } from '../options/validator.js';
+import { RATIO_SCALE, RETRY_BUDGET_OPTIONS, type RetryBudgetOptions } from './options.js';
 import { BucketWindow } from './window.js';
+
+export type { RetryBudgetOptions } from './options.js';
 
 /**
  * The retry budget (SPEC R1, H3): retries as a resource shared by every request to one dependency,
@@ -15,26 +17,6 @@ import { BucketWindow } from './window.js';
  * Semantics of the seed's `resiliencia/orcamento-retry.js`; implementation after Finagle's and
  * tower's bucketed windows: the seed's array of timestamps costs O(rate) memory and O(n) `shift()`s.
  */
-
-export interface RetryBudgetOptions {
-  /** Length of the sliding window, in ms. Default 10000; [100, 3600000]. */
-  readonly windowMs?: number;
-  /**
-   * Extra attempts (retries + hedges) allowed per original request in the window. Default 0.1 (10%
-   * extra load); [0, 10], resolution 1 ppm.
-   */
-  readonly maxRatio?: number;
-  /**
-   * Extra attempts per second allowed whatever the traffic, so a route with 3 requests a minute still
-   * gets a second chance (10% of a tiny number rounds to nothing). Default 3; [0, 1000000]. The floor
-   * is the whole count `floor(minPerSecond × windowMs / 1000)` per window.
-   */
-  readonly minPerSecond?: number;
-  /** Buckets the window is cut into (its edge moves in steps of `windowMs / buckets`). Default 10; [2, 1000]. */
-  readonly buckets?: number;
-  /** Where time comes from. Default: the system clock. */
-  readonly clock?: Clock;
-}
 
 /** What the budget holds now. */
 export interface RetryBudgetState {
@@ -68,29 +50,12 @@ interface Resolved {
   readonly clock: Clock;
 }
 
-function resolve(options: RetryBudgetOptions): Resolved {
-  const v = new OptionsValidator('createRetryBudget');
-  const D = BUDGET_DEFAULTS;
-  const L = BUDGET_LIMITS;
-  const given = (options ?? {}) as RetryBudgetOptions;
-  const windowMs = v.number('windowMs', given.windowMs, {
-    default: D.windowMs,
-    min: L.minWindowMs,
-    max: L.maxWindowMs,
-  });
-  const maxRatio = v.number('maxRatio', given.maxRatio, { default: D.maxRatio, min: 0, max: L.maxRatio });
-  const minPerSecond = v.number('minPerSecond', given.minPerSecond, {
-    default: D.minPerSecond,
-    min: 0,
-    max: L.maxPerSecond,
-  });
-  const buckets = v.number('buckets', given.buckets, {
-    default: D.buckets,
-    min: L.minBuckets,
-    max: L.maxBuckets,
-    integer: true,
-  });
-  v.done();
+function resolve(options: RetryBudgetOptions | undefined): Resolved {
+  const { windowMs, maxRatio, minPerSecond, buckets, clock } = readOptions(
+    'createRetryBudget',
+    RETRY_BUDGET_OPTIONS,
+    options,
+  );
   const scaled = Math.round(maxRatio * RATIO_SCALE);
   const divisor = scaled === 0 ? RATIO_SCALE : gcd(scaled, RATIO_SCALE);
   // 3/s over 10 s is 30.000000000000004 in floats: forgive what is within 1e-9 of a whole count.
@@ -101,7 +66,7 @@ function resolve(options: RetryBudgetOptions): Resolved {
     ratioNum: scaled / divisor,
     ratioDen: RATIO_SCALE / divisor,
     floor,
-    clock: given.clock ?? systemClock,
+    clock: clock ?? systemClock,
   };
 }
 

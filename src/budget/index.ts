@@ -5,4 +5,4 @@ export {
   type RetryBudgetOptions,
   type RetryBudgetState,
 } from './budget.js';
-export { BUDGET_DEFAULTS, BUDGET_LIMITS } from './constants.js';
+export { RETRY_BUDGET_OPTIONS } from './options.js';

@@ -1,6 +1,12 @@
-import { OptionsValidator } from '../options/validator.js';
-import { CALIBRATION_DEFAULTS, CALIBRATION_LIMITS, DRIFT_DEFAULTS } from './constants.js';
+import { readOptions } from '../options/validator.js';
 import type { WindowStats } from './health.js';
+import {
+  CALIBRATE_TIMEOUT_OPTIONS,
+  CHECK_DRIFT_OPTIONS,
+  DRIFT_THRESHOLD_OPTIONS,
+  type DriftInput,
+  type DriftThresholds,
+} from './options.js';
 import { slackedTimeoutMs } from './timeout.js';
 
 /**
@@ -17,28 +23,6 @@ import { slackedTimeoutMs } from './timeout.js';
 
 export type DriftStatus = 'ok' | 'too-tight' | 'idle-margin' | 'insufficient-data';
 
-export interface DriftThresholds {
-  /** Abandonment above which the timeout is too tight. Default 0.01; [0, 1]. */
-  readonly maxAbandonRate?: number;
-  /** Abandonment at or below which it is "about zero". Default 0.001; [0, 1]. */
-  readonly idleAbandonRate?: number;
-  /** Timeout / p99 above which an unused margin is idle. Default 2; [1, 100]. */
-  readonly idleMarginFactor?: number;
-  /** |p99 / previous − 1| at or below which the p99 is stable. Default 0.2; [0, 10]. */
-  readonly stableTolerance?: number;
-  /** Calls a window needs for a verdict. Default 100; integer [1, 10^9]. */
-  readonly minSamples?: number;
-}
-
-export interface DriftInput extends DriftThresholds {
-  /** The configured per-attempt response timeout, in ms. (0, 2^31-1]. */
-  readonly timeoutMs: number;
-  /** The current window (a recorder's `lastWindow()`). */
-  readonly window: WindowStats;
-  /** p99 of the window before, to judge stability (omit: stability is not required). */
-  readonly previousP99Ms?: number;
-}
-
 export interface DriftResult {
   readonly status: DriftStatus;
   /** Why, in one line (empty for `ok`). */
@@ -51,66 +35,29 @@ export interface DriftResult {
   readonly suggestedTimeoutMs: number | undefined;
 }
 
+export type { DriftInput, DriftThresholds } from './options.js';
+
 export type ResolvedDriftThresholds = Required<DriftThresholds>;
+
+const { p99Ms: P99, slack: SLACK } = CALIBRATE_TIMEOUT_OPTIONS.specs;
 
 export function resolveDriftThresholds(
   t: DriftThresholds = {},
   context = 'checkDrift',
 ): ResolvedDriftThresholds {
-  const v = new OptionsValidator(context);
-  const D = DRIFT_DEFAULTS;
-  const out = {
-    maxAbandonRate: v.number('maxAbandonRate', t.maxAbandonRate, {
-      default: D.maxAbandonRate,
-      min: 0,
-      max: 1,
-    }),
-    idleAbandonRate: v.number('idleAbandonRate', t.idleAbandonRate, {
-      default: D.idleAbandonRate,
-      min: 0,
-      max: 1,
-    }),
-    idleMarginFactor: v.number('idleMarginFactor', t.idleMarginFactor, {
-      default: D.idleMarginFactor,
-      min: 1,
-      max: 100,
-    }),
-    stableTolerance: v.number('stableTolerance', t.stableTolerance, {
-      default: D.stableTolerance,
-      min: 0,
-      max: 10,
-    }),
-    minSamples: v.number('minSamples', t.minSamples, {
-      default: D.minSamples,
-      min: 1,
-      max: 1e9,
-      integer: true,
-    }),
-  };
-  if (out.idleAbandonRate > out.maxAbandonRate) {
-    v.problem(
-      `\`idleAbandonRate\` (${out.idleAbandonRate}) must not exceed \`maxAbandonRate\` (${out.maxAbandonRate})`,
-    );
-  }
-  v.done();
-  return Object.freeze(out);
+  return Object.freeze(readOptions(context, DRIFT_THRESHOLD_OPTIONS, t));
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(2)}%`;
 
 /** One drift verdict. Throws `InvalidOptionsError` only for a bad timeout or thresholds. */
 export function checkDrift(input: DriftInput): DriftResult {
-  const t = resolveDriftThresholds(input);
-  const v = new OptionsValidator('checkDrift');
-  const timeoutMs = requiredTimeout(v, input.timeoutMs);
-  v.done();
-  return judge(timeoutMs, input.window, input.previousP99Ms, t);
-}
-
-/** Reads the configured timeout: required, (0, 2^31-1] ms. */
-export function requiredTimeout(v: OptionsValidator, value: unknown): number {
-  if (value === undefined) v.problem('`timeoutMs` is required (the configured response timeout, in ms)');
-  return v.number('timeoutMs', value, { default: 1, min: 0, exclusiveMin: true, max: 2 ** 31 - 1 });
+  const { timeoutMs, window, previousP99Ms, ...thresholds } = readOptions(
+    'checkDrift',
+    CHECK_DRIFT_OPTIONS,
+    input,
+  );
+  return judge(timeoutMs, window, previousP99Ms, thresholds);
 }
 
 /** The verdict with thresholds already resolved (the monitor's hot-ish path). */
@@ -126,10 +73,8 @@ export function judge(
   const p99Ms = window.p99 !== undefined && Number.isFinite(window.p99) ? window.p99 : undefined;
   const result = (status: DriftStatus, reason: string): DriftResult => {
     const suggest =
-      (status === 'too-tight' || status === 'idle-margin') &&
-      p99Ms !== undefined &&
-      p99Ms <= CALIBRATION_LIMITS.maxP99Ms;
-    const suggestedTimeoutMs = suggest ? slackedTimeoutMs(p99Ms, CALIBRATION_DEFAULTS.slack) : undefined;
+      (status === 'too-tight' || status === 'idle-margin') && p99Ms !== undefined && p99Ms <= P99.max!;
+    const suggestedTimeoutMs = suggest ? slackedTimeoutMs(p99Ms, SLACK.default) : undefined;
     return Object.freeze({ status, reason, timeoutMs, p99Ms, abandonRate, suggestedTimeoutMs });
   };
 

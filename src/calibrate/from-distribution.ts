@@ -1,24 +1,16 @@
-import {
-  assessWindow,
-  type HealthThresholds,
-  resolveHealthThresholds,
-  type WindowVerdict,
-} from './health.js';
+import { readOptions } from '../options/validator.js';
+import { assessWindow, type WindowVerdict } from './health.js';
+import { CALIBRATE_FROM_DISTRIBUTION_OPTIONS, type CalibrateFromDistributionOptions } from './options.js';
 import type { LatencyDistribution } from './sources/types.js';
-import { type CalibrateTimeoutInput, calibrateTimeout, type TimeoutCalibration } from './timeout.js';
+import { calibrateTimeout, type TimeoutCalibration } from './timeout.js';
+
+export type { CalibrateFromDistributionOptions } from './options.js';
 
 /**
  * Calibration from a measured distribution, behind the healthy-window guard (SPEC C1, C4): the p99
  * of a degraded window, or one the histogram cannot bound, is refused rather than turned into a
  * timeout that protects nothing. A window too small to judge is calibrated but flagged.
  */
-export interface CalibrateFromDistributionOptions
-  extends Omit<CalibrateTimeoutInput, 'p99Ms'>,
-    HealthThresholds {
-  /** p99 of known-healthy windows, for the jump check, in ms. */
-  readonly baselineP99Ms?: number;
-}
-
 export interface DistributionCalibration {
   readonly verdict: WindowVerdict;
   /** Set when refused: why, one line per reason. */
@@ -33,11 +25,12 @@ export function calibrateFromDistribution(
   distribution: LatencyDistribution,
   options: CalibrateFromDistributionOptions = {},
 ): DistributionCalibration {
-  const { baselineP99Ms, maxErrorRate, maxTimeoutRate, maxP99Jump, minSamples, ...timeout } = options;
-  const thresholds = resolveHealthThresholds(
-    { maxErrorRate, maxTimeoutRate, maxP99Jump, minSamples },
-    'health guard',
+  const { baselineP99Ms, maxErrorRate, maxTimeoutRate, maxP99Jump, minSamples, ...timeout } = readOptions(
+    'calibrateFromDistribution',
+    CALIBRATE_FROM_DISTRIBUTION_OPTIONS,
+    options,
   );
+  const thresholds = { maxErrorRate, maxTimeoutRate, maxP99Jump, minSamples };
   const verdict = assessWindow(distribution, baselineP99Ms, thresholds);
   const refusals: string[] = [];
   if (!distribution.p99Bounded) {

@@ -1,12 +1,8 @@
-import { OptionsValidator } from '../options/validator.js';
-import { HEALTH_DEFAULTS } from './constants.js';
-import {
-  assessWindow,
-  type HealthThresholds,
-  resolveHealthThresholds,
-  type WindowStats,
-  type WindowVerdict,
-} from './health.js';
+import { readOptions } from '../options/validator.js';
+import { assessWindow, type WindowStats, type WindowVerdict } from './health.js';
+import { HEALTHY_WINDOW_TRACKER_OPTIONS, type HealthyWindowTrackerOptions } from './options.js';
+
+export type { HealthyWindowTrackerOptions } from './options.js';
 
 /**
  * Keeps the baseline the guard compares against (SPEC C4, X2): the median p99 of the last few healthy
@@ -14,11 +10,6 @@ import {
  * that slowness is normal; a median (not a mean) keeps one odd healthy window from moving it.
  * Wire it to a recorder: `createLatencyRecorder({ onWindow: (w) => tracker.observe(w) })`.
  */
-
-export interface HealthyWindowTrackerOptions extends HealthThresholds {
-  /** Healthy windows whose median p99 is the baseline. Default 6; integer [1, 100]. */
-  readonly baselineWindows?: number;
-}
 
 export interface HealthyWindowTracker<W extends WindowStats> {
   /** Judges a closed window against the baseline, then lets it into the baseline when healthy. */
@@ -32,15 +23,11 @@ export interface HealthyWindowTracker<W extends WindowStats> {
 export function createHealthyWindowTracker<W extends WindowStats>(
   options: HealthyWindowTrackerOptions = {},
 ): HealthyWindowTracker<W> {
-  const v = new OptionsValidator('createHealthyWindowTracker');
-  const size = v.number('baselineWindows', options.baselineWindows, {
-    default: HEALTH_DEFAULTS.baselineWindows,
-    min: 1,
-    max: 100,
-    integer: true,
-  });
-  v.done();
-  const thresholds = resolveHealthThresholds(options, 'createHealthyWindowTracker');
+  const { baselineWindows: size, ...thresholds } = readOptions(
+    'createHealthyWindowTracker',
+    HEALTHY_WINDOW_TRACKER_OPTIONS,
+    options,
+  );
   const p99s: number[] = [];
   let healthy: W | undefined;
 

@@ -1,5 +1,7 @@
-import { OptionsValidator } from '../options/validator.js';
-import { HEALTH_DEFAULTS } from './constants.js';
+import { readOptions } from '../options/validator.js';
+import { HEALTH_THRESHOLD_OPTIONS, type HealthThresholds } from './options.js';
+
+export type { HealthThresholds } from './options.js';
 
 /**
  * The healthy-window guard (SPEC C4). Calibrating on a window with degradation built in inflates the
@@ -16,17 +18,6 @@ export interface WindowStats {
   readonly timeouts: number;
   /** p99 of successful calls, ms; undefined when there were none. */
   readonly p99: number | undefined;
-}
-
-export interface HealthThresholds {
-  /** Errors / calls above which a window is degraded. Default 0.02; [0, 1]. */
-  readonly maxErrorRate?: number;
-  /** Timeouts / calls above which a window is degraded. Default 0.01; [0, 1]. */
-  readonly maxTimeoutRate?: number;
-  /** p99 / baseline p99 above which the p99 "jumped". Default 1.5; [1, 100]. */
-  readonly maxP99Jump?: number;
-  /** Calls a window needs to be judged at all. Default 100; integer [1, 10^9]. */
-  readonly minSamples?: number;
 }
 
 export type WindowHealth = 'healthy' | 'degraded' | 'insufficient';
@@ -46,27 +37,9 @@ export type ResolvedHealthThresholds = Required<HealthThresholds>;
 /** Validates thresholds once (every problem listed); `context` names where they came from. */
 export function resolveHealthThresholds(
   t: HealthThresholds = {},
-  context = 'health thresholds',
+  context = 'resolveHealthThresholds',
 ): ResolvedHealthThresholds {
-  const v = new OptionsValidator(context);
-  const D = HEALTH_DEFAULTS;
-  const resolved = {
-    maxErrorRate: v.number('maxErrorRate', t.maxErrorRate, { default: D.maxErrorRate, min: 0, max: 1 }),
-    maxTimeoutRate: v.number('maxTimeoutRate', t.maxTimeoutRate, {
-      default: D.maxTimeoutRate,
-      min: 0,
-      max: 1,
-    }),
-    maxP99Jump: v.number('maxP99Jump', t.maxP99Jump, { default: D.maxP99Jump, min: 1, max: 100 }),
-    minSamples: v.number('minSamples', t.minSamples, {
-      default: D.minSamples,
-      min: 1,
-      max: 1e9,
-      integer: true,
-    }),
-  };
-  v.done();
-  return Object.freeze(resolved);
+  return Object.freeze(readOptions(context, HEALTH_THRESHOLD_OPTIONS, t));
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(x < 0.01 ? 2 : 1)}%`;

@@ -1,5 +1,7 @@
-import { OptionsValidator } from '../options/validator.js';
-import { CALIBRATION_DEFAULTS, CALIBRATION_LIMITS } from './constants.js';
+import { readOptions } from '../options/validator.js';
+import { CALIBRATE_TIMEOUT_OPTIONS, type CalibrateTimeoutInput } from './options.js';
+
+export type { CalibrateTimeoutInput } from './options.js';
 
 /**
  * Per-attempt timeouts derived from measurement (SPEC C1–C3), after the seed's `http/calibragem.js`.
@@ -17,30 +19,6 @@ import { CALIBRATION_DEFAULTS, CALIBRATION_LIMITS } from './constants.js';
  * deadline is *infeasible* for this dependency, reported as such (`feasible: false`, still 1 attempt,
  * because refusing to try at all is the caller's decision, e.g. with `DeadlineInsufficientError`).
  */
-
-/** Input of {@link calibrateTimeout}. */
-export interface CalibrateTimeoutInput {
-  /** Healthy p99 of the dependency, end to end, in ms, from a histogram (never a mean). [0, 86400000]. */
-  readonly p99Ms: number;
-  /**
-   * How long the answer is still worth something to the caller, in ms: (0, 2^31-1]. Optional: a
-   * dependency whose callers' deadline is not known yet (a new service, a library default) is
-   * calibrated without a fit check — `attempts` is kept as asked, `warning` is null, `feasible` true.
-   * Check again with the deadline once it is known; per call, the executor bounds each attempt by the
-   * remaining deadline anyway (SPEC R6).
-   */
-  readonly userDeadlineMs?: number;
-  /** Attempts wanted (the original + retries). Integer in [1, 10]. Default 2. */
-  readonly attempts?: number;
-  /** Multiplier over p99. [1.3, 1.5] (SPEC C1), or [1, 3] with `forceSlack`. Default 1.4. */
-  readonly slack?: number;
-  /** Accept a slack outside [1.3, 1.5] (still within [1, 3]). Default false. */
-  readonly forceSlack?: boolean;
-  /** Cap of the connect timeout, in ms: (0, 60000]. Default 400 (SPEC C2). */
-  readonly connectCapMs?: number;
-  /** Overhead reserved per attempt (network, serialization, backoff), in ms: [0, 60000]. Default 30. */
-  readonly overheadMs?: number;
-}
 
 /** What {@link calibrateTimeout} recommends. */
 export interface TimeoutCalibration {
@@ -60,54 +38,8 @@ export interface TimeoutCalibration {
   readonly feasible: boolean;
 }
 
-interface Resolved {
-  readonly p99Ms: number;
-  readonly userDeadlineMs: number | undefined;
-  readonly attempts: number;
-  readonly slack: number;
-  readonly connectCapMs: number;
-  readonly overheadMs: number;
-}
-
-function resolve(input: CalibrateTimeoutInput): Resolved {
-  const v = new OptionsValidator('calibrateTimeout');
-  const L = CALIBRATION_LIMITS;
-  const D = CALIBRATION_DEFAULTS;
-  const given = (input ?? {}) as Partial<CalibrateTimeoutInput>;
-  if (given.p99Ms === undefined) v.problem('`p99Ms` is required (the healthy p99 in ms, from a histogram)');
-  const p99Ms = v.number('p99Ms', given.p99Ms, { default: 0, min: 0, max: L.maxP99Ms });
-  const userDeadlineMs = v.number('userDeadlineMs', given.userDeadlineMs, {
-    default: undefined,
-    min: 0,
-    exclusiveMin: true,
-    max: L.maxDeadlineMs,
-  });
-  const attempts = v.number('attempts', given.attempts, {
-    default: D.attempts,
-    min: 1,
-    max: L.maxAttempts,
-    integer: true,
-  });
-  const forceSlack = v.boolean('forceSlack', given.forceSlack, false);
-  const slack = v.number('slack', given.slack, {
-    default: D.slack,
-    min: forceSlack ? L.minForcedSlack : L.minSlack,
-    max: forceSlack ? L.maxForcedSlack : L.maxSlack,
-  });
-  const connectCapMs = v.number('connectCapMs', given.connectCapMs, {
-    default: D.connectCapMs,
-    min: 0,
-    exclusiveMin: true,
-    max: L.maxConnectCapMs,
-  });
-  const overheadMs = v.number('overheadMs', given.overheadMs, {
-    default: D.overheadMs,
-    min: 0,
-    max: L.maxOverheadMs,
-  });
-  v.done();
-  return { p99Ms, userDeadlineMs, attempts, slack, connectCapMs, overheadMs };
-}
+/** A timeout is never below this: 0 means "no timeout" to undici and most clients. */
+const MIN_TIMEOUT_MS = 1;
 
 /**
  * `ceil(p99 × slack)`, forgiving binary floating point: 180 × 1.35 is 243.00000000000003 in IEEE 754,
@@ -117,7 +49,7 @@ export function slackedTimeoutMs(p99Ms: number, slack: number): number {
   const product = p99Ms * slack;
   const nearest = Math.round(product);
   const exact = Math.abs(product - nearest) <= 1e-9 * Math.max(1, product) ? nearest : Math.ceil(product);
-  return Math.max(CALIBRATION_LIMITS.minTimeoutMs, exact);
+  return Math.max(MIN_TIMEOUT_MS, exact);
 }
 
 /**
@@ -130,7 +62,7 @@ export function slackedTimeoutMs(p99Ms: number, slack: number): number {
  * // → { connectMs: 252, responseMs: 252, attempts: 2, warning: null, feasible: true }
  */
 export function calibrateTimeout(input: CalibrateTimeoutInput): TimeoutCalibration {
-  const r = resolve(input);
+  const r = readOptions('calibrateTimeout', CALIBRATE_TIMEOUT_OPTIONS, input);
   const responseMs = slackedTimeoutMs(r.p99Ms, r.slack);
   const connectMs = Math.min(r.connectCapMs, responseMs);
   const ok = (attempts: number): TimeoutCalibration =>

@@ -156,12 +156,12 @@ describe('prazo check', () => {
     const bad = await runCli(['check', 'bad.yaml'], dir);
     expect(bad.code).toBe(2);
     expect(bad.out).toContain(
-      'bad.yaml:3:5: error: dependencies[0].p99Ms: must be a number in (0, 86400000] (ms), got 0',
+      'bad.yaml:3:5: error: dependencies[0].p99Ms: must be a finite number in (0, 86400000], got 0',
     );
     expect(bad.out).toContain(
-      'bad.yaml:6:5: warning: dependencies[1].atempts: unknown key; did you mean `attempts`?',
+      'bad.yaml:6:5: error: dependencies[1].atempts: unknown key; did you mean `attempts`?',
     );
-    expect(bad.out).toContain('1 error(s), 1 warning(s)');
+    expect(bad.out).toContain('2 error(s), 0 warning(s)');
     expect((await runCli(['check', 'warn.yaml'], dir)).code).toBe(0);
     expect((await runCli(['check', 'warn.yaml', '--strict'], dir)).code).toBe(1);
     const degraded = await runCli(['check', 'degraded.yaml'], dir);

@@ -1,19 +1,27 @@
-import type { ResolvedHealthThresholds } from '../calibrate/health.js';
+import { type ResolvedHealthThresholds, resolveHealthThresholds } from '../calibrate/health.js';
+import type { IncomingDeadlineOptions } from '../deadline/headers.js';
+import { isOptionsObject } from '../options/declare.js';
+import { OptionsValidator } from '../options/validator.js';
 import { type DependencyProfile, type DerivedTimeouts, deriveTimeouts } from '../slo/derive.js';
 import { parseBudget } from '../slo/parse.js';
 import type { LatencyBudget } from '../slo/types.js';
 import { validateBudget } from '../slo/validate.js';
-import { CONFIG_LIMITS } from './constants.js';
-import { type DependencyConfig, readDependency } from './dependency.js';
-import { Fields, isRecord } from './fields.js';
-import type { ReadText } from './histogram.js';
+import { type DependencyConfig, type ReadText, readDependency } from './dependency.js';
 import type { RawProblem } from './problem.js';
-import { readCalibration, readService, type ServiceConfig } from './sections.js';
+import { CONFIG_FILE } from './schema.js';
 
 /** An endpoint's latency budget (SPEC B1) and the timeouts derived from it (SPEC B2). */
 export interface EndpointConfig {
   readonly budget: LatencyBudget;
   readonly timeouts: DerivedTimeouts;
+}
+
+/**
+ * `service: { name, defaultMs, maxMs, clockSkewMs }`: how this service treats incoming deadlines
+ * (SPEC D2, D3, D8): the options of `createDeadlineReader` and the server integrations.
+ */
+export interface ServiceConfig extends IncomingDeadlineOptions {
+  readonly name?: string;
 }
 
 export interface ConfigBody {
@@ -22,55 +30,58 @@ export interface ConfigBody {
   readonly endpoints: ReadonlyMap<string, EndpointConfig>;
 }
 
-const TOP = ['version', 'service', 'calibration', 'dependencies', 'endpoints'];
-
 /** The file's content, section by section; problems are appended to `problems`. */
 export function readBody(data: unknown, problems: RawProblem[], readText: ReadText): ConfigBody | undefined {
-  const f = new Fields(problems);
-  if (!isRecord(data)) {
-    f.error([], 'the file must hold a mapping with `dependencies` (and `service`, `endpoints`)');
+  if (!isOptionsObject(data)) {
+    problems.push({
+      path: [],
+      message: 'the file must hold a mapping with `dependencies` (and `service`, `endpoints`)',
+      severity: 'error',
+    });
     return undefined;
   }
-  f.unknownKeys(data, [], TOP);
-  if (data.version !== undefined && data.version !== 1) f.error(['version'], 'must be 1');
-  const service = readService(f, data);
-  const thresholds = readCalibration(f, data);
-  const dependencies = readDependencies(f, data, readText, thresholds);
-  const endpoints = readEndpoints(f, data, dependencies);
+  const v = new OptionsValidator('config', 'data');
+  const top = v.read(CONFIG_FILE, data);
+  const thresholds =
+    top.calibration !== undefined && v.issues.every((i) => i.path[0] !== 'calibration')
+      ? resolveHealthThresholds(top.calibration)
+      : resolveHealthThresholds();
+  const dependencies = readDependencies(v, problems, top.dependencies ?? [], readText, thresholds);
+  const endpoints = readEndpoints(problems, top.endpoints ?? [], data, dependencies);
+  for (const issue of v.issues) {
+    const message = issue.unknown ? `unknown key${issue.message}` : issue.message;
+    problems.push({ path: issue.path, message, severity: 'error' });
+  }
+  const service =
+    top.service === undefined ? undefined : (Object.freeze({ ...top.service }) as ServiceConfig);
   return { service, dependencies, endpoints };
 }
 
-function list(f: Fields, data: Record<string, unknown>, key: string, max: number): unknown[] {
-  const v = data[key];
-  if (v === undefined) return [];
-  if (Array.isArray(v) && v.length <= max) return v;
-  f.error([key], `must be a list of at most ${max} entries`);
-  return [];
-}
-
 function readDependencies(
-  f: Fields,
-  data: Record<string, unknown>,
+  v: OptionsValidator,
+  warnings: RawProblem[],
+  entries: readonly unknown[],
   readText: ReadText,
   thresholds: ResolvedHealthThresholds,
 ): Map<string, DependencyConfig> {
   const out = new Map<string, DependencyConfig>();
-  for (const [i, entry] of list(f, data, 'dependencies', CONFIG_LIMITS.maxDependencies).entries()) {
+  for (const [i, entry] of entries.entries()) {
     const at = ['dependencies', i];
-    if (!isRecord(entry)) {
-      f.error(at, 'a dependency must be a mapping with at least `name` and `p99Ms`');
+    if (!isOptionsObject(entry)) {
+      v.problem('a dependency must be a mapping with at least `name` and `p99Ms`', at);
       continue;
     }
-    const dep = readDependency(f, entry, at, readText, thresholds);
+    const dep = readDependency(v, warnings, entry, at, readText, thresholds);
     if (dep === undefined) continue;
-    if (out.has(dep.options.name)) f.error([...at, 'name'], `duplicate dependency ${dep.options.name}`);
+    if (out.has(dep.options.name)) v.problem(`duplicate dependency ${dep.options.name}`, [...at, 'name']);
     else out.set(dep.options.name, dep);
   }
   return out;
 }
 
 function readEndpoints(
-  f: Fields,
+  problems: RawProblem[],
+  entries: readonly unknown[],
   data: Record<string, unknown>,
   dependencies: ReadonlyMap<string, DependencyConfig>,
 ): Map<string, EndpointConfig> {
@@ -81,23 +92,28 @@ function readEndpoints(
   }
   // Named in the file but dropped for their own errors: an endpoint naming one is not "unknown".
   const invalid = new Set<string>();
-  const declared = Array.isArray(data['dependencies']) ? data['dependencies'] : [];
+  const declared = Array.isArray(data.dependencies) ? data.dependencies : [];
   for (const entry of declared) {
-    const name = isRecord(entry) ? entry['name'] : undefined;
-    if (typeof name === 'string' && !dependencies.has(name)) invalid.add(name);
+    const name = isOptionsObject(entry) ? entry.name : undefined;
+    if (typeof name === 'string' && !dependencies.has(name.trim())) invalid.add(name.trim());
   }
   const out = new Map<string, EndpointConfig>();
-  for (const [i, entry] of list(f, data, 'endpoints', CONFIG_LIMITS.maxEndpoints).entries()) {
+  for (const [i, entry] of entries.entries()) {
     const at = ['endpoints', i];
     const parsed = parseBudget(entry, at);
-    f.problems.push(...parsed.problems);
+    problems.push(...parsed.problems);
     if (parsed.budget === undefined) continue;
     const budget = parsed.budget;
-    f.problems.push(...validateBudget(budget, at));
+    problems.push(...validateBudget(budget, at));
     const timeouts = deriveTimeouts(budget, profiles, at, invalid);
-    f.problems.push(...timeouts.problems);
-    if (out.has(budget.endpoint)) f.error([...at, 'endpoint'], `duplicate endpoint ${budget.endpoint}`);
-    else out.set(budget.endpoint, Object.freeze({ budget, timeouts }));
+    problems.push(...timeouts.problems);
+    if (out.has(budget.endpoint)) {
+      problems.push({
+        path: [...at, 'endpoint'],
+        message: `duplicate endpoint ${budget.endpoint}`,
+        severity: 'error',
+      });
+    } else out.set(budget.endpoint, Object.freeze({ budget, timeouts }));
   }
   return out;
 }

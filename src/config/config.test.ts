@@ -1,7 +1,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { createDependency } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/index.js';
 import { checkConfigFile, checkConfigText, formatProblem, loadConfig } from './index.js';
@@ -46,11 +48,11 @@ describe('the central config (SPEC C7)', () => {
       '      - { name: a, kind: remote, slice_ms: 80 }', // 12
     ].join('\n');
     expect(lines(text)).toEqual([
-      'prazo.config.yaml:3:5: error: dependencies[0].p99Ms: must be a number in (0, 86400000] (ms), got -3',
-      'prazo.config.yaml:4:5: error: dependencies[0].attempts: `attempts` must be an integer in [1, 10], got 0',
-      'prazo.config.yaml:5:20: error: dependencies[0].retryBudget.maxRatio: must be a number in [0, 10], got 20',
+      'prazo.config.yaml:3:5: error: dependencies[0].p99Ms: must be a finite number in (0, 86400000], got -3',
+      'prazo.config.yaml:4:5: error: dependencies[0].attempts: must be an integer in [1, 10], got 0',
+      'prazo.config.yaml:5:20: error: dependencies[0].retryBudget.maxRatio: must be a finite number in [0, 10], got 20',
       'prazo.config.yaml:6:5: error: dependencies[1]: needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)',
-      'prazo.config.yaml:7:5: warning: dependencies[1].p99ms: unknown key; did you mean `p99Ms`?',
+      'prazo.config.yaml:7:5: error: dependencies[1].p99ms: unknown key; did you mean `p99Ms`?',
       'prazo.config.yaml:11:5: error: endpoints[0].components: slices fall short of total_slo_ms by 20 ms: a 80 = 80, SLO 100',
     ]);
   });
@@ -100,7 +102,7 @@ describe('the central config (SPEC C7)', () => {
   it('accepts JSON, with line numbers too', () => {
     const json = '{\n  "dependencies": [\n    { "name": "x", "p99Ms": 100, "slack": 9 }\n  ]\n}\n';
     expect(lines(json)).toEqual([
-      'prazo.config.yaml:3:34: error: dependencies[0].slack: `slack` must be a finite number in [1.3, 1.5], got 9',
+      'prazo.config.yaml:3:34: error: dependencies[0].slack: must be a finite number in [1.3, 1.5], got 9',
     ]);
     expect(checkConfigText('{"dependencies": [{"name": "x", "p99Ms": 100}]}', noFiles).config).toBeDefined();
   });
@@ -165,5 +167,116 @@ describe('the central config (SPEC C7)', () => {
     for (let i = 0; i < 8; i += 1)
       bomb.push(`${'b'.repeat(i + 1)}: &b${i} [${`*${i === 0 ? 'a' : `b${i - 1}`}, `.repeat(10)}x]`);
     expect(lines(bomb.join('\n'))[0]).toContain('cannot read the file');
+  });
+
+  it('rejects an unknown key anywhere, with the key it was meant to be (issue 14)', () => {
+    const text = [
+      'version: 1',
+      'servce: { name: x }', // 2
+      'service: { name: orders, maxMS: 2000 }', // 3
+      'calibration: { maxErrorrate: 0.1 }', // 4
+      'dependencies:',
+      '  - name: a', // 6
+      '    p99Ms: 10',
+      '    attempt: 3', // 8
+      '    retryBudget: { maxratio: 0.2 }', // 9
+      '    hedge: { percentil: 0.9 }', // 10
+      '    recorder: { windowMS: 1000 }', // 11
+      '    backoff: { base_ms: 10 }', // 12
+      '    histogram_file: x', // 13
+      '    clock: now', // 14
+      'endpoints:',
+      '  - endpoint: GET /x', // 16
+      '    total_slo: 100', // 17
+      '    components:',
+      '      - { name: a, kind: remote, slice: 100 }', // 19
+    ].join('\n');
+    const found = lines(text).filter((l) => l.includes(' error: '));
+    expect(found).toEqual([
+      'prazo.config.yaml:2:1: error: servce: unknown key; did you mean `service`?',
+      'prazo.config.yaml:3:26: error: service.maxMS: unknown key; did you mean `maxMs`?',
+      'prazo.config.yaml:4:16: error: calibration.maxErrorrate: unknown key; did you mean `maxErrorRate`?',
+      'prazo.config.yaml:8:5: error: dependencies[0].attempt: unknown key; did you mean `attempts`?',
+      'prazo.config.yaml:9:20: error: dependencies[0].retryBudget.maxratio: unknown key; did you mean `maxRatio`?',
+      'prazo.config.yaml:10:14: error: dependencies[0].hedge.percentil: unknown key; did you mean `percentile`?',
+      'prazo.config.yaml:11:17: error: dependencies[0].recorder.windowMS: unknown key; did you mean `windowMs`?',
+      'prazo.config.yaml:12:16: error: dependencies[0].backoff.base_ms: unknown key; did you mean `baseMs`?',
+      'prazo.config.yaml:13:5: error: dependencies[0].histogram_file: unknown key; did you mean `histogram.file`?',
+      'prazo.config.yaml:14:5: error: dependencies[0].clock: can only be given in code, not in a config file',
+      'prazo.config.yaml:16:5: error: endpoints[0].total_slo_ms: `total_slo_ms` must be a number of ms in (0, 3600000]',
+      'prazo.config.yaml:17:5: error: endpoints[0].total_slo: unknown key; did you mean `total_slo_ms`?',
+      'prazo.config.yaml:19:9: error: endpoints[0].components[0].slice_ms: `slice_ms` must be a number of ms > 0',
+      'prazo.config.yaml:19:34: error: endpoints[0].components[0].slice: unknown key; did you mean `slice_ms`?',
+    ]);
+  });
+
+  it('reads hedge.enabled, the executor options the file did not list before, and gives them to createDependency', () => {
+    const text = [
+      'dependencies:',
+      '  - { name: a, p99Ms: 100, hedge: { enabled: false, percentile: 0.9 } }',
+      '  - { name: b, p99Ms: 100, hedge: { percentile: 0.9 }, headerFormat: { grpcTimeout: true } }',
+    ].join('\n');
+    const { config, problems } = checkConfigText(text, noFiles);
+    expect(problems).toEqual([]);
+    expect(config!.dependencies.get('a')!.options.hedge).toBe(false);
+    const b = config!.dependencies.get('b')!.options;
+    expect(b).toEqual({
+      name: 'b',
+      p99Ms: 100,
+      hedge: { percentile: 0.9 },
+      headerFormat: { grpcTimeout: true },
+    });
+    expect(createDependency(b).timeouts.responseMs).toBe(140);
+  });
+
+  it('property: every dependency the loader accepts, createDependency accepts, with the same timeouts', () => {
+    const num = (min: number, max: number) => {
+      const double = fc.double({ min, max, noNaN: true });
+      const [lo, hi] = [Math.ceil(min), Math.floor(max)];
+      return lo > hi ? double : fc.oneof(double, fc.integer({ min: lo, max: hi }));
+    };
+    const dep = fc.record(
+      {
+        name: fc.constantFrom('a', 'inventory'),
+        p99Ms: num(-1, 2000),
+        attempts: num(0, 11),
+        slack: num(1.2, 1.6),
+        forceSlack: fc.boolean(),
+        defaultDeadlineMs: num(-1, 5000),
+        connectCapMs: num(-1, 1000),
+        overheadMs: num(-1, 100),
+        retryBudget: fc.record(
+          { windowMs: num(50, 4_000_000), maxRatio: num(-1, 11), minPerSecond: num(-1, 10) },
+          { requiredKeys: [] },
+        ),
+        hedge: fc.oneof(
+          fc.boolean(),
+          fc.record(
+            {
+              percentile: num(0.4, 1),
+              minDelayMs: num(-1, 50),
+              maxDelayMs: num(-1, 100),
+              enabled: fc.boolean(),
+            },
+            { requiredKeys: [] },
+          ),
+        ),
+        backoff: fc.record({ baseMs: num(-1, 70_000), capMs: num(-1, 70_000) }, { requiredKeys: [] }),
+        recorder: fc.record({ windowMs: num(1, 100_000), minSamples: num(0, 1000) }, { requiredKeys: [] }),
+      },
+      { requiredKeys: ['name', 'p99Ms'] },
+    );
+    let accepted = 0;
+    fc.assert(
+      fc.property(dep, (d) => {
+        const { config } = checkConfigText(stringify({ dependencies: [d] }), noFiles);
+        if (config === undefined) return;
+        accepted += 1;
+        const loaded = config.dependencies.get(d.name)!;
+        expect(createDependency(loaded.options).timeouts).toEqual(loaded.calibration);
+      }),
+      { numRuns: 1000 },
+    );
+    expect(accepted).toBeGreaterThan(5);
   });
 });

@@ -1,23 +1,24 @@
-import type { ResolvedHealthThresholds } from '../calibrate/health.js';
+import { assessWindow, type ResolvedHealthThresholds } from '../calibrate/health.js';
 import { checkPool } from '../calibrate/pool.js';
+import { readLatencySource } from '../calibrate/sources/detect.js';
+import { type LatencyDistribution, SourceError } from '../calibrate/sources/types.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
-import { createLatencyRecorder } from '../latency/recorder.js';
-import { compact, readBackoff, readHedge, readPool, readRetryBudget } from './dependency-parts.js';
-import type { Fields } from './fields.js';
-import { fold } from './fold.js';
-import { type HistogramRef, type ReadText, readHistogram } from './histogram.js';
-import type { Path } from './problem.js';
-import { DEPENDENCY_RANGES, HEDGE_RANGES } from './ranges.js';
-import type { DependencySettings } from './settings.js';
+import type { DependencyOptions } from '../dependency/options.js';
+import { HEDGE_OPTIONS } from '../hedge/options.js';
+import type { OptionsOf } from '../options/declare.js';
+import type { OptionsValidator } from '../options/validator.js';
+import type { Path, RawProblem } from './problem.js';
+import { DEPENDENCY_IN_FILE, type HISTOGRAM_IN_FILE } from './schema.js';
 
 /**
  * One `dependencies` entry → the options of `createDependency` (SPEC C7: the timeouts live in the
  * file, not in code), plus what the file says about it: the calibration it yields, where its p99 came
- * from, and the pool it must not drain.
+ * from, and the pool it must not drain. The entry is read with the executor's own declaration (see
+ * `schema.ts`), so what the file accepts, `createDependency` accepts, with the same calibration.
  */
 export interface DependencyConfig {
   /** Ready for `createDependency({ ...options, clock })`. */
-  readonly options: DependencySettings;
+  readonly options: DependencyOptions;
   /** `calibrateTimeout` against the dependency's `defaultDeadlineMs` (what `createDependency` computes). */
   readonly calibration: TimeoutCalibration;
   /** Where p99Ms came from: the file, or a histogram file. */
@@ -25,116 +26,124 @@ export interface DependencyConfig {
   readonly pool?: { readonly size: number; readonly rps: number };
 }
 
-const KEYS = [
-  'name',
-  'p99Ms',
-  'histogram',
-  'attempts',
-  'slack',
-  'forceSlack',
-  'connectCapMs',
-  'overheadMs',
-  'defaultDeadlineMs',
-  'retryBudget',
-  'hedge',
-  'recorder',
-  'backoff',
-  'retryResponseTimeout',
-  'pool',
-];
+/** Reads a histogram file named in the config (paths relative to the config's directory). */
+export type ReadText = (file: string) => string;
 
-function readP99(
-  f: Fields,
-  o: Record<string, unknown>,
+export interface HistogramRef {
+  readonly file: string;
+  readonly distribution: LatencyDistribution;
+}
+
+type Entry = OptionsOf<typeof DEPENDENCY_IN_FILE>;
+
+/** What the file-only keys leave for the executor: `hedge.enabled: false` becomes `hedge: false`. */
+function executorOptions(entry: Entry, p99Ms: number): DependencyOptions {
+  const { histogram: _h, pool: _p, hedge, ...rest } = entry;
+  const options: Record<string, unknown> = { ...rest, p99Ms };
+  if (hedge !== undefined) {
+    if (typeof hedge === 'boolean') options.hedge = hedge;
+    else {
+      const { enabled, ...settings } = hedge;
+      options.hedge = enabled === false ? false : settings;
+    }
+  }
+  for (const key of Object.keys(options)) if (options[key] === undefined) delete options[key];
+  return Object.freeze(options) as DependencyOptions;
+}
+
+/**
+ * A dependency's p99 from a histogram file (SPEC C1, C4). The window is judged by the healthy-window
+ * guard first; a degraded one, or one whose p99 the histogram cannot bound, is refused at `histogram`.
+ */
+function readHistogram(
+  v: OptionsValidator,
+  h: OptionsOf<typeof HISTOGRAM_IN_FILE>,
   at: Path,
   readText: ReadText,
   thresholds: ResolvedHealthThresholds,
-): { p99Ms: number | undefined; histogram: HistogramRef | undefined } {
-  const p99Ms = f.number(o, 'p99Ms', at, {
-    min: 0,
-    exclusiveMin: true,
-    max: DEPENDENCY_RANGES.maxP99Ms,
-    unit: 'ms',
-  });
-  const histogram = readHistogram(f, o, at, readText, thresholds);
-  if (o.p99Ms !== undefined && o.histogram !== undefined) {
-    f.error([...at, 'histogram'], 'give either `p99Ms` or `histogram`, not both');
-  } else if (o.p99Ms === undefined && o.histogram === undefined) {
-    f.error(at, 'needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)');
+): HistogramRef | undefined {
+  const { file: named, baselineP99Ms, ...source } = h;
+  const file = named.trim();
+  let distribution: LatencyDistribution;
+  try {
+    distribution = readLatencySource(readText(file), source);
+  } catch (error) {
+    const why =
+      error instanceof SourceError ? error.message : `cannot read ${file}: ${(error as Error).message}`;
+    v.problem(`${file}: ${why}`, [...at, 'file']);
+    return undefined;
   }
-  return { p99Ms: histogram?.distribution.p99 ?? p99Ms, histogram };
+  if (!distribution.p99Bounded) {
+    v.problem(
+      `${file}: the p99 lies beyond the largest finite bucket; refusing to calibrate on it (SPEC C4)`,
+      at,
+    );
+    return undefined;
+  }
+  const verdict = assessWindow(distribution, baselineP99Ms, thresholds);
+  if (verdict.health !== 'healthy') {
+    const why = `${verdict.health} window (${verdict.reasons.join('; ')})`;
+    v.problem(`${file}: ${why}; refusing to calibrate on it (SPEC C4)`, at);
+    return undefined;
+  }
+  return { file, distribution };
 }
 
+/** Reads one entry at `at`; problems go to `v` (errors) and `warnings`. Undefined when it has errors. */
 export function readDependency(
-  f: Fields,
-  o: Record<string, unknown>,
+  v: OptionsValidator,
+  warnings: RawProblem[],
+  raw: unknown,
   at: Path,
   readText: ReadText,
   thresholds: ResolvedHealthThresholds,
 ): DependencyConfig | undefined {
-  const before = f.problems.length;
-  f.unknownKeys(o, at, KEYS);
-  const name = f.string(o, 'name', at, true, DEPENDENCY_RANGES.maxNameLength);
-  const { p99Ms, histogram } = readP99(f, o, at, readText, thresholds);
-  const recorder = f.record(o, 'recorder', at);
-  if (recorder !== undefined) fold(f.problems, [...at, 'recorder'], () => createLatencyRecorder(recorder));
-  const defaultDeadlineMs = f.number(o, 'defaultDeadlineMs', at, {
-    min: 0,
-    exclusiveMin: true,
-    max: DEPENDENCY_RANGES.maxDeadlineMs,
-    unit: 'ms',
+  const before = v.issues.length;
+  const { name } = v.read(DEPENDENCY_IN_FILE, raw, at);
+  if (v.issues.length > before) return undefined;
+  const entry = { ...(raw as Entry), name }; // the name as read: trimmed
+  const histogram =
+    entry.histogram === undefined
+      ? undefined
+      : readHistogram(v, entry.histogram, [...at, 'histogram'], readText, thresholds);
+  const p99Ms = histogram?.distribution.p99 ?? entry.p99Ms;
+  if (p99Ms === undefined) return undefined;
+  const options = executorOptions(entry, p99Ms);
+  const warn = (key: string, message: string) =>
+    warnings.push({ path: [...at, key], message, severity: 'warning' });
+  // What createDependency computes, from the same inputs.
+  const calibration = calibrateTimeout({
+    p99Ms,
+    userDeadlineMs: options.defaultDeadlineMs ?? DEPENDENCY_IN_FILE.defaults.defaultDeadlineMs,
+    attempts: options.attempts,
+    slack: options.slack,
+    forceSlack: options.forceSlack,
+    connectCapMs: options.connectCapMs,
+    overheadMs: options.overheadMs,
   });
-  const timing = {
-    attempts: o.attempts as number | undefined,
-    slack: o.slack as number | undefined,
-    forceSlack: o.forceSlack as boolean | undefined,
-    connectCapMs: o.connectCapMs as number | undefined,
-    overheadMs: o.overheadMs as number | undefined,
-  };
-  // calibrateTimeout validates attempts, slack, connectCapMs and overheadMs, exactly as at runtime.
-  const calibration = fold(f.problems, at, () =>
-    calibrateTimeout({
-      ...timing,
-      p99Ms: p99Ms ?? 1,
-      userDeadlineMs: defaultDeadlineMs ?? DEPENDENCY_RANGES.defaultDeadlineMs,
-    }),
-  );
-  const options: DependencySettings = compact({
-    name: name ?? '',
-    p99Ms: p99Ms ?? 0,
-    ...timing,
-    defaultDeadlineMs,
-    retryBudget: readRetryBudget(f, o, at),
-    hedge: readHedge(f, o, at),
-    recorder: recorder as DependencySettings['recorder'],
-    backoff: readBackoff(f, o, at),
-    retryResponseTimeout: f.boolean(o, 'retryResponseTimeout', at),
-  });
-  const pool = readPool(f, o, at);
-  if (calibration === undefined || f.problems.slice(before).some((p) => p.severity === 'error'))
-    return undefined;
   if (calibration.warning !== null) {
-    const where = o.defaultDeadlineMs !== undefined ? 'defaultDeadlineMs' : 'attempts';
-    if (calibration.feasible) f.warning([...at, where], calibration.warning);
-    else f.error([...at, where], calibration.warning);
+    const where = entry.defaultDeadlineMs !== undefined ? 'defaultDeadlineMs' : 'attempts';
+    if (calibration.feasible) warn(where, calibration.warning);
+    else v.problem(calibration.warning, [...at, where]);
   }
   const hedge = options.hedge;
   if (hedge !== undefined && hedge !== false) {
     // The executor caps the hedge delay at the response timeout unless maxDelayMs is given.
     const settings = hedge === true ? {} : hedge;
-    const floor = settings.minDelayMs ?? HEDGE_RANGES.defaultMinDelayMs;
+    const floor = settings.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
     if (settings.maxDelayMs === undefined && calibration.responseMs < floor) {
-      f.error(
-        [...at, 'hedge'],
+      v.problem(
         `the response timeout (${calibration.responseMs} ms) is below the hedge minDelayMs (${floor} ms): no hedge could be sent`,
+        [...at, 'hedge'],
       );
-      return undefined;
     }
   }
+  const pool = entry.pool as { size: number; rps: number } | undefined;
   if (pool !== undefined) {
     const check = checkPool({ poolSize: pool.size, rps: pool.rps, timeoutMs: calibration.responseMs });
-    if (check.warning !== null) f.warning([...at, 'pool'], check.warning);
+    if (check.warning !== null) warn('pool', check.warning);
   }
+  if (v.issues.length > before) return undefined;
   const p99Source = histogram ?? 'config';
   return Object.freeze(
     pool === undefined ? { options, calibration, p99Source } : { options, calibration, p99Source, pool },

@@ -5,10 +5,9 @@
  *
  * @module prazo/config
  */
-export type { EndpointConfig } from './body.js';
+export type { EndpointConfig, ServiceConfig } from './body.js';
 export { DEFAULT_CONFIG_FILE } from './constants.js';
-export type { DependencyConfig } from './dependency.js';
-export type { HistogramRef, ReadText } from './histogram.js';
+export type { DependencyConfig, HistogramRef, ReadText } from './dependency.js';
 export {
   type CheckOptions,
   type ConfigCheck,
@@ -18,5 +17,3 @@ export {
   type PrazoConfig,
 } from './load.js';
 export { type ConfigProblem, formatProblem } from './problem.js';
-export type { ServiceConfig } from './sections.js';
-export type { DependencySettings } from './settings.js';

@@ -1,13 +1,11 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { InvalidOptionsError } from '../errors/options.js';
-import { type EndpointConfig, readBody } from './body.js';
+import { type EndpointConfig, readBody, type ServiceConfig } from './body.js';
 import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from './constants.js';
-import type { DependencyConfig } from './dependency.js';
+import type { DependencyConfig, ReadText } from './dependency.js';
 import { parseConfigText } from './document.js';
-import type { ReadText } from './histogram.js';
 import { type ConfigProblem, formatPath, formatProblem } from './problem.js';
-import type { ServiceConfig } from './sections.js';
 
 /**
  * The central configuration (SPEC C7): one reviewable file, `prazo.config.yaml` (or JSON), holding

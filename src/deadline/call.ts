@@ -1,6 +1,10 @@
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
-import type { Deadline, HeaderFormat } from './deadline.js';
+import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from './deadline.js';
 
 /** What the guarded call receives. */
 export interface DeadlineCallContext {
@@ -12,16 +16,23 @@ export interface DeadlineCallContext {
   readonly headers: Record<string, string>;
 }
 
-export interface CallWithDeadlineOptions<T> {
-  /** The dependency's name, for errors and metrics. */
-  readonly name: string;
-  /** The dependency's p99 in ms: with less time than this left, the call is not made (SPEC D4). */
-  readonly p99Ms: number;
-  readonly execute: (context: DeadlineCallContext) => Promise<T>;
+/** Options of {@link callWithDeadline}, declared once (checked per call: they are given per call). */
+export const CALL_WITH_DEADLINE_OPTIONS = defineOptions({
+  /** The dependency's name, for errors and metrics. Required; 1–200 characters. */
+  name: option.string({ required: true }),
+  /** The dependency's p99 in ms: with less time than this left, the call is not made (SPEC D4). Required; [0, 2^31-1]. */
+  p99Ms: option.number({ required: true, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
+  /** The guarded call. Required. */
+  execute: option.required(option.fn<(context: DeadlineCallContext) => Promise<unknown>>()),
   /** The caller's own cancellation; its abort rejects with its own reason, not a deadline error. */
-  readonly signal?: AbortSignal;
-  /** Which deadline headers to send on. */
-  readonly headerFormat?: HeaderFormat;
+  signal: option.signal(),
+  /** Which deadline headers to send on. Default `x-deadline-epoch-ms` only. */
+  headerFormat: option.nested(HEADER_FORMAT_OPTIONS),
+});
+
+export interface CallWithDeadlineOptions<T>
+  extends Omit<OptionsOf<typeof CALL_WITH_DEADLINE_OPTIONS>, 'execute'> {
+  readonly execute: (context: DeadlineCallContext) => Promise<T>;
 }
 
 /**
@@ -32,6 +43,16 @@ export interface CallWithDeadlineOptions<T> {
  *   ignores its signal (its late result or error is then dropped).
  */
 export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlineOptions<T>): Promise<T> {
+  try {
+    readOptions('callWithDeadline', CALL_WITH_DEADLINE_OPTIONS, options);
+    if (!isDeadline(deadline)) {
+      throw new InvalidOptionsError('callWithDeadline', [
+        `\`deadline\` must be a Deadline, got ${typeof deadline}`,
+      ]);
+    }
+  } catch (error) {
+    return Promise.reject(error);
+  }
   const { name, p99Ms, execute, signal: callerSignal } = options;
   const clock = deadline.clock;
   const remaining = deadline.remainingMs();

@@ -1,22 +1,43 @@
 import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { checkOptionKeys } from '../options/validator.js';
 import { DeadlineHeaders } from './constants.js';
 import { formatGrpcTimeout } from './parse.js';
 
-export interface DeadlineOptions {
+/** Options of {@link Deadline.after} and {@link Deadline.at}. */
+export const DEADLINE_OPTIONS = defineOptions({
   /** Where time comes from. Default: the system clock. */
-  readonly clock?: Clock;
-}
+  clock: option.clock(),
+});
 
-/** Which headers {@link Deadline.toHeaders} writes. */
-export interface HeaderFormat {
+export type DeadlineOptions = OptionsOf<typeof DEADLINE_OPTIONS>;
+
+/** RFC 9110 token: what a header name may contain. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Which headers {@link Deadline.toHeaders} writes (SPEC D1, D5), declared once. */
+export const HEADER_FORMAT_OPTIONS = defineOptions({
   /** Name of the absolute epoch-ms header, or `false` to omit it. Default `x-deadline-epoch-ms`. */
-  readonly epochMs?: string | false;
+  epochMs: option.matching<string | false>(
+    'a header name (RFC 9110 token) or false',
+    (v) => v === false || (typeof v === 'string' && v.length <= 256 && TOKEN.test(v)),
+  ),
   /** Also write `grpc-timeout` (relative). Default false. */
-  readonly grpcTimeout?: boolean;
-  /** Also write `x-envoy-expected-rq-timeout-ms` (relative). Default false. */
-  readonly envoy?: boolean;
+  grpcTimeout: option.boolean({ default: false }),
+  /** Also write `x-envoy-expected-rq-timeout-ms` (relative, whole ms, never below 1). Default false. */
+  envoy: option.boolean({ default: false }),
+});
+
+export type HeaderFormat = OptionsOf<typeof HEADER_FORMAT_OPTIONS>;
+
+/**
+ * True for a {@link Deadline}, also one made by another installed copy of prazo (read through its
+ * methods, never by `instanceof`).
+ */
+export function isDeadline(value: unknown): value is Deadline {
+  return option.hasMethods('remainingMs', 'remainingMsAt', 'epochMs', 'min', 'toHeaders')(value);
 }
 
 /**
@@ -37,14 +58,16 @@ export class Deadline {
   }
 
   /** A deadline `ms` from now. NaN or negative `ms` gives an already expired deadline. */
-  static after(ms: number, options: DeadlineOptions = {}): Deadline {
-    const clock = options.clock ?? systemClock;
+  static after(ms: number, options?: DeadlineOptions): Deadline {
+    checkOptionKeys('Deadline.after', DEADLINE_OPTIONS, options);
+    const clock = options?.clock ?? systemClock;
     return new Deadline(clock.now() + (ms > 0 ? ms : 0), clock);
   }
 
   /** A deadline at a wall-clock epoch in ms (as received from another host). */
-  static at(epochMs: number, options: DeadlineOptions = {}): Deadline {
-    const clock = options.clock ?? systemClock;
+  static at(epochMs: number, options?: DeadlineOptions): Deadline {
+    checkOptionKeys('Deadline.at', DEADLINE_OPTIONS, options);
+    const clock = options?.clock ?? systemClock;
     const now = clock.now();
     const delta = Number.isFinite(epochMs) ? epochMs - clock.epochNow() : 0;
     return new Deadline(now + (delta > 0 ? delta : 0), clock);
@@ -75,9 +98,14 @@ export class Deadline {
     return this.clock.epochNow() + (this.at - this.clock.now());
   }
 
-  /** The earlier of two deadlines. */
+  /**
+   * The earlier of two deadlines. Two deadlines on different clocks (a test's fake one, another
+   * copy's) are compared by the time they have left.
+   */
   min(other: Deadline | undefined): Deadline {
-    return other !== undefined && other.at < this.at ? other : this;
+    if (other === undefined || other === this) return this;
+    if (other.clock === this.clock) return other.at < this.at ? other : this;
+    return other.remainingMs() < this.remainingMs() ? other : this;
   }
 
   /** This deadline, but no later than `maxMs` from now (a local ceiling, SPEC D2). */

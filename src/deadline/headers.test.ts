@@ -95,7 +95,7 @@ describe('deadlineFromHeaders', () => {
       expect(isInvalidOptions(error)).toBe(true);
       if (!isInvalidOptions(error)) return;
       expect(error.problems).toHaveLength(3);
-      expect(error.problems[0]).toContain('`maxMs` must be');
+      expect(error.problems[1]).toContain('`maxMs` must be');
     }
     expect(() => createDeadlineReader({ defaultMs: 5_000, maxMs: 1_000 })).toThrow(/must not exceed/);
   });

@@ -1,7 +1,8 @@
-import type { Clock } from '../clock/clock.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import { OptionsValidator } from '../options/validator.js';
-import { DEADLINE_DEFAULTS, DEADLINE_LIMITS, DeadlineHeaders } from './constants.js';
+import { defineOptions, type OptionsOf, option, type Resolved } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
+import { DeadlineHeaders } from './constants.js';
 import { Deadline } from './deadline.js';
 import { parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
 
@@ -10,17 +11,69 @@ export type HeadersLike =
   | { get(name: string): string | null | undefined }
   | Readonly<Record<string, string | readonly string[] | number | undefined>>;
 
-export interface IncomingDeadlineOptions {
-  /** Deadline for a request that brings none (or only malformed ones), in ms. Default 2000; (0, maxMs]. */
-  readonly defaultMs?: number;
-  /** The most a caller can make this service wait, in ms (SPEC D2). Default 10000; (0, 2^31-1]. */
-  readonly maxMs?: number;
-  /**
-   * Known skew of the senders' wall clocks, in ms: positive when they run ahead of ours (their
-   * absolute deadlines are then read that much earlier). Default 0; [-3600000, 3600000].
-   */
-  readonly clockSkewMs?: number;
-  readonly clock?: Clock;
+/**
+ * How a service treats the deadlines its requests bring (SPEC D2, D3, D8), declared once: the
+ * reader, every server integration (`prazo/server`, `prazo/grpc`) and the config's `service` section.
+ */
+export const INCOMING_DEADLINE_OPTIONS = defineOptions(
+  {
+    /**
+     * Deadline of a request that brings none (or only malformed ones), in ms (SPEC D3). Default 2000
+     * (or `maxMs` when that is smaller); (0, maxMs].
+     */
+    defaultMs: option.number({
+      default: 2_000,
+      unit: 'ms',
+      min: 0,
+      exclusiveMin: true,
+      max: MAX_TIMER_DELAY_MS,
+    }),
+    /**
+     * The most a caller can make this service hold a request, in ms: the incoming deadline becomes
+     * `min(received, now + maxMs)` (SPEC D2). Default 10000; (0, 2^31-1].
+     */
+    maxMs: option.number({
+      default: 10_000,
+      unit: 'ms',
+      min: 0,
+      exclusiveMin: true,
+      max: MAX_TIMER_DELAY_MS,
+    }),
+    /**
+     * Known skew of the senders' wall clocks, in ms, applied to `x-deadline-epoch-ms` (SPEC D8):
+     * positive when they run ahead of ours (their absolute deadlines are then read that much earlier).
+     * Default 0; [-3600000, 3600000].
+     */
+    clockSkewMs: option.number({ default: 0, unit: 'ms', min: -3_600_000, max: 3_600_000 }),
+    /** Where time comes from. Default: the system clock. */
+    clock: option.clock(),
+  },
+  (o, report, { given, valid }) => {
+    if (given.defaultMs !== undefined && valid('defaultMs', 'maxMs') && o.defaultMs > o.maxMs) {
+      report('defaultMs', `(${o.defaultMs}) must not exceed \`maxMs\` (${o.maxMs})`);
+    }
+  },
+);
+
+export type IncomingDeadlineOptions = OptionsOf<typeof INCOMING_DEADLINE_OPTIONS>;
+
+export interface ResolvedIncoming {
+  readonly defaultMs: number;
+  readonly maxMs: number;
+  readonly clockSkewMs: number;
+  readonly clock: Clock;
+}
+
+/**
+ * The options' values once read (`OptionsValidator.read(INCOMING_DEADLINE_OPTIONS, given)`), defaults
+ * applied: `defaultMs` follows a `maxMs` below 2000 when not given.
+ */
+export function incomingDefaults(
+  o: Resolved<(typeof INCOMING_DEADLINE_OPTIONS)['specs']>,
+  given: IncomingDeadlineOptions | undefined,
+): ResolvedIncoming {
+  const defaultMs = given?.defaultMs === undefined ? Math.min(o.defaultMs, o.maxMs) : o.defaultMs;
+  return { defaultMs, maxMs: o.maxMs, clockSkewMs: o.clockSkewMs, clock: o.clock ?? systemClock };
 }
 
 /** Which header decided the deadline. */
@@ -58,31 +111,6 @@ function read(headers: HeadersLike, name: string, parse: Parser): number | undef
   return best;
 }
 
-/** Validated, frozen options; see {@link createDeadlineReader}. */
-function resolve(options: IncomingDeadlineOptions): Required<IncomingDeadlineOptions> {
-  const v = new OptionsValidator('deadlineFromHeaders');
-  const maxMs = v.number('maxMs', options.maxMs, {
-    default: DEADLINE_DEFAULTS.maxMs,
-    min: 0,
-    exclusiveMin: true,
-    max: DEADLINE_LIMITS.maxMs,
-  });
-  const defaultMs = v.number('defaultMs', options.defaultMs, {
-    default: Math.min(DEADLINE_DEFAULTS.defaultMs, maxMs),
-    min: 0,
-    exclusiveMin: true,
-    max: DEADLINE_LIMITS.maxMs,
-  });
-  if (defaultMs > maxMs) v.problem(`\`defaultMs\` (${defaultMs}) must not exceed \`maxMs\` (${maxMs})`);
-  const clockSkewMs = v.number('clockSkewMs', options.clockSkewMs, {
-    default: DEADLINE_DEFAULTS.clockSkewMs,
-    min: -DEADLINE_LIMITS.maxSkewMs,
-    max: DEADLINE_LIMITS.maxSkewMs,
-  });
-  v.done();
-  return { defaultMs, maxMs, clockSkewMs, clock: options.clock ?? systemClock };
-}
-
 /**
  * Builds a reader of incoming deadlines with options validated once (use it on a server's hot path).
  *
@@ -93,8 +121,14 @@ function resolve(options: IncomingDeadlineOptions): Required<IncomingDeadlineOpt
  */
 export function createDeadlineReader(
   options: IncomingDeadlineOptions = {},
+  context = 'createDeadlineReader',
 ): (headers: HeadersLike) => IncomingDeadline {
-  const { defaultMs, maxMs, clockSkewMs, clock } = resolve(options);
+  return deadlineReader(incomingDefaults(readOptions(context, INCOMING_DEADLINE_OPTIONS, options), options));
+}
+
+/** The reader of {@link createDeadlineReader}, from options already read (server integrations). */
+export function deadlineReader(resolved: ResolvedIncoming): (headers: HeadersLike) => IncomingDeadline {
+  const { defaultMs, maxMs, clockSkewMs, clock } = resolved;
   return (headers) => {
     let rel = Number.POSITIVE_INFINITY;
     let source: DeadlineSource = 'default';
@@ -128,10 +162,10 @@ export function readIncomingDeadline(
   headers: HeadersLike,
   options: IncomingDeadlineOptions = {},
 ): IncomingDeadline {
-  return createDeadlineReader(options)(headers);
+  return createDeadlineReader(options, 'readIncomingDeadline')(headers);
 }
 
 /** The deadline a request brings, capped by the local maximum; see {@link createDeadlineReader}. */
 export function deadlineFromHeaders(headers: HeadersLike, options: IncomingDeadlineOptions = {}): Deadline {
-  return createDeadlineReader(options)(headers).deadline;
+  return createDeadlineReader(options, 'deadlineFromHeaders')(headers).deadline;
 }

@@ -40,8 +40,9 @@ describe('createDependency options', () => {
       'p99Ms',
       'attempts',
       'slack',
-      'retryBudget: `maxRatio`',
-      'recorder: `windowMs`',
+      '`retryBudget.maxRatio`',
+      '`hedge.percentile`',
+      '`recorder.windowMs`',
       'random',
     ]) {
       expect(text).toContain(what);

@@ -1,13 +1,16 @@
 import type { RetryBudget } from '../budget/budget.js';
 import type { TimeoutCalibration } from '../calibrate/timeout.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { currentDeadline } from '../deadline/ambient.js';
-import { Deadline } from '../deadline/deadline.js';
+import { Deadline, isDeadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
+import { pickOptions } from '../options/declare.js';
+import { checkOptionKeys, readOptions } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
 import type { DependencyListener } from './events.js';
 import { Execution } from './execution.js';
-import { type DependencyOptions, resolveDependency } from './options.js';
+import { type DependencyOptions, EXECUTE_OPTIONS, resolveDependency } from './options.js';
 import type { Disposable, ExecuteOptions, Operation } from './types.js';
 
 /**
@@ -38,6 +41,34 @@ export interface Dependency {
 
 const NOT_IDEMPOTENT = Object.freeze({ idempotent: false });
 
+/** Throws the `InvalidOptionsError` of one bad per-call option, with the declaration's words. */
+function invalid(name: string, key: 'deadline' | 'idempotencyKey', value: unknown): never {
+  readOptions(`${name}.execute`, pickOptions(EXECUTE_OPTIONS, [key]), { [key]: value });
+  throw new Error('unreachable: the option read as valid');
+}
+
+/**
+ * The deadline a call runs under (SPEC D1, D5): the one given (a `Deadline`, or ms from now), else the
+ * ambient one, else the default — and never later than the ambient one, so a callee cannot extend
+ * the time its caller has (an explicit 28 s inside a 2 s request still gets 2 s).
+ */
+function callDeadline(
+  given: Deadline | number | undefined,
+  name: string,
+  defaultDeadlineMs: number,
+  clock: Clock,
+): Deadline {
+  const ambient = currentDeadline();
+  if (given === undefined) return ambient ?? Deadline.after(defaultDeadlineMs, { clock });
+  let own: Deadline;
+  if (typeof given === 'number') {
+    if (!(given >= 0 && given <= MAX_TIMER_DELAY_MS)) invalid(name, 'deadline', given);
+    own = Deadline.after(given, { clock });
+  } else if (isDeadline(given)) own = given;
+  else invalid(name, 'deadline', given);
+  return own.min(ambient);
+}
+
 /**
  * Creates a dependency executor. Options are validated once, here, every problem reported together
  * in one `InvalidOptionsError`.
@@ -65,16 +96,19 @@ export function createDependency(options: DependencyOptions): Dependency {
         );
       }
       let key: string | undefined;
-      const given = callOptions.idempotencyKey;
-      if (given !== undefined) {
-        key = given === true ? generateIdempotencyKey() : given;
-        if (!isValidIdempotencyKey(key)) {
-          const problem = '`idempotencyKey` must be true or 1 to 255 visible ASCII characters';
-          return Promise.reject(new InvalidOptionsError(`${core.name}.execute`, [problem]));
+      let deadline: Deadline;
+      try {
+        if (callOptions !== NOT_IDEMPOTENT)
+          checkOptionKeys(`${core.name}.execute`, EXECUTE_OPTIONS, callOptions);
+        const given = callOptions.idempotencyKey;
+        if (given !== undefined) {
+          key = given === true ? generateIdempotencyKey() : given;
+          if (!isValidIdempotencyKey(key)) invalid(core.name, 'idempotencyKey', given);
         }
+        deadline = callDeadline(callOptions.deadline, core.name, defaultDeadlineMs, clock);
+      } catch (error) {
+        return Promise.reject(error);
       }
-      const deadline =
-        callOptions.deadline ?? currentDeadline() ?? Deadline.after(defaultDeadlineMs, { clock });
       return new Execution(core, operation, callOptions, deadline, key).run();
     },
     on(listener: DependencyListener): Disposable {

@@ -1,8 +1,7 @@
-export { DEPENDENCY_DEFAULTS, DEPENDENCY_LIMITS } from './constants.js';
 export type { ErrorClassifier } from './core.js';
 export { createDependency, type Dependency } from './dependency.js';
 export type { DependencyListener } from './events.js';
-export type { DependencyOptions } from './options.js';
+export { DEPENDENCY_OPTIONS, type DependencyOptions } from './options.js';
 export type {
   AttemptContext,
   AttemptKind,

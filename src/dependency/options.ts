@@ -1,165 +1,187 @@
-import {
-  createRetryBudget,
-  isRetryBudget,
-  type RetryBudget,
-  type RetryBudgetOptions,
-} from '../budget/budget.js';
+import { createRetryBudget, isRetryBudget, type RetryBudget } from '../budget/budget.js';
+import { RETRY_BUDGET_OPTIONS } from '../budget/options.js';
+import { CALIBRATE_TIMEOUT_OPTIONS } from '../calibrate/options.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
-import type { Clock } from '../clock/clock.js';
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import type { HeaderFormat } from '../deadline/deadline.js';
-import { InvalidOptionsError } from '../errors/options.js';
-import { HEDGE_DEFAULTS } from '../hedge/constants.js';
-import { createHedgePolicy, type HedgeOptions, type HedgePolicy } from '../hedge/policy.js';
-import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
+import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from '../deadline/deadline.js';
+import { HEDGE_OPTIONS } from '../hedge/options.js';
+import { createHedgePolicy, type HedgePolicy } from '../hedge/policy.js';
+import { RECORDER_OPTIONS } from '../latency/options.js';
+import { createLatencyRecorder } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
-import { OptionsValidator } from '../options/validator.js';
-import type { RandomSource } from '../retry/backoff.js';
+import { defineOptions, type OptionsOf, option, pickOptions } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
+import { BACKOFF_OPTIONS, type RandomSource } from '../retry/backoff.js';
 import { classifyFailure } from '../retry/classify.js';
-import { BACKOFF_DEFAULTS, BACKOFF_LIMITS } from '../retry/constants.js';
-import { DEPENDENCY_DEFAULTS, DEPENDENCY_LIMITS } from './constants.js';
+import { isValidIdempotencyKey } from '../retry/idempotency.js';
 import type { DependencyCore, ErrorClassifier } from './core.js';
 import { Listeners } from './events.js';
+import type { ResultVerdict } from './types.js';
 
-export interface DependencyOptions {
-  /** The dependency's name, in errors, events and metrics. 1–100 characters. Required. */
-  readonly name: string;
-  /** Its healthy p99 in ms, from a histogram (SPEC C1). Required; (0, 86400000]. */
-  readonly p99Ms: number;
-  /** Attempts per call, the original included. Default 2; integer [1, 10]. Hedges are extra. */
-  readonly attempts?: number;
-  /** Response timeout = `ceil(p99Ms × slack)` (SPEC C1). Default 1.4; [1.3, 1.5] (see `calibrateTimeout`). */
-  readonly slack?: number;
-  /** Accept a slack in [1, 3]. Default false. */
-  readonly forceSlack?: boolean;
-  /** Cap of the connect timeout, in ms (SPEC C2). Default 400; (0, 60000]. */
-  readonly connectCapMs?: number;
-  /** Overhead reserved per attempt when fitting attempts in the default deadline, in ms. Default 30. */
-  readonly overheadMs?: number;
-  /** Deadline of a call with no `deadline` and no ambient one, in ms. Default 2000; (0, 2^31-1]. */
-  readonly defaultDeadlineMs?: number;
-  /** A budget shared with other dependencies, or options for this one's own (SPEC R1). Default: 10 s, 10%, 3/s. */
-  readonly retryBudget?: RetryBudget | RetryBudgetOptions;
-  /** Hedged requests (SPEC H1–H3): `true` for the defaults, options, or false/undefined for none. */
-  readonly hedge?: boolean | HedgeOptions;
-  /** Latency source to record into and to hedge from, or options for this dependency's own recorder. */
-  readonly recorder?: LatencySource | LatencyRecorderOptions;
-  /** Full-jitter backoff: first ceiling and largest ceiling, in ms. Defaults 25 and 1000; [0, 60000]. */
-  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
+const isLatencySource = (value: unknown): value is LatencySource =>
+  option.hasMethods('record', 'quantile')(value);
+
+/**
+ * The executor's options (`createDependency`), declared once (see `options/declare.ts`). This
+ * declaration is what validates them, what `prazo.config.yaml` reads for each dependency (data mode:
+ * `classifyError`, `random` and `clock` are code-only), and what clients built on the executor
+ * (`prazo/http`) spread into their own options, so a bound or a default lives here and nowhere else.
+ * Nested options reuse their components' declarations: `retryBudget` the budget's, `hedge` the
+ * hedge policy's, `recorder` the latency recorder's, `backoff` the backoff's, `headerFormat` the
+ * deadline's; the calibration options are `calibrateTimeout`'s own.
+ */
+export const DEPENDENCY_OPTIONS = defineOptions({
+  /** The dependency's name, in errors, events and metrics. Required; 1–100 characters. */
+  name: option.string({ required: true, maxLength: 100 }),
+  /**
+   * Its healthy p99 in ms, from a histogram (SPEC C1): with less time than this left a call fails
+   * with DEADLINE_INSUFFICIENT without being attempted (SPEC D4, R6). Required; (0, 86400000].
+   */
+  p99Ms: option.number({ required: true, unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
+  ...pickOptions(CALIBRATE_TIMEOUT_OPTIONS, ['attempts', 'slack', 'forceSlack', 'connectCapMs', 'overheadMs'])
+    .specs,
+  /**
+   * Deadline of a call with no `deadline` and no ambient one, in ms; also the deadline the attempts are
+   * fitted into at construction (SPEC C3). Default 2000; (0, 2^31-1].
+   */
+  defaultDeadlineMs: option.number({
+    default: 2_000,
+    unit: 'ms',
+    min: 0,
+    exclusiveMin: true,
+    max: MAX_TIMER_DELAY_MS,
+  }),
+  /**
+   * The retry budget retries and hedges draw from (SPEC R1, H3): a budget shared with other
+   * dependencies (`createRetryBudget()`), or options for this one's own. Default: 10 s, 10%, 3/s.
+   */
+  retryBudget: option.instanceOr<RetryBudget, (typeof RETRY_BUDGET_OPTIONS)['specs']>(
+    { describe: 'a RetryBudget (from createRetryBudget)', test: isRetryBudget },
+    RETRY_BUDGET_OPTIONS,
+  ),
+  /**
+   * Hedged requests (SPEC H1–H3): `true` for the defaults, options, or false/undefined for none. The
+   * hedge delay's default ceiling is the attempt timeout (a later hedge could not beat it).
+   */
+  hedge: option.toggle(HEDGE_OPTIONS),
+  /**
+   * The latency source attempts are recorded into and hedges read from: a recorder (shared, or one a
+   * client listens to), or options for this dependency's own. Default: the recorder's defaults.
+   */
+  recorder: option.instanceOr<LatencySource, (typeof RECORDER_OPTIONS)['specs']>(
+    { describe: 'a latency source (with record and quantile)', test: (v) => isLatencySource(v) },
+    RECORDER_OPTIONS,
+  ),
+  /** Full-jitter backoff ceilings between retries, in ms. Default `{ baseMs: 25, capMs: 1000 }`. */
+  backoff: option.nested(BACKOFF_OPTIONS),
   /** Retry response timeouts of idempotent calls by default (SPEC R4). Default false. */
-  readonly retryResponseTimeout?: boolean;
+  retryResponseTimeout: option.boolean({ default: false }),
   /** Classifies thrown errors (gRPC, database drivers...). Default `classifyFailure`. */
-  readonly classifyError?: ErrorClassifier;
-  /** Which deadline headers each attempt carries. Default `x-deadline-epoch-ms` only. */
-  readonly headerFormat?: HeaderFormat;
+  classifyError: option.fn<ErrorClassifier>(),
+  /** Which deadline headers each attempt carries (SPEC D1, D5). Default `x-deadline-epoch-ms` only. */
+  headerFormat: option.nested(HEADER_FORMAT_OPTIONS),
   /** Uniform [0, 1) numbers for jitter. Default `Math.random`; inject one for deterministic tests. */
-  readonly random?: RandomSource;
-  readonly clock?: Clock;
-}
+  random: option.fn<RandomSource>(),
+  /** Where time comes from. Default: the system clock. */
+  clock: option.clock(),
+});
 
-const isSource = (x: unknown): x is LatencySource =>
-  typeof x === 'object' && x !== null && typeof (x as LatencySource).record === 'function';
+export type DependencyOptions = OptionsOf<typeof DEPENDENCY_OPTIONS>;
 
-/** Runs a sub-constructor, folding its InvalidOptionsError problems into `v` under a prefix. */
-function nested<R>(v: OptionsValidator, prefix: string, build: () => R): R | undefined {
-  try {
-    return build();
-  } catch (error) {
-    if (!(error instanceof InvalidOptionsError)) throw error;
-    for (const p of error.problems) v.problem(`${prefix}: ${p}`);
-    return undefined;
-  }
-}
+/**
+ * Per-call options of `dependency.execute`, declared once. Given on every call, so they are checked
+ * on the call without allocating: unknown keys, the deadline and the idempotency key (see
+ * `dependency.ts`).
+ */
+export const EXECUTE_OPTIONS = defineOptions({
+  /**
+   * Whether the operation can safely run more than once (SPEC R5): GET, HEAD, OPTIONS, PUT, DELETE,
+   * or a request carrying an idempotency key. A non-idempotent operation runs exactly once. Required
+   * (`execute(operation)` without options is not idempotent).
+   */
+  idempotent: option.boolean({ required: true }),
+  /**
+   * The deadline: a `Deadline`, or a number of ms from now. Never later than the ambient one
+   * (`currentDeadline()`): a callee never extends its caller. Default: the ambient deadline, else the
+   * dependency's `defaultDeadlineMs`. A number must be in [0, 2^31-1].
+   */
+  deadline: option.value<Deadline | number>(
+    'a Deadline or a number of ms in [0, 2147483647]',
+    (v) => isDeadline(v) || (typeof v === 'number' && v >= 0 && v <= MAX_TIMER_DELAY_MS),
+  ),
+  /** The caller's own cancellation. */
+  signal: option.signal(),
+  /** Judges a result that did not throw (a response with a status). Default: every result is a success. */
+  classify: option.fn<(result: never) => ResultVerdict>(),
+  /** Releases a result that will not be returned (a losing hedge, a retried 503 to drain). */
+  discard: option.fn<(result: never) => void>(),
+  /** Retry a response timeout (the server may have done the work). Default: the dependency's (SPEC R4). */
+  retryResponseTimeout: option.boolean(),
+  /**
+   * An idempotency key carried end to end in the `idempotency-key` header of every attempt (SPEC R5):
+   * the request becomes retryable and hedgeable even when `idempotent` is false. `true` generates a
+   * random one for this call (a POST the caller wants retried). 1–255 visible ASCII characters.
+   */
+  idempotencyKey: option.matching<string | true>(
+    'true or 1 to 255 visible ASCII characters',
+    (v) => v === true || (typeof v === 'string' && isValidIdempotencyKey(v)),
+  ),
+});
 
 /** Validates every option (all problems reported together) and builds what the executions share. */
 export function resolveDependency(options: DependencyOptions): {
   core: DependencyCore;
   timeouts: TimeoutCalibration;
 } {
-  const o = (options ?? {}) as Partial<DependencyOptions>;
-  const v = new OptionsValidator('createDependency');
-  const L = DEPENDENCY_LIMITS;
-  const name = v.string('name', o.name, '', {
-    test: (s) => s.length <= L.maxNameLength,
-    describe: `a string of 1 to ${L.maxNameLength} characters`,
-  });
-  if (o.name === undefined) v.problem('`name` is required');
-  if (o.p99Ms === undefined) v.problem('`p99Ms` is required (the healthy p99 in ms, from a histogram)');
-  const p99Ms = v.number('p99Ms', o.p99Ms, { default: 1, min: 0, exclusiveMin: true, max: L.maxP99Ms });
-  const defaultDeadlineMs = v.number('defaultDeadlineMs', o.defaultDeadlineMs, {
-    default: DEPENDENCY_DEFAULTS.defaultDeadlineMs,
-    min: 0,
-    exclusiveMin: true,
-    max: L.maxDeadlineMs,
-  });
-  const backoff = {
-    baseMs: v.number('backoff.baseMs', o.backoff?.baseMs, {
-      default: BACKOFF_DEFAULTS.baseMs,
-      min: 0,
-      max: BACKOFF_LIMITS.maxMs,
-    }),
-    capMs: v.number('backoff.capMs', o.backoff?.capMs, {
-      default: BACKOFF_DEFAULTS.capMs,
-      min: 0,
-      max: BACKOFF_LIMITS.maxMs,
-    }),
-  };
-  const retryResponseTimeout = v.boolean('retryResponseTimeout', o.retryResponseTimeout, false);
+  const o = readOptions('createDependency', DEPENDENCY_OPTIONS, options);
   const clock = o.clock ?? systemClock;
-  for (const [key, fn] of [
-    ['random', o.random],
-    ['classifyError', o.classifyError],
-  ] as const) {
-    if (fn !== undefined && typeof fn !== 'function') v.problem(`\`${key}\` must be a function`);
-  }
-  const timeouts = nested(v, 'timeouts', () =>
-    calibrateTimeout({
-      p99Ms,
-      userDeadlineMs: defaultDeadlineMs,
-      attempts: o.attempts ?? DEPENDENCY_DEFAULTS.attempts,
-      slack: o.slack,
-      forceSlack: o.forceSlack,
-      connectCapMs: o.connectCapMs,
-      overheadMs: o.overheadMs,
-    }),
-  );
+  const timeouts = calibrateTimeout({
+    p99Ms: o.p99Ms,
+    userDeadlineMs: o.defaultDeadlineMs,
+    attempts: o.attempts,
+    slack: o.slack,
+    forceSlack: o.forceSlack,
+    connectCapMs: o.connectCapMs,
+    overheadMs: o.overheadMs,
+  });
   const budget = isRetryBudget(o.retryBudget)
     ? o.retryBudget
-    : nested(v, 'retryBudget', () => createRetryBudget({ clock, ...(o.retryBudget as RetryBudgetOptions) }));
-  const recorder = isSource(o.recorder)
+    : createRetryBudget({ ...o.retryBudget, clock: o.retryBudget?.clock ?? clock });
+  const recorder = isLatencySource(o.recorder)
     ? o.recorder
-    : nested(v, 'recorder', () =>
-        createLatencyRecorder({ clock, ...(o.recorder as LatencyRecorderOptions) }),
-      );
+    : createLatencyRecorder({ ...o.recorder, clock: o.recorder?.clock ?? clock });
   let hedge: HedgePolicy | undefined;
-  if (o.hedge !== undefined && o.hedge !== false && recorder !== undefined && timeouts !== undefined) {
-    const given = o.hedge === true ? {} : o.hedge;
+  if (o.hedge !== undefined && o.hedge !== false) {
+    const h = o.hedge === true ? {} : o.hedge;
     // Default ceiling: the attempt timeout (a later hedge could not beat it), but never below the
     // floor, so a dependency with a tiny timeout gets a working policy instead of a contradiction.
-    const floor = typeof given.minDelayMs === 'number' ? given.minDelayMs : HEDGE_DEFAULTS.minDelayMs;
-    hedge = nested(v, 'hedge', () =>
-      createHedgePolicy(recorder, { maxDelayMs: Math.max(timeouts.responseMs, floor), ...given }),
-    );
+    const floor = h.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
+    hedge = createHedgePolicy(recorder, {
+      ...h,
+      maxDelayMs: h.maxDelayMs ?? Math.max(timeouts.responseMs, floor),
+    });
   }
-  v.done();
-  const t = timeouts as TimeoutCalibration;
   const core: DependencyCore = {
-    name,
-    p99Ms,
-    maxAttempts: o.attempts ?? DEPENDENCY_DEFAULTS.attempts,
-    responseMs: t.responseMs,
-    connectMs: t.connectMs,
-    defaultDeadlineMs,
+    name: o.name,
+    p99Ms: o.p99Ms,
+    maxAttempts: o.attempts,
+    responseMs: timeouts.responseMs,
+    connectMs: timeouts.connectMs,
+    defaultDeadlineMs: o.defaultDeadlineMs,
     clock,
     random: o.random ?? Math.random,
-    backoff,
-    budget: budget as RetryBudget,
-    recorder: recorder as LatencySource,
+    backoff: {
+      baseMs: o.backoff?.baseMs ?? BACKOFF_OPTIONS.defaults.baseMs,
+      capMs: o.backoff?.capMs ?? BACKOFF_OPTIONS.defaults.capMs,
+    },
+    budget,
+    recorder,
     hedge,
-    retryResponseTimeout,
+    retryResponseTimeout: o.retryResponseTimeout,
     classifyError: o.classifyError ?? classifyFailure,
     headerFormat: o.headerFormat,
     events: new Listeners(),
   };
-  return { core, timeouts: t };
+  return { core, timeouts };
 }

@@ -1,4 +1,6 @@
 import type { Deadline } from '../deadline/deadline.js';
+import type { OptionsOf } from '../options/declare.js';
+import type { EXECUTE_OPTIONS } from './options.js';
 
 /**
  * The contract of the executor (`createDependency(...).execute`), shared by every integration (HTTP,
@@ -39,16 +41,11 @@ export interface ResultVerdict {
   readonly outcome?: 'success' | 'error';
 }
 
-export interface ExecuteOptions<T> {
-  /**
-   * Whether the operation can safely run more than once (SPEC R5): GET, HEAD, OPTIONS, PUT, DELETE,
-   * or a request carrying an idempotency key. A non-idempotent operation runs exactly once.
-   */
-  readonly idempotent: boolean;
-  /** The deadline; default the ambient one (`currentDeadline()`), else the dependency's default. */
-  readonly deadline?: Deadline;
-  /** The caller's own cancellation. */
-  readonly signal?: AbortSignal;
+/**
+ * Per-call options of `dependency.execute` (declared in `options.ts`, `EXECUTE_OPTIONS`), with the
+ * result type `T` that `classify` and `discard` see.
+ */
+export interface ExecuteOptions<T> extends Omit<OptionsOf<typeof EXECUTE_OPTIONS>, 'classify' | 'discard'> {
   /** Judges a result that did not throw (a response with a status). Default: every result is a success. */
   readonly classify?: (result: T) => ResultVerdict;
   /**
@@ -56,14 +53,6 @@ export interface ExecuteOptions<T> {
    * drained so its connection goes back to the pool).
    */
   readonly discard?: (result: T) => void;
-  /** Retry a response timeout (the server may have done the work). Default false (SPEC R4). */
-  readonly retryResponseTimeout?: boolean;
-  /**
-   * An idempotency key carried end to end in the `idempotency-key` header of every attempt (SPEC R5):
-   * the request becomes retryable and hedgeable even when `idempotent` is false. `true` generates a
-   * random one for this call (a POST the caller wants retried). 1–255 visible ASCII characters.
-   */
-  readonly idempotencyKey?: string | true;
 }
 
 /** Every decision the executor makes, for metrics and logs. Cheap when nobody listens. */

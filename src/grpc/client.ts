@@ -8,27 +8,30 @@ import {
   type StatusObject,
   status,
 } from '@grpc/grpc-js';
-import type { Clock } from '../clock/clock.js';
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
-import { OptionsValidator } from '../options/validator.js';
-import { GRPC_CLIENT_DEFAULTS, GRPC_LIMITS } from './constants.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
 
-export interface DeadlineInterceptorOptions {
+/** Options of {@link deadlineInterceptor}, declared once. */
+export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions({
   /**
    * The method's p99 latency in ms: a call with less time left fails at once with
    * `DEADLINE_EXCEEDED` (cause: DeadlineInsufficientError) without touching the channel (SPEC D4).
-   * Default 0 (only a deadline already gone is refused); range [0, 2^31-1].
+   * Default 0 (only a deadline already gone is refused); [0, 2^31-1].
    */
-  readonly p99Ms?: number;
+  p99Ms: option.number({ default: 0, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
   /** The dependency's name in errors. Default: the method path (`/pkg.Service/Method`). */
-  readonly name?: string;
+  name: option.string(),
   /** Where time comes from (wall clock for the grpc-js deadline). Default: the system clock. */
-  readonly clock?: Clock;
-}
+  clock: option.clock(),
+});
+
+export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_OPTIONS>;
 
 /**
  * A grpc-js client interceptor that carries the ambient deadline onto the call (SPEC D1, D4, D5):
@@ -44,18 +47,9 @@ export interface DeadlineInterceptorOptions {
  * });
  */
 export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): Interceptor {
-  const v = new OptionsValidator('deadlineInterceptor');
-  const p99Ms = v.number('p99Ms', options.p99Ms, {
-    default: GRPC_CLIENT_DEFAULTS.p99Ms,
-    min: 0,
-    max: GRPC_LIMITS.maxMs,
-  });
-  const name = v.string('name', options.name, undefined);
-  if (options.clock !== undefined && typeof options.clock?.epochNow !== 'function') {
-    v.problem('`clock` must implement now, epochNow, setTimer and clearTimer');
-  }
-  v.done();
-  const clock = options.clock ?? systemClock;
+  const o = readOptions('deadlineInterceptor', DEADLINE_INTERCEPTOR_OPTIONS, options);
+  const { p99Ms, name } = o;
+  const clock = o.clock ?? systemClock;
 
   return (callOptions: InterceptorOptions, nextCall: NextCall): InterceptingCall => {
     const dependency = name ?? callOptions.method_definition.path;

@@ -1,25 +1,23 @@
 import type { EventEmitter } from 'node:events';
 import type { Clock } from '../clock/clock.js';
-import { systemClock } from '../clock/system.js';
 import { runWithDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
-import { createDeadlineReader, type IncomingDeadlineOptions } from '../deadline/headers.js';
+import {
+  deadlineReader,
+  INCOMING_DEADLINE_OPTIONS,
+  type IncomingDeadlineOptions,
+  incomingDefaults,
+} from '../deadline/headers.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
-import { isInvalidOptions } from '../errors/guards.js';
-import { OptionsValidator } from '../options/validator.js';
+import { readOptions } from '../options/validator.js';
 import { type CallLike, readCallDeadline } from './incoming.js';
 import { toGrpcError } from './status.js';
 
-/** Options of {@link withGrpcDeadline}; see `IncomingDeadlineOptions` for units, defaults and ranges. */
-export interface GrpcDeadlineOptions extends IncomingDeadlineOptions {
-  /** Deadline of a call that brings none, in ms (SPEC D3). Default 2000; range (0, maxMs]. */
-  readonly defaultMs?: number;
-  /** The most a caller can make this service hold a call, in ms (SPEC D2). Default 10000. */
-  readonly maxMs?: number;
-  /** Skew applied to an `x-deadline-epoch-ms` metadata entry, in ms. Default 0; [-3600000, 3600000]. */
-  readonly clockSkewMs?: number;
-  readonly clock?: Clock;
-}
+/**
+ * Options of {@link withGrpcDeadline}: the incoming-deadline options of every server integration
+ * (`defaultMs`, `maxMs`, `clockSkewMs` for an `x-deadline-epoch-ms` metadata entry, `clock`).
+ */
+export type GrpcDeadlineOptions = IncomingDeadlineOptions;
 
 /** Set on the call object by {@link withGrpcDeadline}. */
 export interface GrpcDeadlineFields {
@@ -58,8 +56,12 @@ export function withGrpcDeadline<H extends GrpcHandler>(
   handler: H,
   options: GrpcDeadlineOptions = {},
 ): GrpcHandlerOf<H> {
-  const clock = options.clock ?? systemClock;
-  const read = reader('withGrpcDeadline', options, clock);
+  const incoming = incomingDefaults(
+    readOptions('withGrpcDeadline', INCOMING_DEADLINE_OPTIONS, options),
+    options,
+  );
+  const { clock } = incoming;
+  const read = deadlineReader(incoming);
   if (typeof handler !== 'function') {
     throw new TypeError(`withGrpcDeadline(handler): handler must be a function, got ${typeof handler}`);
   }
@@ -148,23 +150,4 @@ function mapStreamErrors(call: ServerSurfaceCall): void {
     if (name === 'error') args[0] = toGrpcError(args[0]);
     return emit.call(this, name, ...args);
   };
-}
-
-/** The incoming-deadline reader, its option problems reported under this wrapper's name. */
-function reader(context: string, options: GrpcDeadlineOptions, clock: Clock) {
-  const v = new OptionsValidator(context);
-  if (options.clock !== undefined && typeof options.clock?.setTimer !== 'function') {
-    v.problem('`clock` must implement now, epochNow, setTimer and clearTimer');
-  }
-  try {
-    const { defaultMs, maxMs, clockSkewMs } = options;
-    const read = createDeadlineReader({ defaultMs, maxMs, clockSkewMs, clock });
-    v.done();
-    return read;
-  } catch (error) {
-    if (!isInvalidOptions(error)) throw error;
-    for (const problem of error.problems) v.problem(problem);
-    v.done();
-    throw error;
-  }
 }

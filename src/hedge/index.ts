@@ -1,2 +1,2 @@
-export { HEDGE_DEFAULTS, HEDGE_LIMITS } from './constants.js';
+export { HEDGE_OPTIONS } from './options.js';
 export { createHedgePolicy, type HedgeOptions, type HedgePolicy } from './policy.js';

@@ -1,6 +1,8 @@
 import type { LatencySource } from '../latency/types.js';
 import { OptionsValidator } from '../options/validator.js';
-import { HEDGE_DEFAULTS, HEDGE_LIMITS } from './constants.js';
+import { HEDGE_OPTIONS, type HedgeOptions } from './options.js';
+
+export type { HedgeOptions } from './options.js';
 
 /**
  * When to send a hedge (SPEC H1): after the dependency's *live* p95, so that only about 5% of the
@@ -16,17 +18,6 @@ import { HEDGE_DEFAULTS, HEDGE_LIMITS } from './constants.js';
  * the retry budget they draw from (SPEC H3), which the executor checks before sending one.
  */
 
-export interface HedgeOptions {
-  /** Latency quantile (0.5–0.9999) after which one copy is sent. Default 0.95. Exclusive with `maxExtraLoad`. */
-  readonly percentile?: number;
-  /** Extra load allowed, (0, 0.5]: hedge after the `1 − maxExtraLoad` quantile (Finagle). */
-  readonly maxExtraLoad?: number;
-  /** Least delay before a hedge, in ms. Default 5; [0, 2^31-1]. */
-  readonly minDelayMs?: number;
-  /** No hedge when the delay would exceed this, in ms. Default: no ceiling here (the executor uses its attempt timeout). */
-  readonly maxDelayMs?: number;
-}
-
 export interface HedgePolicy {
   /** The quantile in use. */
   readonly percentile: number;
@@ -38,32 +29,9 @@ export interface HedgePolicy {
 
 /** Validates hedge options (every problem reported together) and binds them to a latency source. */
 export function createHedgePolicy(source: LatencySource, options: HedgeOptions = {}): HedgePolicy {
-  const v = new OptionsValidator('hedge');
-  const o = options ?? {};
-  const L = HEDGE_LIMITS;
-  if (o.percentile !== undefined && o.maxExtraLoad !== undefined) {
-    v.problem('`percentile` and `maxExtraLoad` are two ways to say the same thing: give one');
-  }
-  const extra = v.number('maxExtraLoad', o.maxExtraLoad, {
-    default: undefined,
-    min: 0,
-    exclusiveMin: true,
-    max: L.maxExtraLoad,
-  });
-  const percentile = v.number('percentile', o.percentile, {
-    default: extra === undefined ? HEDGE_DEFAULTS.percentile : 1 - extra,
-    min: L.minPercentile,
-    max: L.maxPercentile,
-  });
-  const minDelayMs = v.number('minDelayMs', o.minDelayMs, {
-    default: HEDGE_DEFAULTS.minDelayMs,
-    min: 0,
-    max: L.maxDelayMs,
-  });
-  const maxDelayMs = v.number('maxDelayMs', o.maxDelayMs, { default: undefined, min: 0, max: L.maxDelayMs });
-  if (maxDelayMs !== undefined && maxDelayMs < minDelayMs) {
-    v.problem(`\`maxDelayMs\` (${maxDelayMs}) must not be below \`minDelayMs\` (${minDelayMs})`);
-  }
+  const v = new OptionsValidator('createHedgePolicy');
+  const { minDelayMs, maxDelayMs, maxExtraLoad, ...o } = v.read(HEDGE_OPTIONS, options);
+  const percentile = maxExtraLoad !== undefined ? 1 - maxExtraLoad : o.percentile;
   if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
   v.done();
   const ceiling = maxDelayMs ?? Number.POSITIVE_INFINITY;

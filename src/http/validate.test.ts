@@ -89,7 +89,8 @@ describe('createHttpClient options (validated once, every problem listed)', () =
       \`clock\` must implement Clock (now, epochNow, setTimer, clearTimer)
       \`name\` is required
       \`p99Ms\` must be a finite number in (0, 86400000], got -1
-      timeouts: \`attempts\` must be an integer in [1, 10], got 1.5
+      \`attempts\` must be an integer in [1, 10], got 1.5
+      \`hedge.percentile\` must be a finite number in [0.5, 0.9999], got 2
       \`connectTimeoutMs\` must be a finite number in (0, 60000], got 0
       \`responseTimeoutMs\` must be a finite number in (0, 2147483647], got NaN"
     `);

@@ -1,3 +1,3 @@
-export { RECORDER_DEFAULTS, RECORDER_LIMITS } from './constants.js';
+export { RECORDER_OPTIONS } from './options.js';
 export { createLatencyRecorder, type LatencyRecorder, type LatencyRecorderOptions } from './recorder.js';
 export type { LatencySnapshot, LatencySource, Outcome } from './types.js';

@@ -1,28 +1,35 @@
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import { OptionsValidator } from '../options/validator.js';
-import { RECORDER_DEFAULTS, RECORDER_LIMITS } from './constants.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import type { LatencySnapshot } from './types.js';
 
-export interface LatencyRecorderOptions {
-  /** Length of a window, in ms. Default 10000; [10, 86400000]. */
-  readonly windowMs?: number;
+/** The options of the latency recorder (SPEC C1, C4, H1), declared once. */
+export const RECORDER_OPTIONS = defineOptions({
+  /**
+   * Length of a window, in ms: reads see the last full one, so a value is at most 2 windows old.
+   * Default 10000; [10, 86400000].
+   */
+  windowMs: option.number({ default: 10_000, unit: 'ms', min: 10, max: 86_400_000 }),
   /**
    * Successful samples the last full window needs before `quantile` answers (below it: `undefined`,
-   * and the caller falls back to its configured p99). Default 100; integer [1, 1000000].
+   * and the caller falls back to its configured p99): a p99 from fewer than 100 samples is the
+   * maximum of a handful of calls, not a percentile. Default 100; integer [1, 1000000].
    */
-  readonly minSamples?: number;
+  minSamples: option.integer({ default: 100, min: 1, max: 1_000_000 }),
   /** Relative accuracy of every quantile (DDSketch α). Default 0.01 (±1%); [0.0001, 0.1]. */
-  readonly relativeAccuracy?: number;
+  relativeAccuracy: option.number({ default: 0.01, min: 0.0001, max: 0.1 }),
   /** Time source. Default `systemClock`. */
-  readonly clock?: Clock;
+  clock: option.clock(),
   /**
    * Called once per closed window that held samples, at the lazy rotation (inside a `record` or a
    * read): feed the healthy-window guard, drift checks, metrics. Must not throw (a throw is turned into
    * a process warning, never into a failed `record`).
    */
-  readonly onWindow?: (closed: LatencySnapshot) => void;
-}
+  onWindow: option.fn<(closed: LatencySnapshot) => void>(),
+});
+
+export type LatencyRecorderOptions = OptionsOf<typeof RECORDER_OPTIONS>;
 
 export interface Settings {
   readonly windowMs: number;
@@ -32,32 +39,7 @@ export interface Settings {
   readonly onWindow: ((closed: LatencySnapshot) => void) | undefined;
 }
 
-export function resolveRecorderOptions(options: LatencyRecorderOptions): Settings {
-  const v = new OptionsValidator('createLatencyRecorder');
-  const L = RECORDER_LIMITS;
-  const D = RECORDER_DEFAULTS;
-  const o = options ?? {};
-  const windowMs = v.number('windowMs', o.windowMs, {
-    default: D.windowMs,
-    min: L.minWindowMs,
-    max: L.maxWindowMs,
-  });
-  const minSamples = v.number('minSamples', o.minSamples, {
-    default: D.minSamples,
-    min: 1,
-    max: L.maxMinSamples,
-    integer: true,
-  });
-  const relativeAccuracy = v.number('relativeAccuracy', o.relativeAccuracy, {
-    default: D.relativeAccuracy,
-    min: L.minRelativeAccuracy,
-    max: L.maxRelativeAccuracy,
-  });
-  if (o.clock !== undefined && typeof (o.clock as Partial<Clock>).now !== 'function') {
-    v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
-  }
-  if (o.onWindow !== undefined && typeof o.onWindow !== 'function')
-    v.problem('`onWindow` must be a function');
-  v.done();
-  return { windowMs, minSamples, relativeAccuracy, clock: o.clock ?? systemClock, onWindow: o.onWindow };
+export function resolveRecorderOptions(options: LatencyRecorderOptions | undefined): Settings {
+  const o = readOptions('createLatencyRecorder', RECORDER_OPTIONS, options);
+  return { ...o, clock: o.clock ?? systemClock };
 }

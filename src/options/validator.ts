@@ -1,4 +1,41 @@
 import { InvalidOptionsError } from '../errors/options.js';
+import {
+  type AnySpec,
+  isOptionsObject,
+  type OptionPath,
+  type OptionsSchema,
+  type Resolved,
+  type Specs,
+} from './declare.js';
+import { closestName } from './suggest.js';
+
+/** One problem: where (a key path below the options) and what (a predicate: "must be ...", "is required"). */
+export interface OptionIssue {
+  readonly path: OptionPath;
+  readonly message: string;
+  /** An unknown key: `message` is then only the hint ("; did you mean `attempts`?"), maybe empty. */
+  readonly unknown?: boolean;
+}
+
+/** One issue as a line of an `InvalidOptionsError`: "`retryBudget.maxRatio` must be ..., got 20". */
+export function formatIssue(issue: OptionIssue): string {
+  const where = formatOptionPath(issue.path);
+  if (issue.unknown) return `unknown option \`${where}\`${issue.message}`;
+  return issue.path.length === 0 ? issue.message : `\`${where}\` ${issue.message}`;
+}
+
+/**
+ * Where options come from. `code`: a caller's object (every option allowed). `data`: a config file,
+ * where strings are trimmed and what only code can give (a clock, a function) is refused.
+ */
+export type OptionsMode = 'code' | 'data';
+
+/** `retryBudget.maxRatio`, `dependencies[2].hedge`. */
+export function formatOptionPath(path: OptionPath): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`;
+  return out;
+}
 
 export interface NumberRule<D extends number | undefined> {
   /** Used when the value is `undefined`. */
@@ -14,10 +51,11 @@ export interface NumberRule<D extends number | undefined> {
 const describe = (value: unknown): string => {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  if (typeof value === 'function') return 'a function';
   return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
 };
 
-const range = (rule: NumberRule<number | undefined>): string => {
+const range = (rule: { min?: number; max?: number; exclusiveMin?: boolean }): string => {
   const lo = rule.min === undefined ? '' : `${rule.exclusiveMin ? '(' : '['}${rule.min}`;
   const hi = rule.max === undefined ? '' : `${rule.max}]`;
   if (lo && hi) return ` in ${lo}, ${hi}`;
@@ -25,30 +63,141 @@ const range = (rule: NumberRule<number | undefined>): string => {
   return hi ? ` <= ${rule.max}` : '';
 };
 
+const DEFAULT_MAX_LENGTH = 200;
+
+/** The keys of `schema` and of the schemas nested in it, as dotted paths (for "did you mean"). */
+function nestedKeys(schema: OptionsSchema<Specs>, prefix: string, out: string[], depth: number): string[] {
+  for (const key of schema.keys) {
+    const nested = schema.specs[key]!.schema;
+    if (prefix !== '') out.push(`${prefix}${key}`);
+    if (nested !== undefined && depth < 2) nestedKeys(nested, `${prefix}${key}.`, out, depth + 1);
+  }
+  return out;
+}
+
+/**
+ * The nested option a misplaced or misspelt key meant: `histogram_file` → `histogram.file` (the whole
+ * path), `maxRatio` given at the top → `retryBudget.maxRatio` (its last segment).
+ */
+function nestedName(key: string, paths: readonly string[]): string | undefined {
+  const whole = closestName(key, paths);
+  if (whole !== undefined) return whole;
+  const byLast = new Map<string, string>();
+  for (const path of paths) {
+    const last = path.slice(path.lastIndexOf('.') + 1);
+    if (!byLast.has(last)) byLast.set(last, path);
+  }
+  const last = closestName(key, byLast.keys());
+  return last === undefined ? undefined : byLast.get(last);
+}
+
 /**
  * Collects every problem with a set of options, then throws them together (guide: "validated once,
- * at construction, every problem reported together"). Reads return the default for a bad value so
- * validation can go on to the next field.
+ * at construction, every problem reported together"). {@link OptionsValidator.read} checks a whole
+ * options object against its declaration (see `declare.ts`); the single-value reads are for values
+ * that are not options of a declared schema (a per-call argument). A bad value reads as its default
+ * so validation can go on to the next field.
  */
 export class OptionsValidator {
   readonly #context: string;
-  readonly #problems: string[] = [];
+  readonly #mode: OptionsMode;
+  readonly #issues: OptionIssue[] = [];
 
-  constructor(context: string) {
+  constructor(context: string, mode: OptionsMode = 'code') {
     this.#context = context;
+    this.#mode = mode;
   }
 
+  /** Every problem so far, as one line each: "`retryBudget.maxRatio` must be ..., got 20". */
   get problems(): readonly string[] {
-    return this.#problems;
+    return this.#issues.map(formatIssue);
   }
 
-  /** Records a problem found by custom logic. */
-  problem(message: string): void {
-    this.#problems.push(message);
+  /** Every problem so far, with its path. */
+  get issues(): readonly OptionIssue[] {
+    return this.#issues;
   }
 
-  number<D extends number | undefined>(name: string, value: unknown, rule: NumberRule<D>): number | D {
-    if (value === undefined) return rule.default;
+  /**
+   * Records a problem found by custom logic: a whole sentence, or (with `path`) a predicate about the
+   * option at `path` ("must not exceed `maxMs` (5000)").
+   */
+  problem(message: string, path: OptionPath = []): void {
+    this.#issues.push({ path, message });
+  }
+
+  /**
+   * Reads `raw` as the options `schema` declares, at `at` below the top: rejects unknown keys (with a
+   * "did you mean"), checks each value against its spec, applies defaults, then runs the schema's
+   * cross-field check when its fields read cleanly. `undefined` reads as no options at all.
+   */
+  read<S extends Specs>(schema: OptionsSchema<S>, raw: unknown, at: OptionPath = []): Resolved<S> {
+    let given: Record<string, unknown> = {};
+    if (isOptionsObject(raw)) given = raw;
+    else if (raw !== undefined) {
+      const what = this.#mode === 'data' ? 'a mapping' : 'an object';
+      this.problem(`${at.length === 0 ? 'options ' : ''}must be ${what}, got ${describe(raw)}`, at);
+    }
+    for (const key of Object.keys(given)) {
+      if (!Object.hasOwn(schema.specs, key))
+        this.#unknown(schema as unknown as OptionsSchema<Specs>, key, at);
+    }
+    const values: Record<string, unknown> = {};
+    const failed = new Set<string>();
+    for (const key of schema.keys) {
+      const before = this.#issues.length;
+      values[key] = this.#field(schema.specs[key]!, given[key], [...at, key], given);
+      if (this.#issues.length > before) failed.add(key);
+    }
+    const report = (path: string | OptionPath, message: string): void =>
+      this.problem(message, [...at, ...(typeof path === 'string' ? [path] : path)]);
+    const valid = (...keys: string[]): boolean => keys.every((k) => !failed.has(k));
+    schema.check(values as Resolved<S>, report, { given, valid });
+    return values as Resolved<S>;
+  }
+
+  #unknown(schema: OptionsSchema<Specs>, key: string, at: OptionPath): void {
+    const near = closestName(key, schema.keys) ?? nestedName(key, nestedKeys(schema, '', [], 0));
+    const known = this.#mode === 'data' ? schema.keys.filter((k) => !schema.specs[k]!.codeOnly) : schema.keys;
+    const hint =
+      near !== undefined
+        ? `; did you mean \`${near}\`?`
+        : known.length <= 16
+          ? ` (${this.#mode === 'data' ? 'keys' : 'options'} here: ${known.join(', ')})`
+          : '';
+    this.#issues.push({ path: [...at, key], message: hint, unknown: true });
+  }
+
+  #field(s: AnySpec, value: unknown, path: OptionPath, siblings: Record<string, unknown>): unknown {
+    if (value === undefined) {
+      if (s.required) this.problem('is required', path);
+      return s.default;
+    }
+    switch (s.kind) {
+      case 'number': {
+        const wide = s.widen !== undefined && siblings[s.widen.when] === true;
+        return this.#number(wide ? { ...s, min: s.widen!.min, max: s.widen!.max } : s, value, path);
+      }
+      case 'boolean':
+        return this.#boolean(value, path, s.default);
+      case 'string':
+        return this.#string(s, value, path);
+      case 'oneOf':
+        return this.#oneOf(s.values!, value, path, s.default);
+      case 'value':
+        if (this.#mode === 'data' && s.codeOnly) {
+          this.problem('can only be given in code, not in a config file', path);
+          return undefined;
+        }
+        if (s.value!.test(value)) return value;
+        this.problem(`must be ${s.value!.describe}`, path);
+        return undefined;
+      case 'nested':
+        return this.#nested(s, value, path);
+    }
+  }
+
+  #number(rule: NumberRule<number | undefined>, value: unknown, path: OptionPath): unknown {
     const kind = rule.integer ? 'an integer' : 'a finite number';
     const ok =
       typeof value === 'number' &&
@@ -56,16 +205,63 @@ export class OptionsValidator {
       (!rule.integer || Number.isInteger(value)) &&
       (rule.min === undefined || (rule.exclusiveMin ? value > rule.min : value >= rule.min)) &&
       (rule.max === undefined || value <= rule.max);
-    if (ok) return value as number;
-    this.#problems.push(`\`${name}\` must be ${kind}${range(rule)}, got ${describe(value)}`);
+    if (ok) return value;
+    this.problem(`must be ${kind}${range(rule)}, got ${describe(value)}`, path);
     return rule.default;
+  }
+
+  #boolean(value: unknown, path: OptionPath, fallback: unknown): unknown {
+    if (typeof value === 'boolean') return value;
+    this.problem(`must be true or false, got ${describe(value)}`, path);
+    return fallback;
+  }
+
+  #string(s: AnySpec, value: unknown, path: OptionPath): unknown {
+    const maxLength = s.maxLength ?? DEFAULT_MAX_LENGTH;
+    const text = typeof value === 'string' && this.#mode === 'data' ? value.trim() : value;
+    const ok =
+      typeof text === 'string' &&
+      text.length > 0 &&
+      text.length <= maxLength &&
+      (s.pattern === undefined || s.pattern.test(text));
+    if (ok) return text;
+    const what = s.pattern?.describe ?? `a string of 1 to ${maxLength} characters`;
+    this.problem(`must be ${what}, got ${describe(value)}`, path);
+    return s.default;
+  }
+
+  #oneOf(allowed: readonly string[], value: unknown, path: OptionPath, fallback: unknown): unknown {
+    if (typeof value === 'string' && allowed.includes(value)) return value;
+    const near = typeof value === 'string' ? closestName(value, allowed) : undefined;
+    const hint = near === undefined ? '' : ` (did you mean \`${near}\`?)`;
+    this.problem(`must be one of ${allowed.join(', ')}, got ${describe(value)}${hint}`, path);
+    return fallback;
+  }
+
+  #nested(s: AnySpec, value: unknown, path: OptionPath): unknown {
+    const alt = s.alternative;
+    if (alt === 'boolean' && typeof value === 'boolean') return value;
+    if (alt !== undefined && alt !== 'boolean' && this.#mode === 'code' && alt.test(value)) return value;
+    if (isOptionsObject(value)) {
+      this.read(s.schema!, value, path);
+      return value; // as given: the component the options are for applies its own defaults
+    }
+    const instead = alt === undefined ? '' : alt === 'boolean' ? 'true, false or ' : `${alt.describe} or `;
+    const what = this.#mode === 'data' ? 'a mapping' : 'an options object';
+    this.problem(`must be ${instead}${what}, got ${describe(value)}`, path);
+    return undefined;
+  }
+
+  // Single values (arguments that are not options of a declared schema).
+
+  number<D extends number | undefined>(name: string, value: unknown, rule: NumberRule<D>): number | D {
+    if (value === undefined) return rule.default;
+    return this.#number(rule, value, [name]) as number | D;
   }
 
   boolean(name: string, value: unknown, fallback: boolean): boolean {
     if (value === undefined) return fallback;
-    if (typeof value === 'boolean') return value;
-    this.#problems.push(`\`${name}\` must be true or false, got ${describe(value)}`);
-    return fallback;
+    return this.#boolean(value, [name], fallback) as boolean;
   }
 
   string<D extends string | undefined>(
@@ -77,7 +273,7 @@ export class OptionsValidator {
     if (value === undefined) return fallback;
     if (typeof value === 'string' && value.length > 0 && (!pattern || pattern.test(value))) return value;
     const what = pattern ? pattern.describe : 'a non-empty string';
-    this.#problems.push(`\`${name}\` must be ${what}, got ${describe(value)}`);
+    this.problem(`must be ${what}, got ${describe(value)}`, [name]);
     return fallback;
   }
 
@@ -88,13 +284,46 @@ export class OptionsValidator {
     fallback: D,
   ): T | D {
     if (value === undefined) return fallback;
-    if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-    this.#problems.push(`\`${name}\` must be one of ${allowed.join(', ')}, got ${describe(value)}`);
-    return fallback;
+    return this.#oneOf(allowed, value, [name], fallback) as T | D;
   }
 
   /** Throws one {@link InvalidOptionsError} listing every problem, when there is any. */
   done(): void {
-    if (this.#problems.length > 0) throw new InvalidOptionsError(this.#context, this.#problems);
+    if (this.#issues.length > 0) throw new InvalidOptionsError(this.#context, this.problems);
   }
+}
+
+/**
+ * Validates `raw` against `schema` for `context` (a public function's name) and returns the resolved
+ * values, or throws one `InvalidOptionsError` listing every problem.
+ */
+export function readOptions<S extends Specs>(
+  context: string,
+  schema: OptionsSchema<S>,
+  raw: unknown,
+): Resolved<S> {
+  const v = new OptionsValidator(context);
+  const values = v.read(schema, raw);
+  v.done();
+  return values;
+}
+
+/**
+ * For options given per call on a hot path (a deadline's clock, a classifier's flags): a loop over
+ * the given keys that allocates nothing and, only when one of them is not declared, reads the whole
+ * object to throw its `InvalidOptionsError` (the values of such options are checked where they are
+ * used, or not at all when any value is harmless).
+ */
+export function checkOptionKeys<S extends Specs>(
+  context: string,
+  schema: OptionsSchema<S>,
+  raw: unknown,
+): void {
+  if (raw === undefined) return;
+  if (isOptionsObject(raw)) {
+    let unknown = false;
+    for (const key in raw) if (!Object.hasOwn(schema.specs, key)) unknown = true;
+    if (!unknown) return;
+  }
+  readOptions(context, schema, raw);
 }

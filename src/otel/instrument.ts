@@ -1,4 +1,4 @@
-import { createNoopMeter, type Meter, type MeterProvider, metrics } from '@opentelemetry/api';
+import { createNoopMeter, metrics } from '@opentelemetry/api';
 import type { Disposable } from '../dependency/types.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { METER_NAME, OTEL_LIMITS } from './constants.js';
@@ -7,7 +7,9 @@ import { DependencyGauges } from './gauges.js';
 import { createInstruments, type PrazoInstruments } from './instruments.js';
 import { type InstrumentableServer, recordServerEvents, type ServerEventSource } from './server.js';
 import { countingTracker, type OverrunObserver } from './slices.js';
-import { validateOptions } from './validate.js';
+import { type InstrumentPrazoOptions, validateOptions } from './validate.js';
+
+export type { InstrumentPrazoOptions } from './validate.js';
 
 /**
  * `instrumentPrazo(...)`: prazo's metrics in one call (SPEC X3). Everything goes through the
@@ -19,20 +21,6 @@ import { validateOptions } from './validate.js';
  * an instrumentation whose meter *is* the API's no-op subscribes to nothing at all (`active: false`):
  * no listener, so the executor does not even build its events, and the cost is zero rather than small.
  */
-
-export interface InstrumentPrazoOptions {
-  /** Where meters come from. Default: the global one (`metrics.getMeterProvider()`) at call time. */
-  readonly meterProvider?: MeterProvider;
-  /** A meter to record into directly (instead of `meterProvider.getMeter('prazo')`). */
-  readonly meter?: Meter;
-  /** Dependencies (`createDependency(...)`) to observe; more with `addDependency`. Names must be unique. */
-  readonly dependencies?: Iterable<InstrumentableDependency>;
-  /**
-   * Servers to observe: `{ name, events }` with a `prazo/server` event hub, or a hub alone (named
-   * `default`); more with `addServer`. Names must be unique.
-   */
-  readonly servers?: Iterable<InstrumentableServer | ServerEventSource>;
-}
 
 /** A live instrumentation: `dispose()` unsubscribes from every source and removes the gauge callback. */
 export interface PrazoInstrumentation extends Disposable {

@@ -1,7 +1,7 @@
 import type { Meter, MeterProvider } from '@opentelemetry/api';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import type { InstrumentableDependency } from './dependency.js';
-import type { InstrumentPrazoOptions } from './instrument.js';
 import { DEFAULT_SERVER_NAME, type InstrumentableServer, type ServerEventSource } from './server.js';
 
 /** `instrumentPrazo`'s options, checked once; every problem is reported together. */
@@ -17,18 +17,7 @@ const hasMethod = (value: unknown, method: string): boolean =>
   value !== null &&
   typeof (value as Record<string, unknown>)[method] === 'function';
 
-function list(v: OptionsValidator, name: string, value: unknown): unknown[] {
-  if (value === undefined) return [];
-  if (
-    typeof value === 'string' ||
-    value === null ||
-    typeof (value as Iterable<unknown>)[Symbol.iterator] !== 'function'
-  ) {
-    v.problem(`\`${name}\` must be an array (or any iterable)`);
-    return [];
-  }
-  return [...(value as Iterable<unknown>)];
-}
+const list = (value: Iterable<unknown> | undefined): unknown[] => (value === undefined ? [] : [...value]);
 
 function unique(v: OptionsValidator, what: string, names: readonly string[]): void {
   const seen = new Set<string>();
@@ -38,8 +27,8 @@ function unique(v: OptionsValidator, what: string, names: readonly string[]): vo
   }
 }
 
-function dependencies(v: OptionsValidator, value: unknown): InstrumentableDependency[] {
-  const items = list(v, 'dependencies', value);
+function dependencies(v: OptionsValidator, value: Iterable<unknown> | undefined): InstrumentableDependency[] {
+  const items = list(value);
   items.forEach((item, i) => {
     const name = (item as { name?: unknown } | null)?.name;
     if (typeof name !== 'string' || name.length === 0)
@@ -55,8 +44,11 @@ function dependencies(v: OptionsValidator, value: unknown): InstrumentableDepend
   return items as InstrumentableDependency[];
 }
 
-function servers(v: OptionsValidator, value: unknown): (InstrumentableServer | ServerEventSource)[] {
-  const items = list(v, 'servers', value);
+function servers(
+  v: OptionsValidator,
+  value: Iterable<unknown> | undefined,
+): (InstrumentableServer | ServerEventSource)[] {
+  const items = list(value);
   const names: string[] = [];
   items.forEach((item, i) => {
     if (hasMethod(item, 'onServerEvent')) {
@@ -76,18 +68,46 @@ function servers(v: OptionsValidator, value: unknown): (InstrumentableServer | S
   return items as (InstrumentableServer | ServerEventSource)[];
 }
 
+const iterable = <T>(what: string) =>
+  option.value<Iterable<T>>(
+    `an array (or any iterable) of ${what}`,
+    (v) =>
+      v !== null && typeof v === 'object' && typeof (v as Iterable<unknown>)[Symbol.iterator] === 'function',
+  );
+
+/** `instrumentPrazo`'s options, declared once. */
+export const INSTRUMENT_OPTIONS = defineOptions(
+  {
+    /** Where meters come from. Default: the global one (`metrics.getMeterProvider()`) at call time. */
+    meterProvider: option.value<MeterProvider>(
+      'an OpenTelemetry MeterProvider',
+      option.hasMethods('getMeter'),
+    ),
+    /** A meter to record into directly (instead of `meterProvider.getMeter('prazo')`). */
+    meter: option.value<Meter>('an OpenTelemetry Meter', option.hasMethods('createCounter')),
+    /**
+     * Dependencies (`createDependency(...)`, or a client: an HTTP client is followed through its
+     * recalibrations) to observe; more with `addDependency`. Names must be unique.
+     */
+    dependencies: iterable<InstrumentableDependency>('dependencies'),
+    /**
+     * Servers to observe: `{ name, events }` with a `prazo/server` event hub, or a hub alone (named
+     * `default`); more with `addServer`. Names must be unique.
+     */
+    servers: iterable<InstrumentableServer | ServerEventSource>('servers'),
+  },
+  (_values, report, { given }) => {
+    if (given.meter !== undefined && given.meterProvider !== undefined) {
+      report([], 'give `meter` or `meterProvider`, not both');
+    }
+  },
+);
+
+export type InstrumentPrazoOptions = OptionsOf<typeof INSTRUMENT_OPTIONS>;
+
 export function validateOptions(options: InstrumentPrazoOptions): ResolvedOptions {
   const v = new OptionsValidator('instrumentPrazo');
-  const given = (options ?? {}) as Partial<InstrumentPrazoOptions>;
-  if (given.meter !== undefined && given.meterProvider !== undefined) {
-    v.problem('give `meter` or `meterProvider`, not both');
-  }
-  if (given.meter !== undefined && !hasMethod(given.meter, 'createCounter')) {
-    v.problem('`meter` must be an OpenTelemetry Meter');
-  }
-  if (given.meterProvider !== undefined && !hasMethod(given.meterProvider, 'getMeter')) {
-    v.problem('`meterProvider` must be an OpenTelemetry MeterProvider');
-  }
+  const given = v.read(INSTRUMENT_OPTIONS, options);
   const resolved: ResolvedOptions = {
     meter: given.meter,
     meterProvider: given.meterProvider,

@@ -1,34 +1,37 @@
 import type { Clock } from '../clock/clock.js';
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { Deadline } from '../deadline/deadline.js';
-import { OptionsValidator } from '../options/validator.js';
-import { PG_DEFAULTS, PG_LIMITS } from './constants.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 
-/** Options of `queryWithDeadline` and `transactionWithDeadline`. */
-export interface PgDeadlineOptions {
+/** Options of `queryWithDeadline` and `transactionWithDeadline`, declared once. */
+export const PG_DEADLINE_OPTIONS = defineOptions({
   /** The deadline to honour. Default: the ambient one (`currentDeadline()`); none → no timeout is set. */
-  readonly deadline?: Deadline;
+  deadline: option.value<Deadline>('a Deadline', option.hasMethods('remainingMs', 'toHeaders')),
   /**
    * The query's (or the whole transaction's) expected p99, in ms: with less time left it is not sent
-   * and fails with DeadlineInsufficientError (SPEC D4). Default 0; range [0, 2^31-1].
+   * and fails with DeadlineInsufficientError (SPEC D4). Default 0; [0, 2^31-1].
    */
-  readonly p99Ms?: number;
+  p99Ms: option.number({ default: 0, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
   /** The dependency's name in errors. Default 'postgres'. */
-  readonly name?: string;
+  name: option.string({ default: 'postgres' }),
   /**
    * The caller's own cancellation (e.g. `req.prazoSignal`): when it aborts, a cancel request stops
    * the running statement on the server, and the call rejects with the signal's reason. Default none.
    */
-  readonly signal?: AbortSignal;
+  signal: option.signal(),
   /**
    * Grace past the deadline before the client sends a cancel request itself, in ms; also the most a
    * transaction's `statement_timeout` may lag behind the time left before it is refreshed.
-   * Default 100; range [0, 60000].
+   * Default 100; [0, 60000].
    */
-  readonly cancelGraceMs?: number;
+  cancelGraceMs: option.number({ default: 100, unit: 'ms', min: 0, max: 60_000 }),
   /** Where time comes from (for the cancel timer). Default: the deadline's clock, else the system clock. */
-  readonly clock?: Clock;
-}
+  clock: option.clock(),
+});
+
+export type PgDeadlineOptions = OptionsOf<typeof PG_DEADLINE_OPTIONS>;
 
 export interface ResolvedPgOptions {
   readonly deadline: Deadline | undefined;
@@ -45,32 +48,7 @@ export function resolvePgOptions(
   options: PgDeadlineOptions,
   ambient: Deadline | undefined,
 ): ResolvedPgOptions {
-  const v = new OptionsValidator(context);
-  const p99Ms = v.number('p99Ms', options.p99Ms, {
-    default: PG_DEFAULTS.p99Ms,
-    min: 0,
-    max: PG_LIMITS.maxMs,
-  });
-  const name = v.string('name', options.name, PG_DEFAULTS.name);
-  const cancelGraceMs = v.number('cancelGraceMs', options.cancelGraceMs, {
-    default: PG_DEFAULTS.cancelGraceMs,
-    min: 0,
-    max: PG_LIMITS.maxCancelGraceMs,
-  });
-  const signal = options.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) v.problem('`signal` must be an AbortSignal');
-  const given = options.deadline;
-  if (given !== undefined && (given === null || typeof given.remainingMs !== 'function')) {
-    v.problem('`deadline` must be a Deadline');
-  }
-  v.done();
-  const deadline = given ?? ambient;
-  return {
-    deadline,
-    p99Ms,
-    name,
-    signal,
-    cancelGraceMs,
-    clock: options.clock ?? deadline?.clock ?? systemClock,
-  };
+  const o = readOptions(context, PG_DEADLINE_OPTIONS, options);
+  const deadline = o.deadline ?? ambient;
+  return { ...o, deadline, clock: o.clock ?? deadline?.clock ?? systemClock };
 }

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock/clock.js';
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
-import { PG_LIMITS } from './constants.js';
 import type { ResolvedPgOptions } from './options.js';
 import { isPool, type PgClient, type PgPool, type PgPoolClient } from './types.js';
 
@@ -13,7 +13,7 @@ import { isPool, type PgClient, type PgPool, type PgPoolClient } from './types.j
  * otherwise make every statement fail with "invalid value for parameter").
  */
 export function statementTimeoutMs(deadline: Deadline): number {
-  return Math.min(PG_LIMITS.maxMs, Math.max(1, Math.floor(deadline.remainingMs())));
+  return Math.min(MAX_TIMER_DELAY_MS, Math.max(1, Math.floor(deadline.remainingMs())));
 }
 
 /** `BEGIN` and a transaction-scoped `statement_timeout`, in one round trip (a simple-protocol batch). */

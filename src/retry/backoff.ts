@@ -1,3 +1,5 @@
+import { defineOptions, option, type Resolved } from '../options/declare.js';
+
 /**
  * Full-jitter exponential backoff (AWS Architecture Blog, "Exponential Backoff and Jitter"): a
  * uniformly random wait in [0, min(cap, base × 2^(retry−1))). Jitter spreads the retries of many
@@ -8,12 +10,16 @@
 /** A source of uniform numbers in [0, 1), like `Math.random`; injectable for deterministic tests. */
 export type RandomSource = () => number;
 
-export interface BackoffOptions {
-  /** Ceiling of the first retry's wait, in ms. */
-  readonly baseMs: number;
-  /** Largest ceiling, in ms. */
-  readonly capMs: number;
-}
+/** Backoff ceilings (SPEC R6), declared once: the executor's `backoff` option and the config's. */
+export const BACKOFF_OPTIONS = defineOptions({
+  /** Ceiling of the first retry's wait, in ms (doubles per retry, full jitter below it). Default 25; [0, 60000]. */
+  baseMs: option.number({ default: 25, unit: 'ms', min: 0, max: 60_000 }),
+  /** Largest backoff ceiling, in ms. Default 1000; [0, 60000]. */
+  capMs: option.number({ default: 1_000, unit: 'ms', min: 0, max: 60_000 }),
+});
+
+/** Resolved backoff ceilings, in ms. */
+export type BackoffOptions = Resolved<(typeof BACKOFF_OPTIONS)['specs']>;
 
 /**
  * The wait before retry number `retry` (1 = the first retry), in ms. A random source returning

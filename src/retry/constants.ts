@@ -52,15 +52,6 @@ export const MAX_CAUSE_DEPTH = 4;
 /** How many members of an AggregateError (happy-eyeballs connects) are looked at. */
 export const MAX_AGGREGATE_ERRORS = 8;
 
-export const BACKOFF_DEFAULTS = Object.freeze({
-  /** First retry's backoff ceiling, in ms (doubles per retry, full jitter below it). */
-  baseMs: 25,
-  /** Largest backoff ceiling, in ms. */
-  capMs: 1_000,
-});
-
-export const BACKOFF_LIMITS = Object.freeze({ maxMs: 60_000 });
-
 /** A `Retry-After` value longer than this is malformed (an HTTP-date is 29 characters). */
 export const MAX_RETRY_AFTER_LENGTH = 64;
 

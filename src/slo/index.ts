@@ -1,4 +1,4 @@
-export { LATENCY_BUDGET_LIMITS, OVERRUN_DEFAULTS } from './constants.js';
+export { LATENCY_BUDGET_LIMITS } from './constants.js';
 export {
   type ComponentTimeouts,
   type DependencyProfile,

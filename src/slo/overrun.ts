@@ -1,7 +1,6 @@
-import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import { OptionsValidator } from '../options/validator.js';
-import { OVERRUN_DEFAULTS } from './constants.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import type { LatencyBudget } from './types.js';
 
 /**
@@ -10,18 +9,31 @@ import type { LatencyBudget } from './types.js';
  * window is a ring of 10 buckets advanced lazily on the clock (no timer), so an observation is O(1).
  */
 
-export interface OverrunTrackerOptions {
-  readonly budget: LatencyBudget;
-  /** Sliding window, in ms. Default 60000; [100, 86400000]. */
-  readonly windowMs?: number;
-  /** Overruns / calls above which a component alarms. Default 0.05; [0, 1]. */
-  readonly maxOverrunRate?: number;
+const isBudget = (value: unknown): value is LatencyBudget =>
+  value !== null && typeof value === 'object' && Array.isArray((value as LatencyBudget).components);
+
+/** A parsed latency budget (`parseBudget(...).budget`), the one option both runners require. */
+export const BUDGET_OPTION = option.required(
+  option.value<LatencyBudget>('a parsed LatencyBudget (from parseBudget)', isBudget),
+);
+
+/** Options of {@link createOverrunTracker}, declared once. */
+export const OVERRUN_TRACKER_OPTIONS = defineOptions({
+  /** The endpoint's latency budget. Required. */
+  budget: BUDGET_OPTION,
+  /** Sliding window over which overruns are counted, in ms. Default 60000; [100, 86400000]. */
+  windowMs: option.number({ default: 60_000, unit: 'ms', min: 100, max: 86_400_000 }),
+  /** Overruns / calls above which a component alarms (SPEC B3: "frequently"). Default 0.05; [0, 1]. */
+  maxOverrunRate: option.number({ default: 0.05, min: 0, max: 1 }),
   /** Calls in the window before a component can alarm. Default 20; integer [1, 10^9]. */
-  readonly minCalls?: number;
-  readonly clock?: Clock;
+  minCalls: option.integer({ default: 20, min: 1, max: 1e9 }),
+  /** Where time comes from. Default: the system clock. */
+  clock: option.clock(),
   /** Called when a component enters the alarm state. Must not throw. */
-  readonly onAlarm?: (overrun: ComponentOverrun) => void;
-}
+  onAlarm: option.fn<(overrun: ComponentOverrun) => void>(),
+});
+
+export type OverrunTrackerOptions = OptionsOf<typeof OVERRUN_TRACKER_OPTIONS>;
 
 export interface ComponentOverrun {
   readonly name: string;
@@ -43,24 +55,11 @@ export interface OverrunTracker {
 const BUCKETS = 10;
 
 export function createOverrunTracker(options: OverrunTrackerOptions): OverrunTracker {
-  const v = new OptionsValidator('createOverrunTracker');
-  const D = OVERRUN_DEFAULTS;
-  const windowMs = v.number('windowMs', options.windowMs, { default: D.windowMs, min: 100, max: 86_400_000 });
-  const maxRate = v.number('maxOverrunRate', options.maxOverrunRate, {
-    default: D.maxOverrunRate,
-    min: 0,
-    max: 1,
-  });
-  const minCalls = v.number('minCalls', options.minCalls, {
-    default: D.minCalls,
-    min: 1,
-    max: 1e9,
-    integer: true,
-  });
-  if (options.budget?.components === undefined) v.problem('`budget` is required (a parsed LatencyBudget)');
-  v.done();
-  const clock = options.clock ?? systemClock;
-  const components = options.budget.components;
+  const o = readOptions('createOverrunTracker', OVERRUN_TRACKER_OPTIONS, options);
+  const { windowMs, minCalls, onAlarm } = o;
+  const maxRate = o.maxOverrunRate;
+  const clock = o.clock ?? systemClock;
+  const components = o.budget.components;
   const index = new Map(components.map((c, i) => [c.name, i]));
   const calls = components.map(() => new Float64Array(BUCKETS));
   const overruns = components.map(() => new Float64Array(BUCKETS));
@@ -116,7 +115,7 @@ export function createOverrunTracker(options: OverrunTrackerOptions): OverrunTra
         totalOverruns[i]! += 1;
       }
       const alarm = isAlarm(i);
-      if (alarm && !alarmed[i]) options.onAlarm?.(entry(i));
+      if (alarm && !alarmed[i]) onAlarm?.(entry(i));
       alarmed[i] = alarm;
       return over;
     },

@@ -1,3 +1,4 @@
+import { didYouMean } from '../options/suggest.js';
 import { LATENCY_BUDGET_LIMITS } from './constants.js';
 import type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget } from './types.js';
 
@@ -23,6 +24,25 @@ const KINDS: Readonly<Record<string, ComponentKind>> = Object.freeze({
 });
 
 type Path = readonly (string | number)[];
+
+/** Every spelling of an endpoint's keys and of a component's, for "did you mean". */
+const ENDPOINT_KEYS = ['endpoint', 'name', 'total_slo_ms', 'totalSloMs', 'components', 'componentes'];
+const COMPONENT_KEYS = ['name', 'kind', 'slice_ms', 'sliceMs', 'dependency'];
+
+/** Refuses every key outside `used` (the spellings this entry uses), suggesting the one meant. */
+function unknownKeys(
+  o: Record<string, unknown>,
+  at: Path,
+  used: readonly string[],
+  problems: BudgetProblem[],
+  spellings: readonly string[],
+): void {
+  for (const key of Object.keys(o)) {
+    if (used.includes(key)) continue;
+    const hint = spellings.includes(key) ? ' (given twice, in two spellings)' : didYouMean(key, used);
+    problems.push({ path: [...at, key], message: `unknown key${hint}`, severity: 'error' });
+  }
+}
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -70,11 +90,7 @@ export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
     );
     return { budget: undefined, problems };
   }
-  for (const key of Object.keys(raw)) {
-    if (![endpointKey, sloKey, listKey].includes(key)) {
-      problems.push({ path: [...at, key], message: `unknown key \`${key}\``, severity: 'warning' });
-    }
-  }
+  unknownKeys(raw, at, [endpointKey, sloKey, listKey], problems, ENDPOINT_KEYS);
   const components: BudgetComponent[] = [];
   const seen = new Set<string>();
   list.forEach((item, i) => {
@@ -117,11 +133,7 @@ function parseComponent(item: unknown, path: Path, problems: BudgetProblem[]): B
   if (dependency !== undefined && (typeof dependency !== 'string' || dependency === '')) {
     error([...path, 'dependency'], '`dependency` must name a configured dependency');
   }
-  for (const key of Object.keys(item)) {
-    if (!['name', 'kind', 'slice_ms', 'sliceMs', 'dependency'].includes(key)) {
-      problems.push({ path: [...path, key], message: `unknown key \`${key}\``, severity: 'warning' });
-    }
-  }
+  unknownKeys(item, path, ['name', 'kind', sliceKey, 'dependency'], problems, COMPONENT_KEYS);
   if (problems.slice(before).some((p) => p.severity === 'error')) return undefined;
   const c: BudgetComponent = { name: (name as string).trim(), kind: kind!, sliceMs: slice as number };
   return Object.freeze(dependency === undefined ? c : { ...c, dependency: dependency as string });

@@ -75,7 +75,9 @@ describe('createSliceRunner (SPEC B2, B3)', () => {
 
   it('refuses an unknown component and a missing budget', async () => {
     const runner = createSliceRunner({ budget, clock: new FakeClock() });
-    await expect(runner.run('servico_estoq', () => 1)).rejects.toThrow(/no component `servico_estoq`/);
+    await expect(runner.run('servico_estoq', () => 1)).rejects.toThrow(
+      /no component `servico_estoq`; did you mean `servico_estoque`\?/,
+    );
     try {
       createSliceRunner({} as never);
       expect.unreachable();

@@ -1,10 +1,11 @@
-import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline, runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
-import { OptionsValidator } from '../options/validator.js';
-import type { OverrunTracker } from './overrun.js';
-import type { LatencyBudget } from './types.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { didYouMean } from '../options/suggest.js';
+import { readOptions } from '../options/validator.js';
+import { BUDGET_OPTION, type OverrunTracker } from './overrun.js';
 
 /**
  * The budget at run time (SPEC B2, B3). `deriveTimeouts` says what each component's slice is;
@@ -14,30 +15,33 @@ import type { LatencyBudget } from './types.js';
  * the time the component really took is reported to the overrun tracker.
  */
 
-export interface SliceRunnerOptions {
-  readonly budget: LatencyBudget;
+/** Options of {@link createSliceRunner}, declared once. */
+export const SLICE_RUNNER_OPTIONS = defineOptions({
+  /** The endpoint's latency budget. Required. */
+  budget: BUDGET_OPTION,
   /** Receives each run's elapsed time, to rate overruns per component (SPEC B3). Optional. */
-  readonly tracker?: OverrunTracker;
-  readonly clock?: Clock;
-}
+  tracker: option.value<OverrunTracker>('an overrun tracker (with observe)', option.hasMethods('observe')),
+  /** Where time comes from. Default: the system clock. */
+  clock: option.clock(),
+});
+
+export type SliceRunnerOptions = OptionsOf<typeof SLICE_RUNNER_OPTIONS>;
 
 export interface SliceRunner {
   /** The slice of `component`, in ms, or undefined for a name the budget does not have. */
   sliceMs(component: string): number | undefined;
   /**
    * Runs `fn` with the component's slice as the ambient deadline (never later than the request's own
-   * deadline; with no ambient deadline, the endpoint's SLO from now bounds it). Unknown components
-   * throw a TypeError at once: a typo must not silently run without a budget.
+   * deadline; with no ambient deadline, the endpoint's SLO from now bounds it). An unknown component
+   * rejects with INVALID_OPTIONS (and the name it was likely meant to be): a typo must not silently run
+   * without a budget.
    */
   run<T>(component: string, fn: () => Promise<T> | T): Promise<T>;
 }
 
 export function createSliceRunner(options: SliceRunnerOptions): SliceRunner {
-  const v = new OptionsValidator('createSliceRunner');
-  if (!Array.isArray(options?.budget?.components)) v.problem('`budget` is required (a parsed LatencyBudget)');
-  v.done();
-  const { budget, tracker } = options;
-  const clock = options.clock ?? systemClock;
+  const { budget, tracker, ...o } = readOptions('createSliceRunner', SLICE_RUNNER_OPTIONS, options);
+  const clock = o.clock ?? systemClock;
   const slices = new Map(budget.components.map((c) => [c.name, c.sliceMs]));
 
   return {
@@ -45,7 +49,8 @@ export function createSliceRunner(options: SliceRunnerOptions): SliceRunner {
     async run<T>(component: string, fn: () => Promise<T> | T): Promise<T> {
       const slice = slices.get(component);
       if (slice === undefined) {
-        throw new TypeError(`latency budget of ${budget.endpoint} has no component \`${component}\``);
+        const problem = `latency budget of ${budget.endpoint} has no component \`${component}\`${didYouMean(String(component), slices.keys())}`;
+        throw new InvalidOptionsError('SliceRunner.run', [problem]);
       }
       const outer = currentDeadline() ?? Deadline.after(budget.totalSloMs, { clock });
       const started = clock.now();

@@ -1,3 +1,5 @@
+import { type OptionsOf, pickOptions } from '../../options/declare.js';
+import { readOptions } from '../../options/validator.js';
 import { fromSamples, parseLatency } from './exact.js';
 import {
   classifyOutcome,
@@ -5,6 +7,7 @@ import {
   type LatencyUnit,
   OUTCOME_KEYS,
   SOURCE_LIMITS,
+  SOURCE_OPTIONS,
   SourceError,
   toLines,
   UNIT_TO_MS,
@@ -17,10 +20,9 @@ import {
  * `_seconds`, `_us`), else from `unit` (default ms). Comma, semicolon or tab separated; RFC 4180
  * quoting within a line.
  */
-export interface CsvOptions {
-  readonly column?: string;
-  readonly unit?: LatencyUnit;
-}
+const CSV_OPTIONS = pickOptions(SOURCE_OPTIONS, ['column', 'unit']);
+
+export type CsvOptions = OptionsOf<typeof CSV_OPTIONS>;
 
 const LATENCY_NAMES =
   /^(latency|duration|elapsed|response_?time|rt|time|took)(_?(ms|s|seconds|millis|milliseconds|us|micros))?$|^(ms|millis)$/;
@@ -59,6 +61,7 @@ export function splitCsvLine(line: string, separator: string, lineNo: number): s
 }
 
 export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistribution {
+  readOptions('parseCsv', CSV_OPTIONS, options);
   const lines = toLines(text);
   const headerIndex = lines.findIndex((l) => l.trim() !== '' && !l.startsWith('#'));
   if (headerIndex < 0) throw new SourceError(0, 'empty CSV');

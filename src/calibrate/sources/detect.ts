@@ -1,17 +1,11 @@
+import type { OptionsOf } from '../../options/declare.js';
+import { readOptions } from '../../options/validator.js';
 import { type CsvOptions, parseCsv } from './csv.js';
 import { type PrometheusOptions, parsePrometheus } from './prometheus.js';
 import { parseSampleList } from './samples.js';
-import type { LatencyDistribution, LatencyUnit, SourceFormat } from './types.js';
+import { type LatencyDistribution, SOURCE_OPTIONS, type SourceFormat } from './types.js';
 
-export interface ReadSourceOptions {
-  /** Force a format; default: detected (bucket lines → prometheus, a header → csv, else samples). */
-  readonly format?: SourceFormat;
-  readonly unit?: LatencyUnit;
-  /** Prometheus: the histogram to read. */
-  readonly metric?: string;
-  /** CSV: the latency column. */
-  readonly column?: string;
-}
+export type ReadSourceOptions = OptionsOf<typeof SOURCE_OPTIONS>;
 
 /** `name_bucket{labels`: a global regex, so matches never overlap and one scan is linear. */
 const BUCKET_OPEN = /_bucket\s*\{([^}\n]*)/g;
@@ -36,6 +30,7 @@ export function detectFormat(text: string): SourceFormat {
 
 /** Parses a latency source in any supported format; throws `SourceError` on bad input. */
 export function readLatencySource(text: string, options: ReadSourceOptions = {}): LatencyDistribution {
+  readOptions('readLatencySource', SOURCE_OPTIONS, options);
   const format = options.format ?? detectFormat(text);
   if (format === 'prometheus') {
     const o: PrometheusOptions = { metric: options.metric, unit: options.unit };

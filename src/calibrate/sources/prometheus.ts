@@ -1,3 +1,5 @@
+import { type OptionsOf, pickOptions } from '../../options/declare.js';
+import { readOptions } from '../../options/validator.js';
 import { type Bucket, bucketQuantile, normalizeBuckets } from './bucket-quantile.js';
 import { parsePromFloat, parsePromLine } from './prometheus-line.js';
 import {
@@ -7,6 +9,7 @@ import {
   OUTCOME_KEYS,
   QUANTILES,
   SOURCE_LIMITS,
+  SOURCE_OPTIONS,
   SourceError,
   toLines,
   UNIT_TO_MS,
@@ -18,12 +21,9 @@ import {
  * `status`, `code`…: 5xx are errors, 408/504 timeouts): quantiles come from the successful series
  * summed by `le`, the others only count toward the error and timeout rates the guard checks (SPEC C4).
  */
-export interface PrometheusOptions {
-  /** Histogram to read (base name, without `_bucket`); required when the file holds several. */
-  readonly metric?: string;
-  /** Unit of `le`; default from the name (`_seconds` → s, `_milliseconds`/`_ms` → ms, `_us` → µs). */
-  readonly unit?: LatencyUnit;
-}
+const PROMETHEUS_OPTIONS = pickOptions(SOURCE_OPTIONS, ['metric', 'unit']);
+
+export type PrometheusOptions = OptionsOf<typeof PROMETHEUS_OPTIONS>;
 
 /** Counts past 2^53 lose integer precision; sums of them could overflow to Infinity. */
 const MAX_COUNT = Number.MAX_SAFE_INTEGER;
@@ -97,6 +97,7 @@ function pick(histograms: Map<string, Map<string, Series>>, wanted: string | und
 }
 
 export function parsePrometheus(text: string, options: PrometheusOptions = {}): LatencyDistribution {
+  readOptions('parsePrometheus', PROMETHEUS_OPTIONS, options);
   const [name, series] = pick(collect(text), options.metric);
   const unit = options.unit ?? unitFromName(name);
   if (unit === undefined)

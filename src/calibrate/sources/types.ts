@@ -1,4 +1,5 @@
 import type { LatencySnapshot } from '../../latency/types.js';
+import { defineOptions, option } from '../../options/declare.js';
 
 /**
  * A latency distribution read from a file (SPEC C1: a histogram, never a mean), in ms, with outcome
@@ -22,6 +23,21 @@ export interface LatencyDistribution
 
 export type SourceFormat = 'prometheus' | 'samples' | 'csv';
 export type LatencyUnit = 's' | 'ms' | 'us';
+
+/** How a latency file is read, declared once: `readLatencySource`, the parsers, `histogram:` in the config. */
+export const SOURCE_OPTIONS = defineOptions({
+  /** Force a format; default: detected (bucket lines → prometheus, a header → csv, else samples). */
+  format: option.oneOf<SourceFormat, object>(['prometheus', 'samples', 'csv']),
+  /**
+   * Unit of the latencies (`le` of a histogram, a CSV column, samples). Default: from the name
+   * (`_seconds` → s, `_ms` → ms, `_us` → µs), else ms.
+   */
+  unit: option.oneOf<LatencyUnit, object>(['s', 'ms', 'us']),
+  /** Prometheus: the histogram to read (base name, without `_bucket`); required when the file holds several. */
+  metric: option.string({ maxLength: 200 }),
+  /** CSV: the latency column. Default: the first header that names a latency. */
+  column: option.string({ maxLength: 200 }),
+});
 
 export const UNIT_TO_MS: Readonly<Record<LatencyUnit, number>> = Object.freeze({ s: 1000, ms: 1, us: 0.001 });
 

@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BUDGET_DEFAULTS } from '../../../src/budget/index.js';
+import { RETRY_BUDGET_OPTIONS } from '../../../src/budget/index.js';
+
+const BUDGET_DEFAULTS = RETRY_BUDGET_OPTIONS.defaults;
+
 import { createHttpClient, type HttpClient, type HttpRequestOptions } from '../../../src/http/index.js';
 import { type Behaviour, type FaultServer, startHttpFault, statusThenOk } from '../faults/http-faults.js';
 

@@ -1,0 +1,179 @@
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { type Check, defineOptions, type OptionsOf, option, pickOptions } from '../options/declare.js';
+import type { DriftResult } from './drift.js';
+import type { WindowStats } from './health.js';
+
+/**
+ * The options of calibration (SPEC C1–C6), declared once each: timeouts from a p99, the
+ * healthy-window guard, drift checks and the pool check. The executor (`createDependency`) and the
+ * config file reuse the timeout ones as they are.
+ */
+
+/** `calibrateTimeout`'s input. */
+export const CALIBRATE_TIMEOUT_OPTIONS = defineOptions({
+  /** Healthy p99 of the dependency, end to end, in ms, from a histogram (never a mean). Required; [0, 86400000]. */
+  p99Ms: option.number({ required: true, unit: 'ms', min: 0, max: 86_400_000 }),
+  /**
+   * How long the answer is still worth something to the caller, in ms: (0, 2^31-1]. Optional: a
+   * dependency whose callers' deadline is not known yet (a new service, a library default) is
+   * calibrated without a fit check — `attempts` is kept as asked, `warning` is null, `feasible` true.
+   * Check again with the deadline once it is known; per call, the executor bounds each attempt by the
+   * remaining deadline anyway (SPEC R6).
+   */
+  userDeadlineMs: option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: MAX_TIMER_DELAY_MS }),
+  /**
+   * Attempts per call, the original included (SPEC C3: reduced, never the timeout, when they do not fit
+   * the deadline). Default 2; integer [1, 10]. Hedges are extra.
+   */
+  attempts: option.integer({ default: 2, min: 1, max: 10 }),
+  /**
+   * Response timeout = `ceil(p99Ms × slack)` (SPEC C1): the slack absorbs the load difference between
+   * the day of measurement and the day of the incident. Default 1.4; [1.3, 1.5], or [1, 3] with
+   * `forceSlack` (below 1 the timeout would cut the p99 itself).
+   */
+  slack: option.number({ default: 1.4, min: 1.3, max: 1.5, widen: { when: 'forceSlack', min: 1, max: 3 } }),
+  /** Accept a slack outside [1.3, 1.5] (still within [1, 3]). Default false. */
+  forceSlack: option.boolean({ default: false }),
+  /**
+   * Cap of the connect timeout, in ms (SPEC C2): a connect failure means the instance is down.
+   * Default 400; (0, 60000].
+   */
+  connectCapMs: option.number({ default: 400, unit: 'ms', min: 0, exclusiveMin: true, max: 60_000 }),
+  /**
+   * Network and serialization overhead reserved per attempt inside the deadline (SPEC C3), in ms.
+   * Default 30; [0, 60000].
+   */
+  overheadMs: option.number({ default: 30, unit: 'ms', min: 0, max: 60_000 }),
+});
+
+export type CalibrateTimeoutInput = OptionsOf<typeof CALIBRATE_TIMEOUT_OPTIONS>;
+
+/** The healthy-window guard's thresholds (SPEC C4): a window past any of them never calibrates. */
+export const HEALTH_THRESHOLD_OPTIONS = defineOptions({
+  /** Errors / calls above which a window is degraded (it has degradation built in). Default 0.02; [0, 1]. */
+  maxErrorRate: option.number({ default: 0.02, min: 0, max: 1 }),
+  /**
+   * Timeouts / calls above which a window is degraded. Above 1% the success-only p99 is censored (the
+   * slowest calls were cut and are missing from it). Default 0.01; [0, 1].
+   */
+  maxTimeoutRate: option.number({ default: 0.01, min: 0, max: 1 }),
+  /** p99 / baseline p99 above which the p99 "jumped": a degraded window, not a new normal. Default 1.5; [1, 100]. */
+  maxP99Jump: option.number({ default: 1.5, min: 1, max: 100 }),
+  /** Calls a window needs to be judged at all (fewer: `insufficient`, never used). Default 100; integer [1, 10^9]. */
+  minSamples: option.integer({ default: 100, min: 1, max: 1e9 }),
+});
+
+export type HealthThresholds = OptionsOf<typeof HEALTH_THRESHOLD_OPTIONS>;
+
+/** `createHealthyWindowTracker`'s options: the guard's thresholds and the baseline's length. */
+export const HEALTHY_WINDOW_TRACKER_OPTIONS = defineOptions({
+  ...HEALTH_THRESHOLD_OPTIONS.specs,
+  /** Healthy windows whose median p99 is the baseline. Default 6; integer [1, 100]. */
+  baselineWindows: option.integer({ default: 6, min: 1, max: 100 }),
+});
+
+export type HealthyWindowTrackerOptions = OptionsOf<typeof HEALTHY_WINDOW_TRACKER_OPTIONS>;
+
+/** `calibrateFromDistribution`'s options: the timeout inputs but the p99 (measured), and the guard's. */
+export const CALIBRATE_FROM_DISTRIBUTION_OPTIONS = defineOptions({
+  ...pickOptions(CALIBRATE_TIMEOUT_OPTIONS, [
+    'userDeadlineMs',
+    'attempts',
+    'slack',
+    'forceSlack',
+    'connectCapMs',
+    'overheadMs',
+  ]).specs,
+  ...HEALTH_THRESHOLD_OPTIONS.specs,
+  /** p99 of known-healthy windows, for the jump check, in ms. (0, 86400000]. Default: none (rates only). */
+  baselineP99Ms: option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
+});
+
+export type CalibrateFromDistributionOptions = OptionsOf<typeof CALIBRATE_FROM_DISTRIBUTION_OPTIONS>;
+
+const DRIFT_THRESHOLD_SPECS = {
+  /** Abandonment (timeouts / calls) above which the timeout is too tight. Default 0.01; [0, 1]. */
+  maxAbandonRate: option.number({ default: 0.01, min: 0, max: 1 }),
+  /** Abandonment at or below which it is "about zero". Default 0.001; [0, 1], at most `maxAbandonRate`. */
+  idleAbandonRate: option.number({ default: 0.001, min: 0, max: 1 }),
+  /** Timeout / p99 above which an unused margin is idle (beyond the slack band). Default 2; [1, 100]. */
+  idleMarginFactor: option.number({ default: 2, min: 1, max: 100 }),
+  /** |p99 / previous p99 − 1| at or below which the p99 is stable. Default 0.2; [0, 10]. */
+  stableTolerance: option.number({ default: 0.2, min: 0, max: 10 }),
+  /** Calls a window needs for a verdict. Default 100; integer [1, 10^9]. */
+  minSamples: option.integer({ default: 100, min: 1, max: 1e9 }),
+};
+
+const idleBelowMax: Check<Pick<typeof DRIFT_THRESHOLD_SPECS, 'idleAbandonRate' | 'maxAbandonRate'>> = (
+  o,
+  report,
+  { valid },
+) => {
+  if (valid('idleAbandonRate', 'maxAbandonRate') && o.idleAbandonRate > o.maxAbandonRate) {
+    report(
+      'idleAbandonRate',
+      `(${o.idleAbandonRate}) must not exceed \`maxAbandonRate\` (${o.maxAbandonRate})`,
+    );
+  }
+};
+
+/** The drift check's thresholds (SPEC C5, V1). */
+export const DRIFT_THRESHOLD_OPTIONS = defineOptions(DRIFT_THRESHOLD_SPECS, idleBelowMax);
+
+export type DriftThresholds = OptionsOf<typeof DRIFT_THRESHOLD_OPTIONS>;
+
+/** The configured per-attempt response timeout a drift check judges. Required; (0, 2^31-1]. */
+const TIMEOUT_MS = option.number({
+  required: true,
+  unit: 'ms',
+  min: 0,
+  exclusiveMin: true,
+  max: MAX_TIMER_DELAY_MS,
+});
+
+/** `checkDrift`'s input: the thresholds, the timeout and the window to judge. */
+export const CHECK_DRIFT_OPTIONS = defineOptions(
+  {
+    ...DRIFT_THRESHOLD_SPECS,
+    /** The configured per-attempt response timeout, in ms. Required; (0, 2^31-1]. */
+    timeoutMs: TIMEOUT_MS,
+    /** The current window (a recorder's `lastWindow()`). Required. */
+    window: option.required(
+      option.matching<WindowStats>(
+        'window stats ({ count, errors, timeouts, p99 })',
+        (w) => w !== null && typeof w === 'object',
+      ),
+    ),
+    /** p99 of the window before, in ms, to judge stability. Default: stability is not required. */
+    previousP99Ms: option.number({ unit: 'ms', min: 0 }),
+  },
+  idleBelowMax,
+);
+
+export type DriftInput = OptionsOf<typeof CHECK_DRIFT_OPTIONS>;
+
+/** `createDriftMonitor`'s options. */
+export const DRIFT_MONITOR_OPTIONS = defineOptions(
+  {
+    ...DRIFT_THRESHOLD_SPECS,
+    /** The configured per-attempt response timeout, in ms. Required; (0, 2^31-1]. */
+    timeoutMs: TIMEOUT_MS,
+    /** Called when the status changes (including back to `ok`). Must not throw. */
+    onChange: option.fn<(result: DriftResult, previous: DriftResult | undefined) => void>(),
+  },
+  idleBelowMax,
+);
+
+export type DriftMonitorOptions = OptionsOf<typeof DRIFT_MONITOR_OPTIONS>;
+
+/** `checkPool`'s input (SPEC C6). */
+export const POOL_CHECK_OPTIONS = defineOptions({
+  /** Connections (or workers, or concurrency slots) in the pool. Required; integer [1, 10^6]. */
+  poolSize: option.integer({ required: true, min: 1, max: 1e6 }),
+  /** Arrival rate of calls into the pool, requests per second. Required; (0, 10^7]. */
+  rps: option.number({ required: true, unit: 'req/s', min: 0, exclusiveMin: true, max: 1e7 }),
+  /** The timeout that bounds how long one call holds a connection, in ms. Required; (0, 2^31-1]. */
+  timeoutMs: TIMEOUT_MS,
+});
+
+export type PoolCheckInput = OptionsOf<typeof POOL_CHECK_OPTIONS>;

@@ -1,0 +1,36 @@
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+
+/** The options of hedged requests (SPEC H1–H3), declared once: the policy, the executor, the config. */
+export const HEDGE_OPTIONS = defineOptions(
+  {
+    /**
+     * The live latency quantile after which one copy is sent: only the slowest 5% get one by default.
+     * Below p50 half the requests would be doubled (that is load balancing, not hedging). Default 0.95;
+     * [0.5, 0.9999]. Exclusive with `maxExtraLoad`.
+     */
+    percentile: option.number({ default: 0.95, min: 0.5, max: 0.9999 }),
+    /** Extra load allowed, (0, 0.5]: hedge after the `1 − maxExtraLoad` quantile (Finagle). No default. */
+    maxExtraLoad: option.number({ min: 0, exclusiveMin: true, max: 0.5 }),
+    /**
+     * Least delay before a hedge, in ms, whatever the quantile says (a 1 ms p95 would hedge everything
+     * fast). Default 5; [0, 2^31-1].
+     */
+    minDelayMs: option.number({ default: 5, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
+    /**
+     * No hedge when the delay would exceed this, in ms; [0, 2^31-1], not below `minDelayMs`. Default: no
+     * ceiling here (the executor uses its attempt timeout, a later hedge could not beat it).
+     */
+    maxDelayMs: option.number({ unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
+  },
+  (o, report, { given, valid }) => {
+    if (given.percentile !== undefined && given.maxExtraLoad !== undefined) {
+      report('maxExtraLoad', 'and `percentile` are two ways to say the same thing: give one');
+    }
+    if (valid('maxDelayMs', 'minDelayMs') && o.maxDelayMs !== undefined && o.maxDelayMs < o.minDelayMs) {
+      report('maxDelayMs', `(${o.maxDelayMs}) must not be below \`minDelayMs\` (${o.minDelayMs})`);
+    }
+  },
+);
+
+export type HedgeOptions = OptionsOf<typeof HEDGE_OPTIONS>;

@@ -1,0 +1,69 @@
+/**
+ * "Did you mean": the one place that turns a misspelt option, key or flag into the name it was
+ * meant to be. Case, `_`, `-` and `.` are ignored (`maxratio`, `max_ratio`, `windowMS`), then the closest
+ * name by edit distance (insertions, deletions, substitutions and swaps of neighbours count one each)
+ * wins if it is close enough for the name's length: none below 4 characters, one edit up to 7, two
+ * from 8 on; a name cut short (`slice` for `slice_ms`) counts as one edit.
+ * Inputs are bounded (64 characters), so a hostile key costs O(64²) per candidate at most.
+ */
+
+const MAX_LENGTH = 64;
+
+const normalise = (name: string): string => name.toLowerCase().replace(/[_.-]/g, '');
+
+/** Most edits a name of `length` characters may be away from its suggestion (none below 4: noise). */
+const allowance = (length: number): number => (length >= 8 ? 2 : length >= 4 ? 1 : 0);
+
+/**
+ * Optimal string alignment distance (Damerau–Levenshtein without repeated edits of a substring),
+ * or `limit + 1` as soon as it is known to exceed `limit`.
+ */
+export function editDistance(a: string, b: string, limit = Number.POSITIVE_INFINITY): number {
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const cur = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, before[j - 2]! + 1);
+      cur[j] = d;
+      if (d < rowMin) rowMin = d;
+    }
+    if (rowMin > limit) return limit + 1;
+    before = prev;
+    prev = cur;
+  }
+  return Math.min(prev[b.length]!, limit + 1);
+}
+
+/** The name among `candidates` that `given` most likely meant, or undefined when none is close. */
+export function closestName(given: string, candidates: Iterable<string>): string | undefined {
+  if (given.length === 0 || given.length > MAX_LENGTH) return undefined;
+  const target = normalise(given);
+  const limit = allowance(target.length);
+  let best: string | undefined;
+  let bestDistance = limit + 1;
+  for (const candidate of candidates) {
+    if (candidate.length > MAX_LENGTH) continue;
+    const near = normalise(candidate);
+    // A name cut short (`slice` for `slice_ms`, `attempt` for `attempts`) is one edit away.
+    const cut = target.length >= 4 && near.startsWith(target) ? 1 : Number.POSITIVE_INFINITY;
+    const d = Math.min(cut, editDistance(target, near, Math.min(limit, bestDistance - 1)));
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+      if (d === 0) break;
+    }
+  }
+  return best;
+}
+
+/** `; did you mean \`x\`?` for a misspelt name, or an empty string. */
+export function didYouMean(given: string, candidates: Iterable<string>): string {
+  const near = closestName(given, candidates);
+  return near === undefined ? '' : `; did you mean \`${near}\`?`;
+}
