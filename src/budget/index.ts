@@ -5,4 +5,3 @@ export {
   type RetryBudgetOptions,
   type RetryBudgetState,
 } from './budget.js';
-export { RETRY_BUDGET_OPTIONS } from './options.js';

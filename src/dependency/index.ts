@@ -1,7 +1,7 @@
 export type { ErrorClassifier } from './core.js';
 export { createDependency, type Dependency } from './dependency.js';
 export type { DependencyListener } from './events.js';
-export { DEPENDENCY_OPTIONS, type DependencyOptions } from './options.js';
+export type { DependencyOptions } from './options.js';
 export type {
   AttemptContext,
   AttemptKind,

@@ -5,7 +5,11 @@
  * @module prazo/grpc
  */
 
-export { type DeadlineInterceptorOptions, deadlineInterceptor } from './client.js';
+export {
+  DEADLINE_INTERCEPTOR_OPTIONS,
+  type DeadlineInterceptorOptions,
+  deadlineInterceptor,
+} from './client.js';
 export {
   type GrpcDeadlineFields,
   type GrpcDeadlineOptions,

@@ -87,9 +87,9 @@ export interface OptionSpec<T = unknown, Req extends boolean = boolean, Def exte
 export type AnySpec = OptionSpec<any, boolean, boolean>;
 export type Specs = { readonly [key: string]: AnySpec };
 
-type ValueOf<X> = X extends OptionSpec<infer T, boolean, boolean> ? T : never;
-type IsRequired<X> = X extends OptionSpec<unknown, true, boolean> ? true : false;
-type ResolvedValue<X> =
+export type ValueOf<X> = X extends OptionSpec<infer T, boolean, boolean> ? T : never;
+export type IsRequired<X> = X extends OptionSpec<unknown, true, boolean> ? true : false;
+export type ResolvedValue<X> =
   X extends OptionSpec<infer T, infer R, infer D>
     ? R extends true
       ? T

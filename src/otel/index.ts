@@ -20,3 +20,4 @@ export { type InstrumentPrazoOptions, instrumentPrazo, type PrazoInstrumentation
 export type { PrazoInstruments } from './instruments.js';
 export type { InstrumentableServer, ServerEventLike, ServerEventSource } from './server.js';
 export type { OverrunObserver } from './slices.js';
+export { INSTRUMENT_OPTIONS } from './validate.js';

@@ -5,7 +5,7 @@
  * @module prazo/pg
  */
 export { isQueryCanceled } from './guard.js';
-export type { PgDeadlineOptions } from './options.js';
+export { PG_DEADLINE_OPTIONS, type PgDeadlineOptions } from './options.js';
 export { queryWithDeadline } from './query.js';
 export { type PgTransaction, transactionWithDeadline } from './transaction.js';
 export type { PgClient, PgPool, PgPoolClient } from './types.js';

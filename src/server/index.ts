@@ -35,6 +35,6 @@ export {
 } from './express.js';
 export type { DeadlineFields } from './fields.js';
 export { type DeadlineHandler, withIncomingDeadline } from './node.js';
-export type { ServerDeadlineOptions } from './options.js';
+export { SERVER_DEADLINE_OPTIONS, type ServerDeadlineOptions } from './options.js';
 export { type DeadlineErrorBody, isDeadlineError } from './respond.js';
 export { createServerStats, type ServerStats } from './stats.js';

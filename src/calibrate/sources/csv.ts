@@ -20,7 +20,7 @@ import {
  * `_seconds`, `_us`), else from `unit` (default ms). Comma, semicolon or tab separated; RFC 4180
  * quoting within a line.
  */
-const CSV_OPTIONS = pickOptions(SOURCE_OPTIONS, ['column', 'unit']);
+export const CSV_OPTIONS = pickOptions(SOURCE_OPTIONS, ['column', 'unit']);
 
 export type CsvOptions = OptionsOf<typeof CSV_OPTIONS>;
 

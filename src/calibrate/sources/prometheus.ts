@@ -21,7 +21,7 @@ import {
  * `status`, `code`…: 5xx are errors, 408/504 timeouts): quantiles come from the successful series
  * summed by `le`, the others only count toward the error and timeout rates the guard checks (SPEC C4).
  */
-const PROMETHEUS_OPTIONS = pickOptions(SOURCE_OPTIONS, ['metric', 'unit']);
+export const PROMETHEUS_OPTIONS = pickOptions(SOURCE_OPTIONS, ['metric', 'unit']);
 
 export type PrometheusOptions = OptionsOf<typeof PROMETHEUS_OPTIONS>;
 

@@ -1,0 +1,54 @@
+/**
+ * `prazo/options`: the declaration of every option of the core (SPEC C1–C7, D1–D8, R1–R6, H1–H3),
+ * as data. Each `*_OPTIONS` is the one place an option is declared — its key, type, unit, default
+ * and range — and what the library validates with, the config file reads, and the option types are
+ * derived from (`DependencyOptions` is `OptionsOf<typeof DEPENDENCY_OPTIONS>`). Read the defaults
+ * (`DEPENDENCY_OPTIONS.defaults.attempts`), the bounds (`DEPENDENCY_OPTIONS.specs.p99Ms.max`), or
+ * list the keys (`DEPENDENCY_OPTIONS.keys`) from here. The integrations export their own
+ * (`SERVER_DEADLINE_OPTIONS` from `prazo/server`, ...).
+ *
+ * @module prazo/options
+ */
+
+export { RETRY_BUDGET_OPTIONS } from '../budget/options.js';
+export {
+  CALIBRATE_FROM_DISTRIBUTION_OPTIONS,
+  CALIBRATE_TIMEOUT_OPTIONS,
+  CHECK_DRIFT_OPTIONS,
+  DRIFT_MONITOR_OPTIONS,
+  DRIFT_THRESHOLD_OPTIONS,
+  HEALTH_THRESHOLD_OPTIONS,
+  HEALTHY_WINDOW_TRACKER_OPTIONS,
+  POOL_CHECK_OPTIONS,
+} from '../calibrate/options.js';
+export { CSV_OPTIONS } from '../calibrate/sources/csv.js';
+export { PROMETHEUS_OPTIONS } from '../calibrate/sources/prometheus.js';
+export { SOURCE_OPTIONS } from '../calibrate/sources/types.js';
+export { CALL_WITH_DEADLINE_OPTIONS } from '../deadline/call.js';
+export { DEADLINE_OPTIONS, HEADER_FORMAT_OPTIONS } from '../deadline/deadline.js';
+export { INCOMING_DEADLINE_OPTIONS } from '../deadline/headers.js';
+export { DEPENDENCY_OPTIONS, EXECUTE_OPTIONS } from '../dependency/options.js';
+export { HEDGE_OPTIONS } from '../hedge/options.js';
+export { RECORDER_OPTIONS } from '../latency/options.js';
+export { BACKOFF_OPTIONS } from '../retry/backoff.js';
+export { BUDGET_OPTION, OVERRUN_TRACKER_OPTIONS } from '../slo/overrun.js';
+export { SLICE_RUNNER_OPTIONS } from '../slo/slice.js';
+export type {
+  AnySpec,
+  Check,
+  CheckContext,
+  Defaults,
+  IsRequired,
+  OptionKind,
+  OptionPath,
+  OptionSpec,
+  OptionsOf,
+  OptionsSchema,
+  Report,
+  Resolved,
+  ResolvedValue,
+  Specs,
+  ValueOf,
+  ValueTest,
+  Widen,
+} from './declare.js';
