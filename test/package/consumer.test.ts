@@ -1,0 +1,344 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO } from './api-report.js';
+
+/**
+ * A new user's first hour, in CI (SPEC P2, P3): the package as `npm pack` makes it, installed with
+ * `npm install <tarball>` into fresh projects outside this repository (so nothing resolves through our
+ * own node_modules), next to Express 4, Express 5, Fastify 4 and Fastify 5 from the registry. Each
+ * project is compiled by `tsc` with `skipLibCheck: false` for `node16`, `nodenext` and `bundler`, in
+ * ESM (`.mts`) and CommonJS (`.cts`, through require(esm)), and run: a real request through prazo's
+ * middleware on loopback answers with the deadline it read. The Express projects have no fastify
+ * installed: prazo/server's types must not need it.
+ *
+ * `PRAZO_CONSUMER_NODES` (paths of node binaries, `:`-separated) runs the built projects on other
+ * Node lines too; by default, on the Node running the tests.
+ */
+
+const run = promisify(execFile);
+const TSC = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
+const NODES = (process.env.PRAZO_CONSUMER_NODES ?? process.execPath).split(':').filter(Boolean);
+
+interface Variant {
+  readonly name: string;
+  readonly framework: 'express' | 'fastify';
+  readonly dependencies: readonly string[];
+  /** The TypeScript module modes it is compiled for. */
+  readonly configs: readonly (keyof typeof CONFIGS)[];
+}
+
+/**
+ * One program, written once and emitted as ESM (`app.mts`) and CommonJS (`app.cts`). It uses the
+ * root entry, a subpath middleware for real (a request with `grpc-timeout: 800m` answers with the
+ * deadline the handler saw, an expired one gets 504, a route failing with a deadline error 504) and
+ * prints what it found. `MODULE` is replaced by how it checks its own module format.
+ */
+function program(framework: Variant['framework'], format: 'esm' | 'cjs'): string {
+  const moduleCheck =
+    format === 'cjs'
+      ? "if (typeof require !== 'function' || typeof module === 'undefined') throw new Error('not CommonJS');"
+      : "if (typeof require !== 'undefined') throw new Error('not ESM');";
+  const common = `import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { calibrateTimeout, currentDeadline, Deadline, DeadlineExceededError, isDeadlineExceeded, isPrazoError } from 'prazo';
+import { classifyFailure } from 'prazo/retry';
+import { FakeClock } from 'prazo/testing';
+${moduleCheck}
+const format: string = ${JSON.stringify(format)};
+
+interface Answer { status: number; body: { remainingMs?: number; ambient?: boolean; error?: string } }
+async function get(origin: string, path: string, headers: Record<string, string>): Promise<Answer> {
+  const res = await fetch(origin + path, { headers });
+  return { status: res.status, body: (await res.json()) as Answer['body'] };
+}
+function check(ok: boolean, what: string): void {
+  if (!ok) throw new Error('check failed: ' + what);
+}
+async function probe(origin: string): Promise<Record<string, unknown>> {
+  const fresh = await get(origin, '/deadline', { 'grpc-timeout': '800m' });
+  check(fresh.status === 200, 'status ' + fresh.status);
+  check(fresh.body.remainingMs !== undefined && fresh.body.remainingMs > 0 && fresh.body.remainingMs <= 800, 'remaining ' + fresh.body.remainingMs);
+  check(fresh.body.ambient === true, 'the handler runs inside the ambient deadline');
+  const expired = await get(origin, '/deadline', { 'x-deadline-epoch-ms': String(Date.now() - 1000) });
+  check(expired.status === 504 && expired.body.error === 'DEADLINE_EXCEEDED', 'expired ' + JSON.stringify(expired));
+  const failed = await get(origin, '/fail', {});
+  check(failed.status === 504, 'a route failing with DeadlineExceededError answers 504, got ' + failed.status);
+  return { fresh: fresh.body.remainingMs, expired: expired.status, failed: failed.status };
+}
+function core(): Record<string, unknown> {
+  const clock = new FakeClock();
+  const d = Deadline.after(1000, { clock });
+  clock.advance(400);
+  const error = new DeadlineExceededError({ dependency: 'x' });
+  return {
+    remaining: d.remainingMs(),
+    guards: isPrazoError(error) && isDeadlineExceeded(error),
+    responseMs: calibrateTimeout({ p99Ms: 180 }).responseMs,
+    retryable: classifyFailure({ statusCode: 503 }).retryable,
+    noAmbient: currentDeadline() === undefined,
+  };
+}
+void createServer;
+`;
+  const express = `import express from 'express';
+import type { Request } from 'express';
+import { deadlineErrorHandler, deadlineMiddleware, type DeadlineFields } from 'prazo/server';
+
+async function main(): Promise<void> {
+  const app = express();
+  app.use(deadlineMiddleware({ defaultMs: 1500, maxMs: 5000 }));
+  app.get('/deadline', (req, res) => {
+    const { deadline } = req as Request & DeadlineFields;
+    res.json({ remainingMs: deadline.remainingMs(), ambient: currentDeadline() === deadline });
+  });
+  app.get('/fail', () => {
+    throw new DeadlineExceededError({ dependency: 'inventory' });
+  });
+  app.use(deadlineErrorHandler());
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  try {
+    const origin = 'http://127.0.0.1:' + (server.address() as AddressInfo).port;
+    process.stdout.write(JSON.stringify({ format, core: core(), probe: await probe(origin) }));
+  } finally {
+    server.close();
+  }
+}
+main().catch((error: unknown) => { console.error(error); process.exitCode = 1; });
+`;
+  const fastify = `import Fastify from 'fastify';
+import { fastifyDeadline } from 'prazo/fastify';
+
+async function main(): Promise<void> {
+  const app = Fastify();
+  await app.register(fastifyDeadline, { defaultMs: 1500, maxMs: 5000 });
+  // request.deadline is typed by prazo/fastify's augmentation of FastifyRequest.
+  app.get('/deadline', async (request) => ({ remainingMs: request.deadline.remainingMs(), ambient: currentDeadline() === request.deadline }));
+  app.get('/fail', async () => {
+    throw new DeadlineExceededError({ dependency: 'inventory' });
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const origin = 'http://127.0.0.1:' + (app.server.address() as AddressInfo).port;
+    process.stdout.write(JSON.stringify({ format, core: core(), probe: await probe(origin) }));
+  } finally {
+    await app.close();
+  }
+}
+main().catch((error: unknown) => { console.error(error); process.exitCode = 1; });
+`;
+  return common + (framework === 'express' ? express : fastify);
+}
+
+/** Plain JavaScript, no compiler: what `require('prazo')` gives a CommonJS file. */
+const PLAIN_CJS = `const prazo = require('prazo');
+const server = require('prazo/server');
+const entries = ['prazo/calibrate', 'prazo/config', 'prazo/retry', 'prazo/rules', 'prazo/http', 'prazo/fastify', 'prazo/pg', 'prazo/testing'];
+const loaded = Object.fromEntries(entries.map((e) => [e, Object.keys(require(e)).length]));
+process.stdout.write(JSON.stringify({ Deadline: typeof prazo.Deadline, middleware: typeof server.deadlineMiddleware, loaded }));
+`;
+
+const tsconfig = (o: Record<string, unknown>, include: readonly string[]): string =>
+  JSON.stringify(
+    {
+      compilerOptions: { strict: true, skipLibCheck: false, target: 'ES2022', types: ['node'], ...o },
+      include,
+    },
+    null,
+    2,
+  );
+
+/** The resolution modes a TypeScript consumer uses, each with the files it compiles. */
+const CONFIGS = {
+  node16: tsconfig({ module: 'node16', moduleResolution: 'node16', outDir: 'out/node16' }, ['app.mts']),
+  nodenext: tsconfig({ module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out/nodenext' }, [
+    'app.mts',
+    'app.cts',
+  ]),
+  bundler: tsconfig({ module: 'preserve', moduleResolution: 'bundler', noEmit: true }, ['app.mts']),
+  // Documented limitation (README): TypeScript's node16 mode refuses require() of an ES module.
+  node16cjs: tsconfig({ module: 'node16', moduleResolution: 'node16', noEmit: true }, ['app.cts']),
+} as const;
+
+const ALL_MODES = ['node16', 'nodenext', 'bundler'] as const;
+const VARIANTS: readonly Variant[] = [
+  {
+    name: 'express4',
+    framework: 'express',
+    dependencies: ['express@^4.17.0', '@types/express@^4.17.0'],
+    configs: ALL_MODES,
+  },
+  {
+    name: 'express5',
+    framework: 'express',
+    dependencies: ['express@^5.0.0', '@types/express@^5.0.0'],
+    configs: [...ALL_MODES, 'node16cjs'],
+  },
+  // Fastify's own types are checked in both formats (nodenext); the resolution modes are the Express ones'.
+  { name: 'fastify4', framework: 'fastify', dependencies: ['fastify@^4.0.0'], configs: ['nodenext'] },
+  { name: 'fastify5', framework: 'fastify', dependencies: ['fastify@^5.0.0'], configs: ['nodenext'] },
+];
+
+const root = mkdtempSync(join(tmpdir(), 'prazo-consumers-'));
+let tarball = '';
+const installed = new Map<string, { ok: boolean; output: string }>();
+const compiled = new Map<string, Promise<{ code: number; output: string }>>();
+
+/** Runs `tasks` with at most `limit` at once (tsc is CPU-bound; the machine has 2 cores). */
+function limited<T>(limit: number): (task: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const queue: (() => void)[] = [];
+  return async (task) => {
+    if (active >= limit) await new Promise<void>((r) => queue.push(r));
+    active += 1;
+    try {
+      return await task();
+    } finally {
+      active -= 1;
+      queue.shift()?.();
+    }
+  };
+}
+
+async function tsc(dir: string, config: keyof typeof CONFIGS): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout } = await run(process.execPath, [TSC, '-p', `tsconfig.${config}.json`], { cwd: dir });
+    return { code: 0, output: stdout };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? 1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
+beforeAll(async () => {
+  const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', root], {
+    cwd: REPO,
+  });
+  tarball = join(root, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+  await Promise.all(
+    VARIANTS.map(async (v) => {
+      const dir = join(root, v.name);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `consumer-${v.name}`, private: true }));
+      writeFileSync(join(dir, 'app.mts'), program(v.framework, 'esm'));
+      writeFileSync(join(dir, 'app.cts'), program(v.framework, 'cjs'));
+      writeFileSync(join(dir, 'plain.cjs'), PLAIN_CJS);
+      for (const [name, text] of Object.entries(CONFIGS))
+        writeFileSync(join(dir, `tsconfig.${name}.json`), text);
+      try {
+        const { stdout, stderr } = await run(
+          'npm',
+          [
+            'install',
+            '--no-audit',
+            '--no-fund',
+            '--ignore-scripts',
+            '--prefer-offline',
+            '--loglevel=error',
+            tarball,
+            ...v.dependencies,
+            '@types/node@^20.19.0',
+          ],
+          { cwd: dir, maxBuffer: 16 * 1024 * 1024 },
+        );
+        installed.set(v.name, { ok: true, output: stdout + stderr });
+      } catch (error) {
+        const e = error as { stdout?: string; stderr?: string };
+        installed.set(v.name, { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` });
+      }
+    }),
+  );
+  // Every compile starts now, two at a time; each test awaits its own.
+  const slot = limited<{ code: number; output: string }>(2);
+  for (const v of VARIANTS)
+    for (const config of v.configs)
+      compiled.set(
+        `${v.name}/${config}`,
+        slot(() => tsc(join(root, v.name), config)),
+      );
+  for (const p of compiled.values()) p.catch(() => {});
+}, 600_000);
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+for (const v of VARIANTS) {
+  describe(`a consumer with ${v.name} (SPEC P2, P3)`, () => {
+    const dir = join(root, v.name);
+
+    it(`installs from the tarball next to ${v.dependencies[0]} with no peer conflict`, () => {
+      const result = installed.get(v.name)!;
+      expect(result.output).not.toMatch(/ERESOLVE|peer dep/i);
+      expect(result.ok, result.output).toBe(true);
+      const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as {
+        packages: Record<string, { version?: string }>;
+      };
+      expect(lock.packages['node_modules/prazo']?.version).toBe('0.1.0');
+      const major = Number(/@\^(\d+)/.exec(v.dependencies[0]!)![1]);
+      expect(Number(lock.packages[`node_modules/${v.framework}`]!.version!.split('.')[0])).toBe(major);
+      // The Express projects do not have fastify at all: prazo/server's types must not need it.
+      if (v.framework === 'express') expect(existsSync(join(dir, 'node_modules', 'fastify'))).toBe(false);
+    });
+
+    for (const config of v.configs.filter((c) => c !== 'node16cjs')) {
+      const files = config === 'nodenext' ? 'ESM and CommonJS' : 'ESM';
+      it(`compiles (${files}) with tsc, module ${config}, skipLibCheck false`, async () => {
+        const result = await compiled.get(`${v.name}/${config}`)!;
+        expect(result.output).toBe('');
+        expect(result.code).toBe(0);
+      }, 300_000);
+    }
+
+    if (v.configs.includes('node16cjs')) {
+      it('CommonJS under TypeScript node16 is refused (TS1479), as the README says: nodenext is needed', async () => {
+        const result = await compiled.get(`${v.name}/node16cjs`)!;
+        expect(result.code).not.toBe(0);
+        expect(result.output).toContain('TS1479');
+      }, 300_000);
+    }
+
+    for (const node of NODES) {
+      const label = NODES.length > 1 ? ` (${node})` : '';
+      for (const [format, file] of [
+        ['ESM', 'app.mjs'],
+        ['CommonJS', 'app.cjs'],
+      ] as const) {
+        it(`runs as ${format}: a request through the middleware answers with the deadline it read${label}`, async () => {
+          const built = join(dir, 'out', 'nodenext', file);
+          await compiled.get(`${v.name}/nodenext`);
+          const { stdout } = await run(node, [built], { cwd: dir, timeout: 60_000 });
+          const out = JSON.parse(stdout) as {
+            format: string;
+            core: Record<string, unknown>;
+            probe: { fresh: number; expired: number; failed: number };
+          };
+          expect(out.format).toBe(format === 'ESM' ? 'esm' : 'cjs');
+          expect(out.core).toEqual({
+            remaining: 600,
+            guards: true,
+            responseMs: 252,
+            retryable: true,
+            noAmbient: true,
+          });
+          expect(out.probe.fresh).toBeGreaterThan(0);
+          expect(out.probe.fresh).toBeLessThanOrEqual(800);
+          expect(out.probe).toMatchObject({ expired: 504, failed: 504 });
+        }, 120_000);
+      }
+
+      it(`require('prazo') from plain JavaScript, every subpath without a peer${label}`, async () => {
+        const { stdout } = await run(node, [join(dir, 'plain.cjs')], { cwd: dir, timeout: 60_000 });
+        const out = JSON.parse(stdout) as {
+          Deadline: string;
+          middleware: string;
+          loaded: Record<string, number>;
+        };
+        expect(out).toMatchObject({ Deadline: 'function', middleware: 'function' });
+        for (const [entry, names] of Object.entries(out.loaded)) expect(names, entry).toBeGreaterThan(0);
+      }, 60_000);
+    }
+  });
+}
