@@ -29,40 +29,8 @@ export { currentDeadline, runWithDeadline } from './deadline/ambient.js';
 export { type CallWithDeadlineOptions, callWithDeadline, type DeadlineCallContext } from './deadline/call.js';
 export { Deadline, type DeadlineOptions, type HeaderFormat } from './deadline/deadline.js';
 export { deadlineFromHeaders, type HeadersLike, type IncomingDeadlineOptions } from './deadline/headers.js';
-export type { ErrorClassifier } from './dependency/core.js';
-export { createDependency, type Dependency } from './dependency/dependency.js';
-export type { DependencyListener } from './dependency/events.js';
-export type { DependencyOptions } from './dependency/options.js';
-export type {
-  AttemptContext,
-  AttemptKind,
-  DependencyEvent,
-  Disposable,
-  ExecuteOptions,
-  Operation,
-  ResultVerdict,
-} from './dependency/types.js';
-export { isPrazoError, PrazoError } from './errors/base.js';
-export { RetryBudgetExhaustedError } from './errors/budget.js';
-export { ErrorCode, type TimeoutPhase } from './errors/codes.js';
-export { DeadlineExceededError, DeadlineInsufficientError } from './errors/deadline.js';
-export {
-  isBodyTimeout,
-  isConnectTimeout,
-  isDeadlineExceeded,
-  isDeadlineInsufficient,
-  isInvalidOptions,
-  isResponseTimeout,
-  isRetryBudgetExhausted,
-  isTimeoutError,
-} from './errors/guards.js';
-export { InvalidOptionsError } from './errors/options.js';
-export {
-  BodyTimeoutError,
-  ConnectTimeoutError,
-  PhaseTimeoutError,
-  ResponseTimeoutError,
-} from './errors/timeout.js';
+export * from './dependency/index.js';
+export * from './errors/index.js';
 export {
   createLatencyRecorder,
   type LatencyRecorder,

@@ -1,12 +1,11 @@
+/**
+ * The errors and their guards, all of them public: the root entry re-exports this file whole, so a
+ * name added here is a name added to `prazo` (and to api/root.api.md).
+ */
 export { isPrazoError, PrazoError } from './base.js';
-export { type RetryBudgetExhaustedDetails, RetryBudgetExhaustedError } from './budget.js';
+export { RetryBudgetExhaustedError } from './budget.js';
 export { ErrorCode, type TimeoutPhase } from './codes.js';
-export {
-  type DeadlineExceededDetails,
-  DeadlineExceededError,
-  type DeadlineInsufficientDetails,
-  DeadlineInsufficientError,
-} from './deadline.js';
+export { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
 export {
   isBodyTimeout,
   isConnectTimeout,
@@ -18,10 +17,4 @@ export {
   isTimeoutError,
 } from './guards.js';
 export { InvalidOptionsError } from './options.js';
-export {
-  BodyTimeoutError,
-  ConnectTimeoutError,
-  type PhaseTimeoutDetails,
-  PhaseTimeoutError,
-  ResponseTimeoutError,
-} from './timeout.js';
+export { BodyTimeoutError, ConnectTimeoutError, PhaseTimeoutError, ResponseTimeoutError } from './timeout.js';
