@@ -177,6 +177,7 @@ describe('architecture (docs/ARCHITECTURE.md)', () => {
       '.': ['@datadog/sketches-js'],
       './calibrate': ['@datadog/sketches-js'],
       './config': ['@datadog/sketches-js', 'yaml'],
+      './options': ['@datadog/sketches-js'],
       './retry': ['@datadog/sketches-js'],
       './rules': ['@datadog/sketches-js', 'yaml'],
       './server': ['@datadog/sketches-js'],

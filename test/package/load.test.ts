@@ -54,6 +54,7 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
     prazo: [sketch],
     'prazo/calibrate': [],
     'prazo/config': [sketch, 'yaml'],
+    'prazo/options': [sketch],
     'prazo/retry': [],
     'prazo/rules': ['yaml'],
     'prazo/http': [sketch, 'undici'],
