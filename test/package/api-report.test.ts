@@ -30,6 +30,15 @@ describe('API reports (SPEC P4)', () => {
     });
   }
 
+  it('is updated by one command, npm run api:update', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(pkg.scripts['api:update']).toMatch(
+      /npm run build .*&& PRAZO_API_UPDATE=1 vitest run test\/package\/api-report\.test\.ts$/,
+    );
+  });
+
   it('keeps one report per entry point, and none for an entry that is gone', () => {
     const expected = entryPoints()
       .map((e) => `${e.id}.api.md`)

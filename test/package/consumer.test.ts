@@ -292,6 +292,19 @@ for (const v of VARIANTS) {
       }, 300_000);
     }
 
+    if (v.name === 'express5') {
+      it('installs the CLI: prazo --version, and prazo check on the shipped example config', async () => {
+        const bin = join(dir, 'node_modules', '.bin', 'prazo');
+        const version = await run(bin, ['--version'], { cwd: dir, timeout: 60_000 });
+        expect(version.stdout.trim()).toBe('0.1.0');
+        const example = join(dir, 'node_modules', 'prazo', 'examples', 'prazo.config.yaml');
+        const check = await run(bin, ['check', example], {
+          cwd: join(dir, 'node_modules', 'prazo', 'examples'),
+        });
+        expect(check.stdout).toContain('0 error(s)');
+      }, 60_000);
+    }
+
     if (v.configs.includes('node16cjs')) {
       it('CommonJS under TypeScript node16 is refused (TS1479), as the README says: nodenext is needed', async () => {
         const result = await compiled.get(`${v.name}/node16cjs`)!;
