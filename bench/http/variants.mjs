@@ -100,14 +100,15 @@ export async function createVariant(name, { origin }) {
     case 'fetch-agent':
     case 'fetch-interceptor': {
       const agent = new Agent();
-      const dispatcher = name === 'fetch-agent' ? agent : agent.compose(await prazoInterceptor(origin));
-      setGlobalDispatcher(dispatcher);
+      const prazoOn = name === 'fetch-interceptor' ? await prazoInterceptor(origin) : undefined;
+      setGlobalDispatcher(prazoOn ? agent.compose(prazoOn.interceptor) : agent);
       return {
         call: async () => {
           const res = await fetch(url);
           await res.arrayBuffer();
         },
         close: () => agent.close(),
+        stats: prazoOn?.stats,
       };
     }
     case 'undici-interceptor':
@@ -180,17 +181,18 @@ const url = (origin) => `${origin}/`;
 
 /**
  * prazo/http's `interceptor(options)` with the origin mapped to a dependency of the same settings as
- * the client variants; a prazo built without it makes the variants "not available" (never a crash).
+ * the client variants, and its stats (retries and hedges from its events, recording from the
+ * dependency's recorder). A prazo built without it makes the variants "not available", never a crash.
  */
 async function prazoInterceptor(origin) {
-  let interceptor;
+  let create;
   try {
-    interceptor = await prazo('http', 'interceptor');
+    create = await prazo('http', 'interceptor');
   } catch (error) {
     if (!(error instanceof Unavailable)) throw error;
     throw new Unavailable('prazo/http exports no interceptor() in this build');
   }
-  return interceptor({
+  const interceptor = create({
     dependencies: {
       [origin]: {
         name: 'bench',
@@ -201,12 +203,19 @@ async function prazoInterceptor(origin) {
       },
     },
   });
+  const counts = countEvents(interceptor);
+  const recorder = () => interceptor.dependency(origin)?.recorder;
+  return {
+    interceptor,
+    stats: () => ({ ...counts, recording: (recorder()?.currentWindow().count ?? 0) > 0 }),
+  };
 }
 
 async function createInterceptorVariant(origin) {
   const Deadline = await prazo('deadline', 'Deadline');
   const agent = new Agent();
-  const dispatcher = agent.compose(await prazoInterceptor(origin));
+  const { interceptor, stats } = await prazoInterceptor(origin);
+  const dispatcher = agent.compose(interceptor);
   const target = url(origin);
   return {
     call: async () => {
@@ -217,6 +226,7 @@ async function createInterceptorVariant(origin) {
       await res.body.dump();
     },
     close: () => agent.close(),
+    stats,
   };
 }
 

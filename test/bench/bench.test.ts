@@ -153,7 +153,8 @@ describe('npm run bench -- --quick', () => {
       ]),
     );
     // Recording is part of what prazo-request is measured with: check it was on, not assumed.
-    for (const name of ['prazo-request', 'prazo-fetch']) expect(variants[name]?.stats?.recording).toBe(true);
+    for (const name of ['prazo-request', 'prazo-fetch', ...(hasInterceptor ? INTERCEPTOR_VARIANTS : [])])
+      expect(variants[name]?.stats?.recording, name).toBe(true);
   });
 
   it('measures every micro case in ns per operation', () => {
