@@ -1,5 +1,6 @@
 import { type ResolvedHealthThresholds, resolveHealthThresholds } from '../calibrate/health.js';
 import type { IncomingDeadlineOptions } from '../deadline/headers.js';
+import type { OptionsOf } from '../options/declare.js';
 import { isOptionsObject } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import { type DependencyProfile, type DerivedTimeouts, deriveTimeouts } from '../slo/derive.js';
@@ -8,7 +9,7 @@ import type { LatencyBudget } from '../slo/types.js';
 import { validateBudget } from '../slo/validate.js';
 import { type DependencyConfig, type ReadText, readDependency } from './dependency.js';
 import type { RawProblem } from './problem.js';
-import { CONFIG_FILE } from './schema.js';
+import { CONFIG_FILE, type MESH_DEFAULTS_IN_FILE } from './schema.js';
 
 /** An endpoint's latency budget (SPEC B1) and the timeouts derived from it (SPEC B2). */
 export interface EndpointConfig {
@@ -24,8 +25,13 @@ export interface ServiceConfig extends IncomingDeadlineOptions {
   readonly name?: string;
 }
 
+/** The top-level `mesh:`: defaults for the dependencies' placement in the cluster (`prazo export`). */
+export type MeshDefaults = OptionsOf<typeof MESH_DEFAULTS_IN_FILE>;
+
 export interface ConfigBody {
   readonly service: ServiceConfig | undefined;
+  /** The top-level `mesh:` as given, or undefined. */
+  readonly mesh?: MeshDefaults;
   readonly dependencies: ReadonlyMap<string, DependencyConfig>;
   readonly endpoints: ReadonlyMap<string, EndpointConfig>;
 }
@@ -54,7 +60,8 @@ export function readBody(data: unknown, problems: RawProblem[], readText: ReadTe
   }
   const service =
     top.service === undefined ? undefined : (Object.freeze({ ...top.service }) as ServiceConfig);
-  return { service, dependencies, endpoints };
+  const mesh = top.mesh === undefined ? {} : { mesh: Object.freeze({ ...top.mesh }) as MeshDefaults };
+  return { service, dependencies, endpoints, ...mesh };
 }
 
 function readDependencies(

@@ -8,7 +8,7 @@ import { HEDGE_OPTIONS } from '../hedge/options.js';
 import type { OptionsOf } from '../options/declare.js';
 import type { OptionsValidator } from '../options/validator.js';
 import type { Path, RawProblem } from './problem.js';
-import { DEPENDENCY_IN_FILE, type HISTOGRAM_IN_FILE } from './schema.js';
+import { DEPENDENCY_IN_FILE, type HISTOGRAM_IN_FILE, type MESH_IN_FILE } from './schema.js';
 
 /**
  * One `dependencies` entry → the options of `createDependency` (SPEC C7: the timeouts live in the
@@ -24,7 +24,12 @@ export interface DependencyConfig {
   /** Where p99Ms came from: the file, or a histogram file. */
   readonly p99Source: 'config' | HistogramRef;
   readonly pool?: { readonly size: number; readonly rps: number };
+  /** Where it lives in the cluster, as the file gives it (`prazo export`, SPEC X10); false: not exported. */
+  readonly mesh?: MeshPlacement | boolean;
 }
+
+/** `mesh:` of a dependency, as given (defaults are applied by the export). */
+export type MeshPlacement = OptionsOf<typeof MESH_IN_FILE>;
 
 /** Reads a histogram file named in the config (paths relative to the config's directory). */
 export type ReadText = (file: string) => string;
@@ -38,7 +43,7 @@ type Entry = OptionsOf<typeof DEPENDENCY_IN_FILE>;
 
 /** What the file-only keys leave for the executor: `hedge.enabled: false` becomes `hedge: false`. */
 function executorOptions(entry: Entry, p99Ms: number): DependencyOptions {
-  const { histogram: _h, pool: _p, hedge, ...rest } = entry;
+  const { histogram: _h, pool: _p, mesh: _m, hedge, ...rest } = entry;
   const options: Record<string, unknown> = { ...rest, p99Ms };
   if (hedge !== undefined) {
     if (typeof hedge === 'boolean') options.hedge = hedge;
@@ -145,7 +150,12 @@ export function readDependency(
   }
   if (v.issues.length > before) return undefined;
   const p99Source = histogram ?? 'config';
+  const given = entry.mesh;
+  const mesh =
+    given === undefined ? {} : { mesh: typeof given === 'boolean' ? given : Object.freeze({ ...given }) };
   return Object.freeze(
-    pool === undefined ? { options, calibration, p99Source } : { options, calibration, p99Source, pool },
+    pool === undefined
+      ? { options, calibration, p99Source, ...mesh }
+      : { options, calibration, p99Source, pool, ...mesh },
   );
 }

@@ -5,9 +5,9 @@
  *
  * @module prazo/config
  */
-export type { EndpointConfig, ServiceConfig } from './body.js';
+export type { EndpointConfig, MeshDefaults, ServiceConfig } from './body.js';
 export { DEFAULT_CONFIG_FILE } from './constants.js';
-export type { DependencyConfig, HistogramRef, ReadText } from './dependency.js';
+export type { DependencyConfig, HistogramRef, MeshPlacement, ReadText } from './dependency.js';
 export {
   type CheckOptions,
   type ConfigCheck,

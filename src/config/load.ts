@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { InvalidOptionsError } from '../errors/options.js';
-import { type EndpointConfig, readBody, type ServiceConfig } from './body.js';
+import { type EndpointConfig, type MeshDefaults, readBody, type ServiceConfig } from './body.js';
 import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from './constants.js';
 import type { DependencyConfig, ReadText } from './dependency.js';
 import { parseConfigText } from './document.js';
@@ -18,6 +18,8 @@ export interface PrazoConfig {
   readonly service: ServiceConfig | undefined;
   readonly dependencies: ReadonlyMap<string, DependencyConfig>;
   readonly endpoints: ReadonlyMap<string, EndpointConfig>;
+  /** The top-level `mesh:` (defaults for `prazo export`), or absent. */
+  readonly mesh?: MeshDefaults;
 }
 
 export interface ConfigCheck {

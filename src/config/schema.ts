@@ -48,6 +48,91 @@ export const POOL_IN_FILE = defineOptions({
   rps: POOL_CHECK_OPTIONS.specs.rps,
 });
 
+const matches =
+  (re: RegExp) =>
+  (v: unknown): boolean =>
+    typeof v === 'string' && re.test(v);
+
+/** A Kubernetes name: an RFC 1123 DNS label (lowercase letters, digits, `-`; at most 63). */
+export const DNS_LABEL = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const dnsLabel = (what: string) =>
+  option.string({
+    maxLength: 63,
+    pattern: {
+      describe: `${what}: an RFC 1123 DNS label (a-z, 0-9 and '-', starting and ending with a letter or digit, at most 63 characters)`,
+      test: matches(DNS_LABEL),
+    },
+  });
+
+/**
+ * `mesh:` in a dependency — where it lives in the cluster, for `prazo export` (SPEC X10): the
+ * Kubernetes Service, its namespace and port, the route's path prefix and the protocol; `false` for
+ * one no mesh proxies (a database). Only the export reads it; the library's own calls do not.
+ */
+export const MESH_IN_FILE = defineOptions({
+  /** The Kubernetes Service the dependency is called through. Default: the dependency's `name`. */
+  service: dnsLabel('a Service name'),
+  /** Its namespace. Default: the top-level `mesh.namespace`, else `default`. */
+  namespace: dnsLabel('a namespace'),
+  /** The Service port. Default 80; integer [1, 65535]. */
+  port: option.integer({ default: 80, min: 1, max: 65_535 }),
+  /** Path prefix of the calls the policy applies to. Default `/`; starts with `/`, at most 1024 characters. */
+  path: option.string({
+    default: '/',
+    maxLength: 1024,
+    pattern: { describe: 'a path starting with `/`', test: matches(/^\/[^\s?#]*$/) },
+  }),
+  /** How it is called: `http` or `grpc` (retry conditions, HTTP/2, GRPCRoute). Default `http`. */
+  protocol: option.oneOf(['http', 'grpc'], { default: 'http' }),
+  /**
+   * gRPC: the fully-qualified service the gRPC service config names (`shop.v1.Inventory`). Default:
+   * every service of the channel.
+   */
+  grpcService: option.string({
+    maxLength: 200,
+    pattern: {
+      describe: 'a fully-qualified gRPC service name (`package.Service`)',
+      test: matches(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/),
+    },
+  }),
+  /**
+   * The fixed hedge delay, in ms, for systems that cannot read a live quantile (gRPC's
+   * `hedgingDelay`). Default: the hedge percentile of the dependency's histogram, else its p99.
+   * (0, 86400000].
+   */
+  hedgeDelayMs: option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
+});
+
+/** The top-level `mesh:` — defaults for every dependency's `mesh`, and where routes attach. */
+export const MESH_DEFAULTS_IN_FILE = defineOptions({
+  /** Namespace of the dependencies' Services. Default `default`. */
+  namespace: dnsLabel('a namespace'),
+  /** The cluster's DNS domain (Istio hosts, Envoy addresses). Default `cluster.local`. */
+  clusterDomain: option.string({
+    default: 'cluster.local',
+    maxLength: 253,
+    pattern: {
+      describe: 'a DNS domain (lowercase labels separated by dots)',
+      test: matches(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/),
+    },
+  }),
+  /**
+   * Gateway API: the Gateway the HTTPRoutes attach to (north-south). Default: none, each route's
+   * parent is its Service (GAMMA, east-west mesh routing).
+   */
+  gateway: option.nested(
+    defineOptions({
+      /** The Gateway's name. Required. */
+      name: option.required(dnsLabel('a Gateway name')),
+      /** Its namespace. Default: the route's. */
+      namespace: dnsLabel('a namespace'),
+      /** The listener to attach to. Default: every listener. */
+      sectionName: dnsLabel('a listener name'),
+    }),
+  ),
+});
+
 /** One `dependencies` entry. */
 export const DEPENDENCY_IN_FILE = defineOptions(
   {
@@ -57,6 +142,7 @@ export const DEPENDENCY_IN_FILE = defineOptions(
     hedge: option.toggle(HEDGE_IN_FILE),
     histogram: option.nested(HISTOGRAM_IN_FILE),
     pool: option.nested(POOL_IN_FILE),
+    mesh: option.toggle(MESH_IN_FILE),
   },
   (_values, report, { given }) => {
     if (given.p99Ms !== undefined && given.histogram !== undefined) {
@@ -87,4 +173,5 @@ export const CONFIG_FILE = defineOptions({
   dependencies: list(CONFIG_LIMITS.maxDependencies),
   /** Latency budgets of the endpoints (SPEC B1, B2). */
   endpoints: list(CONFIG_LIMITS.maxEndpoints),
+  mesh: option.nested(MESH_DEFAULTS_IN_FILE),
 });

@@ -1,0 +1,143 @@
+import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
+import { gatewayDuration } from './duration.js';
+import { type KubernetesObject, metadataFor, retries } from './kubernetes.js';
+import type { MeshPolicy, MeshRendering } from './policy.js';
+
+/**
+ * Istio (SPEC X10): a `VirtualService` per dependency — `timeout` (the deadline), `retries` with
+ * `attempts`, `perTryTimeout` (`ceil(p99 × slack)`), `retryOn` and `backoff` on the requests prazo
+ * may retry, and `retries.attempts: 0` on the rest (Istio's default is 2 retries on connect failures
+ * and 503, for every method) — and a `DestinationRule` with the connect timeout, outlier detection
+ * and the retry budget (`trafficPolicy.retryBudget`: Envoy's, a share of the requests *in flight*).
+ * Durations use Istio's `1h/1m/1s/1ms` spelling.
+ */
+
+/** gRPC status names as Envoy's `x-envoy-retry-grpc-on` spells them (UNAVAILABLE = 14). */
+const GRPC_RETRY_ON: Readonly<Record<number, string>> = Object.freeze({ 14: 'unavailable' });
+
+/** Istio `retryOn` for what prazo retries (SPEC R2, R4). */
+export function istioRetryOn(policy: MeshPolicy): string {
+  const on = ['connect-failure', 'refused-stream'];
+  if (policy.retryResponseTimeout) on.push('reset');
+  if (policy.placement.protocol === 'grpc') {
+    for (const code of policy.retryGrpcCodes) on.push(GRPC_RETRY_ON[code]!);
+  } else on.push(...policy.retryStatuses.map(String));
+  return on.join(',');
+}
+
+export function renderIstio(policies: readonly MeshPolicy[]): MeshRendering {
+  const documents: KubernetesObject[] = [];
+  const notes: string[] = [
+    "timeout is a fixed deadline per route; prazo uses what is left of each caller's deadline",
+    'retryBudget limits retries in flight (a share of active requests), not retries per request over a window',
+  ];
+  for (const policy of policies) {
+    documents.push(virtualService(policy), destinationRule(policy));
+    const name = policy.dependency;
+    if (policy.hedge !== undefined) {
+      notes.push(
+        `${name}: Istio has no hedging; the hedge at the live p${Math.round(policy.hedge.percentile * 100)} is not exported`,
+      );
+    }
+    if (retries(policy) && !policy.retryResponseTimeout) {
+      notes.push(
+        `${name}: a connection lost before the response is not retried (Istio's "reset" would also retry a timed-out attempt, which prazo does not)`,
+      );
+    }
+    if (retries(policy)) {
+      notes.push(
+        `${name}: retryBudget ${percentOf(policy)}% of requests in flight, at least ${minConcurrency(policy)} (prazo: ${policy.budget.maxRatio * 100}% of requests over ${policy.budget.windowMs} ms, at least ${policy.budget.minPerSecond}/s)`,
+      );
+    }
+  }
+  notes.push(
+    `outlierDetection has no maximum ejection time: Envoy's default (300 s) applies, which is prazo's`,
+  );
+  return {
+    files: [{ name: 'istio.yaml', format: 'yaml', documents, usage: 'kubectl apply -f istio.yaml' }],
+    notes,
+  };
+}
+
+function virtualService(policy: MeshPolicy): KubernetesObject {
+  const { placement } = policy;
+  const route = [{ destination: { host: placement.host, port: { number: placement.port } } }];
+  const uri = { prefix: placement.path };
+  const http: Record<string, unknown>[] = [];
+  const retryAll = retries(policy) && placement.protocol === 'grpc';
+  if (retries(policy)) {
+    http.push({
+      name: 'prazo-retryable',
+      // gRPC retries UNAVAILABLE on every method (gRPC documents it as never processed); HTTP only
+      // idempotent methods and requests with an idempotency key.
+      match: retryAll
+        ? [{ uri }]
+        : [
+            ...policy.idempotentMethods.map((method) => ({ uri, method: { exact: method } })),
+            { uri, headers: { [IDEMPOTENCY_KEY_HEADER]: { regex: '.+' } } },
+          ],
+      timeout: gatewayDuration(policy.deadlineMs),
+      retries: {
+        attempts: policy.retries,
+        perTryTimeout: gatewayDuration(Math.min(policy.attemptTimeoutMs, policy.deadlineMs)),
+        retryOn: istioRetryOn(policy),
+        ...(policy.backoff.baseMs > 0 ? { backoff: gatewayDuration(policy.backoff.baseMs) } : {}),
+        retryIgnorePreviousHosts: true,
+      },
+      route,
+    });
+  }
+  if (!retryAll) {
+    http.push({
+      name: retries(policy) ? 'prazo-once' : 'prazo',
+      match: [{ uri }],
+      timeout: gatewayDuration(Math.min(policy.attemptTimeoutMs, policy.deadlineMs)),
+      retries: { attempts: 0 },
+      route,
+    });
+  }
+  return {
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'VirtualService',
+    metadata: metadataFor(policy, 'prazo'),
+    spec: { hosts: [placement.host], http },
+  };
+}
+
+const percentOf = (policy: MeshPolicy): number => Math.min(100, policy.budget.maxRatio * 100);
+
+/**
+ * prazo's floor is a rate (`minPerSecond`); Envoy's a concurrency. By Little's law, retries arriving
+ * at that rate, each lasting at most one attempt timeout, are `rate × timeout` in flight.
+ */
+export function minConcurrency(policy: MeshPolicy): number {
+  return Math.max(1, Math.ceil((policy.budget.minPerSecond * policy.attemptTimeoutMs) / 1000));
+}
+
+function destinationRule(policy: MeshPolicy): KubernetesObject {
+  const { ejection } = policy;
+  return {
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'DestinationRule',
+    metadata: metadataFor(policy, 'prazo'),
+    spec: {
+      host: policy.placement.host,
+      trafficPolicy: {
+        connectionPool: { tcp: { connectTimeout: gatewayDuration(policy.connectTimeoutMs) } },
+        // Connect failures, timeouts and 5xx count alike (splitExternalLocalOriginErrors off), as in prazo.
+        outlierDetection: {
+          consecutive5xxErrors: ejection.consecutiveFailures,
+          baseEjectionTime: gatewayDuration(ejection.baseEjectionMs),
+        },
+        ...(retries(policy)
+          ? {
+              retryBudget: {
+                percent: percentOf(policy),
+                minRetryConcurrency: minConcurrency(policy),
+              },
+            }
+          : {}),
+      },
+    },
+  };
+}
