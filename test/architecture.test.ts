@@ -19,7 +19,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['dependency'],
   ['config'],
   ['http', 'server', 'grpc', 'pg'],
-  ['otel', 'rules'],
+  ['otel', 'rules', 'mesh'],
   ['demo', 'drill', 'cli'],
 ];
 const INTEGRATIONS = new Set(LAYERS[5]);

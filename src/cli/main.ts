@@ -6,6 +6,7 @@ import * as calibrate from './commands/calibrate.js';
 import * as check from './commands/check.js';
 import * as demo from './commands/demo.js';
 import * as drill from './commands/drill.js';
+import * as exportCommand from './commands/export.js';
 import * as rules from './commands/rules.js';
 import { attachContext, type CliContext, type CliIo, ExitCode, UsageError } from './context.js';
 
@@ -40,6 +41,7 @@ export function createProgram(context: CliContext): Command {
   check.register(program);
   demo.register(program);
   drill.register(program);
+  exportCommand.register(program);
   rules.register(program);
   return program;
 }

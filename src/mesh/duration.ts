@@ -40,6 +40,17 @@ export function protoDuration(ms: number): string {
   return `${seconds}.${String(rest).padStart(3, '0').replace(/0+$/, '')}s`;
 }
 
+/**
+ * protobuf JSON Duration with all nine fractional digits (`0.560000000s`), for gRPC service configs:
+ * grpc-js (1.14) reads the digits after the point of a method config's `timeout` as nanoseconds as
+ * they stand, so `0.56s` would be a 56 ns deadline. Nine digits mean the same to every reader.
+ */
+export function grpcDuration(ms: number): string {
+  assertWholeMs(ms);
+  const rest = ms % 1000;
+  return rest === 0 ? `${ms / 1000}s` : `${Math.floor(ms / 1000)}.${String(rest).padStart(3, '0')}000000s`;
+}
+
 /** Linkerd: `<integer><ms|s|m|h|d>`. */
 export function linkerdDuration(ms: number): string {
   assertWholeMs(ms);

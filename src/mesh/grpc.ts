@@ -1,4 +1,4 @@
-import { protoDuration } from './duration.js';
+import { grpcDuration } from './duration.js';
 import type { MeshFile, MeshPolicy, MeshRendering } from './policy.js';
 
 /**
@@ -28,18 +28,18 @@ export function grpcServiceConfig(policy: MeshPolicy, notes: string[] = []): Rec
   const method: Record<string, unknown> = {
     name: [policy.placement.grpcService === undefined ? {} : { service: policy.placement.grpcService }],
     // One attempt: it is the whole call, cut at the attempt timeout as prazo cuts it.
-    timeout: protoDuration(
+    timeout: grpcDuration(
       policy.attempts >= 2 ? policy.deadlineMs : Math.min(policy.attemptTimeoutMs, policy.deadlineMs),
     ),
   };
   if (policy.attempts >= 2 && policy.hedge !== undefined) {
     method.hedgingPolicy = {
       maxAttempts: policy.attempts,
-      hedgingDelay: protoDuration(policy.hedge.delayMs),
+      hedgingDelay: grpcDuration(policy.hedge.delayMs),
       nonFatalStatusCodes: codes,
     };
     notes.push(
-      `${name}: hedgingDelay ${protoDuration(policy.hedge.delayMs)} is ${policy.hedge.from}, fixed; prazo hedges at the live p${Math.round(policy.hedge.percentile * 100)}, and retryThrottling counts failures only, so a slow-but-answering dependency gets a hedge on every slow call`,
+      `${name}: hedgingDelay ${grpcDuration(policy.hedge.delayMs)} is ${policy.hedge.from}, fixed; prazo hedges at the live p${Math.round(policy.hedge.percentile * 100)}, and retryThrottling counts failures only, so a slow-but-answering dependency gets a hedge on every slow call`,
     );
     notes.push(
       `${name}: gRPC has no per-attempt timeout: an attempt runs until the ${policy.deadlineMs} ms deadline (prazo cuts it at ${policy.attemptTimeoutMs} ms)`,
@@ -49,8 +49,8 @@ export function grpcServiceConfig(policy: MeshPolicy, notes: string[] = []): Rec
     method.retryPolicy = {
       maxAttempts: policy.attempts,
       // gRPC needs a positive initial backoff: 1 ms stands for prazo's 0.
-      initialBackoff: protoDuration(Math.max(1, baseMs)),
-      maxBackoff: protoDuration(Math.max(1, baseMs, capMs)),
+      initialBackoff: grpcDuration(Math.max(1, baseMs)),
+      maxBackoff: grpcDuration(Math.max(1, baseMs, capMs)),
       backoffMultiplier: 2,
       retryableStatusCodes: codes,
     };

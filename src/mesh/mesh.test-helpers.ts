@@ -1,0 +1,220 @@
+/**
+ * What each mesh's own definitions say, for the export's tests (SPEC X10). Facts read from the
+ * systems' published sources, encoded here as data (nothing of theirs is copied into the repository):
+ * - Envoy: the v3 protos of envoyproxy/data-plane-api — envoy/config/route/v3/route.proto
+ *   (RouteConfiguration), route/v3/route_components.proto (VirtualHost, Route, RouteMatch, RouteAction,
+ *   RouteAction.MaxStreamDuration, RetryPolicy and its RetryBackOff, RateLimitedRetryBackOff,
+ *   ResetHeader, RetryHostPredicate, HedgePolicy, HeaderMatcher), type/matcher/v3/string.proto
+ *   (StringMatcher), config/cluster/v3/cluster.proto (Cluster), cluster/v3/circuit_breaker.proto
+ *   (CircuitBreakers.Thresholds.RetryBudget), cluster/v3/outlier_detection.proto, type/v3/percent.proto,
+ *   config/endpoint/v3/endpoint.proto and endpoint_components.proto, config/core/v3/address.proto,
+ *   config/bootstrap/v3/bootstrap.proto (Bootstrap.static_resources),
+ *   extensions/upstreams/http/v3/http_protocol_options.proto,
+ *   extensions/retry/host/previous_hosts/v3/previous_hosts.proto; `retry_on` values from the router
+ *   filter's documentation of `x-envoy-retry-on` / `x-envoy-retry-grpc-on`.
+ * - Linkerd: the policy controller's annotation parsers, linkerd/linkerd2
+ *   policy-controller/k8s/index/src/outbound/index.rs (`parse_timeouts`, `parse_duration`,
+ *   `parse_accrual_config`) and index/http.rs, index/grpc.rs (`parse_http_retry`, `parse_grpc_retry`).
+ * - Gateway API: the CEL rules of the CRDs, kubernetes-sigs/gateway-api
+ *   config/crd/experimental/gateway.networking.k8s.io_httproutes.yaml and
+ *   gateway.networking.x-k8s.io_xbackendtrafficpolicies.yaml (the published models check the OpenAPI
+ *   schema, not CEL).
+ */
+
+/** A field's type: a scalar, a message name, `[type]` a repeated field, `map:<type>` a map. */
+type FieldType = string | readonly [string];
+
+export const ENVOY_MESSAGES: Readonly<Record<string, Readonly<Record<string, FieldType>>>> = {
+  Bootstrap: { static_resources: 'StaticResources' },
+  StaticResources: { clusters: ['Cluster'] },
+  RouteConfiguration: { name: 'string', virtual_hosts: ['VirtualHost'] },
+  VirtualHost: { name: 'string', domains: ['string'], routes: ['Route'] },
+  Route: { name: 'string', match: 'RouteMatch', route: 'RouteAction' },
+  RouteMatch: { prefix: 'string' },
+  RouteAction: {
+    cluster: 'string',
+    timeout: 'Duration',
+    retry_policy: 'RetryPolicy',
+    hedge_policy: 'HedgePolicy',
+    max_stream_duration: 'MaxStreamDuration',
+  },
+  MaxStreamDuration: { grpc_timeout_header_max: 'Duration' },
+  RetryPolicy: {
+    retry_on: 'string',
+    num_retries: 'uint32',
+    per_try_timeout: 'Duration',
+    retriable_status_codes: ['uint32'],
+    retry_back_off: 'RetryBackOff',
+    rate_limited_retry_back_off: 'RateLimitedRetryBackOff',
+    retry_host_predicate: ['RetryHostPredicate'],
+    host_selection_retry_max_attempts: 'int64',
+    retriable_request_headers: ['HeaderMatcher'],
+  },
+  RetryBackOff: { base_interval: 'PositiveDuration', max_interval: 'PositiveDuration' },
+  RateLimitedRetryBackOff: { reset_headers: ['ResetHeader'], max_interval: 'PositiveDuration' },
+  ResetHeader: { name: 'string', format: 'enum:SECONDS|UNIX_TIMESTAMP' },
+  RetryHostPredicate: { name: 'string', typed_config: 'Any' },
+  HeaderMatcher: { name: 'string', string_match: 'StringMatcher', present_match: 'bool' },
+  StringMatcher: { exact: 'string' },
+  HedgePolicy: { hedge_on_per_try_timeout: 'bool' },
+  Cluster: {
+    name: 'string',
+    type: 'enum:STATIC|STRICT_DNS|LOGICAL_DNS|EDS|ORIGINAL_DST',
+    connect_timeout: 'PositiveDuration',
+    load_assignment: 'ClusterLoadAssignment',
+    circuit_breakers: 'CircuitBreakers',
+    outlier_detection: 'OutlierDetection',
+    typed_extension_protocol_options: 'map:Any',
+  },
+  ClusterLoadAssignment: { cluster_name: 'string', endpoints: ['LocalityLbEndpoints'] },
+  LocalityLbEndpoints: { lb_endpoints: ['LbEndpoint'] },
+  LbEndpoint: { endpoint: 'Endpoint' },
+  Endpoint: { address: 'Address' },
+  Address: { socket_address: 'SocketAddress' },
+  SocketAddress: { address: 'string', port_value: 'port' },
+  CircuitBreakers: { thresholds: ['Thresholds'] },
+  Thresholds: { priority: 'enum:DEFAULT|HIGH', retry_budget: 'RetryBudget' },
+  RetryBudget: { budget_percent: 'Percent', min_retry_concurrency: 'uint32' },
+  Percent: { value: 'percent' },
+  OutlierDetection: {
+    consecutive_5xx: 'uint32',
+    base_ejection_time: 'PositiveDuration',
+    max_ejection_time: 'PositiveDuration',
+  },
+  // The `Any`s the export writes, by type URL.
+  'envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate': {},
+  'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { explicit_http_config: 'ExplicitHttpConfig' },
+  ExplicitHttpConfig: { http2_protocol_options: 'Http2ProtocolOptions' },
+  Http2ProtocolOptions: {},
+};
+
+/** `retry_on` conditions Envoy's router knows (HTTP, then gRPC). */
+export const ENVOY_RETRY_ON: ReadonlySet<string> = new Set([
+  '5xx',
+  'gateway-error',
+  'reset',
+  'reset-before-request',
+  'connect-failure',
+  'envoy-ratelimited',
+  'retriable-4xx',
+  'refused-stream',
+  'retriable-status-codes',
+  'retriable-headers',
+  'http3-post-connect-failure',
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
+]);
+
+/** protobuf JSON `google.protobuf.Duration`: seconds, up to 9 fractional digits, `s`. */
+const PROTO_DURATION = /^\d+(\.\d{1,9})?s$/;
+
+/** Every deviation of `value` from the message `type`, as `path: what` (empty: conforms). */
+export function envoyProblems(type: string, value: unknown, path = type): string[] {
+  const out: string[] = [];
+  const fields = ENVOY_MESSAGES[type];
+  if (fields === undefined) return [`${path}: no field list for ${type}`];
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return [`${path}: not a ${type} message`];
+  for (const [key, v] of Object.entries(value)) {
+    const t = fields[key];
+    if (t === undefined) out.push(`${path}.${key}: ${type} has no field \`${key}\``);
+    else out.push(...fieldProblems(t, v, `${path}.${key}`));
+  }
+  return out;
+}
+
+function fieldProblems(t: FieldType, v: unknown, path: string): string[] {
+  if (Array.isArray(t)) {
+    if (!Array.isArray(v)) return [`${path}: not a list`];
+    return v.flatMap((item, i) => fieldProblems(t[0], item, `${path}[${i}]`));
+  }
+  const type = t as string;
+  const bad = (what: string) => [`${path}: ${JSON.stringify(v)} is not ${what}`];
+  const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x);
+  if (type === 'string') return typeof v === 'string' && v.length > 0 ? [] : bad('a non-empty string');
+  if (type === 'bool') return typeof v === 'boolean' ? [] : bad('a bool');
+  if (type === 'uint32') return isInt(v) && v >= 0 && v <= 2 ** 32 - 1 ? [] : bad('a uint32');
+  if (type === 'int64') return isInt(v) ? [] : bad('an int64');
+  if (type === 'port') return isInt(v) && v >= 1 && v <= 65_535 ? [] : bad('a port (uint32 <= 65535)');
+  if (type === 'percent')
+    return typeof v === 'number' && v >= 0 && v <= 100 ? [] : bad('a Percent value in [0, 100]');
+  if (type === 'Duration' || type === 'PositiveDuration') {
+    if (typeof v !== 'string' || !PROTO_DURATION.test(v)) return bad('a protobuf JSON Duration ("0.119s")');
+    if (type === 'PositiveDuration' && Number.parseFloat(v) <= 0) return bad('a Duration > 0');
+    return [];
+  }
+  if (type.startsWith('enum:'))
+    return type
+      .slice(5)
+      .split('|')
+      .includes(v as string)
+      ? []
+      : bad(type);
+  if (type === 'Any') {
+    const url = (v as Record<string, unknown> | null)?.['@type'];
+    if (typeof url !== 'string' || !url.startsWith('type.googleapis.com/')) return bad('an Any with @type');
+    const { '@type': _, ...rest } = v as Record<string, unknown>;
+    return envoyProblems(url.slice('type.googleapis.com/'.length), rest, path);
+  }
+  if (type.startsWith('map:')) {
+    if (v === null || typeof v !== 'object') return bad('a map');
+    return Object.entries(v).flatMap(([k, item]) => {
+      const inner = fieldProblems(type.slice(4), item, `${path}[${k}]`);
+      // typed_extension_protocol_options is keyed by the extension's type name.
+      const url = (item as Record<string, unknown>)['@type'];
+      return url === `type.googleapis.com/${k}` ? inner : [...inner, `${path}[${k}]: key is not its @type`];
+    });
+  }
+  return envoyProblems(type, v, path);
+}
+
+/** Linkerd's `parse_duration`: an integer and `ms|s|m|h|d` (or a bare `0`), no fraction, no sign. */
+export function linkerdDurationMs(text: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (m === null) throw new Error(`not a Linkerd duration: ${text}`);
+  const n = Number(m[1]);
+  if (m[2] === undefined) {
+    if (n !== 0) throw new Error(`missing unit: ${text}`);
+    return 0;
+  }
+  return n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms'];
+}
+
+/** Linkerd's `retry.linkerd.io/http`: codes in [100, 600), ranges `a-b`, `5xx`, `gateway-error`. */
+export function linkerdHttpConditions(text: string): Array<[number, number]> {
+  return text.split(',').map((cond) => {
+    if (cond.toLowerCase() === '5xx') return [500, 599];
+    if (cond.toLowerCase() === 'gateway-error') return [502, 504];
+    const code = (s: string) => {
+      const n = /^\d+$/.test(s) ? Number(s) : Number.NaN;
+      return n >= 100 && n < 600 ? n : undefined;
+    };
+    const one = code(cond);
+    if (one !== undefined) return [one, one];
+    const [a, b] = cond.split('-').map(code);
+    if (a !== undefined && b !== undefined && a <= b) return [a, b];
+    throw new Error(`invalid retry condition: ${cond}`);
+  });
+}
+
+/** Linkerd's `retry.linkerd.io/grpc` names. */
+export const LINKERD_GRPC_CONDITIONS: ReadonlySet<string> = new Set([
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
+]);
+
+/** A GEP-2257 duration in ms (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`, checked by the models too). */
+export function gatewayDurationMs(text: string): number {
+  if (!/^([0-9]{1,5}(h|m|s|ms)){1,4}$/.test(text)) throw new Error(`not a GEP-2257 duration: ${text}`);
+  let ms = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+)(ms|h|m|s)/g)) {
+    ms += Number(n) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit as 'ms'];
+  }
+  return ms;
+}
