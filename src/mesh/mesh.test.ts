@@ -50,6 +50,10 @@ const documentsOf = (result: MeshExport, name: string): Record<string, unknown>[
   return docs.map((d) => d.toJS() as Record<string, unknown>);
 };
 
+/** A parsed YAML/JSON document, read field by field in the assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: parsed documents, every field read is asserted
+type Doc = any;
+
 type Model = new (data: never) => { validate(): void };
 const MODELS: Record<string, Model> = {
   'gateway.networking.k8s.io/v1/HTTPRoute': HTTPRoute as unknown as Model,
@@ -93,7 +97,7 @@ function undeclaredFields(Model: Model, doc: Record<string, unknown>): string[] 
         .join('');
       if (!validationErrors(Model, probe).some((e) => e.instancePath === pointer)) out.push(pointer);
     }
-    if (Array.isArray(node)) node.forEach((v, i) => visit(v, [...path, i]));
+    if (Array.isArray(node)) for (const [i, v] of node.entries()) visit(v, [...path, i]);
     else if (node !== null && typeof node === 'object')
       for (const [k, v] of Object.entries(node))
         if (path.length > 0 || k !== 'apiVersion') visit(v, [...path, k]);
@@ -112,9 +116,7 @@ function expectValidKubernetes(docs: Record<string, unknown>[]): void {
 }
 
 const byName = (docs: Record<string, unknown>[], kind: string, name: string) =>
-  docs.find((d) => d.kind === kind && (d.metadata as { name: string }).name === name) as
-    | Record<string, any>
-    | undefined;
+  docs.find((d) => d.kind === kind && (d.metadata as { name: string }).name === name) as Doc | undefined;
 
 describe('prazo export: the numbers are prazo’s own (SPEC X10, C1–C3)', () => {
   it('carries the client’s calibration: the timeout and attempts createDependency computes from the same file', () => {
@@ -203,7 +205,7 @@ describe('Gateway API: HTTPRoute timeouts and retry (GEP-1742, GEP-1731), XBacke
       const result = exportMesh(example(), { target: 'gateway-api', channel });
       const docs = documentsOf(result, 'gateway-api.yaml');
       expectValidKubernetes(docs);
-      for (const route of docs.filter((d) => d.kind === 'HTTPRoute') as Record<string, any>[]) {
+      for (const route of docs.filter((d) => d.kind === 'HTTPRoute') as Doc[]) {
         for (const rule of route.spec.rules) {
           // The CRD's CEL rule: backendRequest timeout cannot be longer than request timeout.
           const { request, backendRequest } = rule.timeouts;
@@ -211,7 +213,7 @@ describe('Gateway API: HTTPRoute timeouts and retry (GEP-1742, GEP-1731), XBacke
           if (channel === 'standard') expect(rule.retry).toBeUndefined();
         }
       }
-      for (const policy of docs.filter((d) => d.kind === 'XBackendTrafficPolicy') as Record<string, any>[]) {
+      for (const policy of docs.filter((d) => d.kind === 'XBackendTrafficPolicy') as Doc[]) {
         // CEL: the budget interval within [1s, 1h]; minRetryRate's interval within (0, 1h].
         const { budget, minRetryRate } = policy.spec.retryConstraint;
         expect(gatewayDurationMs(budget.interval)).toBeGreaterThanOrEqual(1000);
@@ -282,7 +284,7 @@ describe('Gateway API: HTTPRoute timeouts and retry (GEP-1742, GEP-1731), XBacke
     );
     const docs = documentsOf(exportMesh(config, { target: 'gateway-api' }), 'gateway-api.yaml');
     expectValidKubernetes(docs);
-    expect((docs[0] as any).spec.parentRefs).toEqual([
+    expect((docs[0] as Doc).spec.parentRefs).toEqual([
       { name: 'edge', namespace: 'infra', sectionName: 'http' },
     ]);
   });
@@ -300,7 +302,7 @@ describe('Istio: VirtualService and DestinationRule', () => {
       'DestinationRule',
     ]);
     expectValidKubernetes(docs);
-    for (const vs of docs.filter((d) => d.kind === 'VirtualService') as Record<string, any>[]) {
+    for (const vs of docs.filter((d) => d.kind === 'VirtualService') as Doc[]) {
       for (const route of vs.spec.http) {
         // Istio: durations 1h/1m/1s/1ms, at least 1 ms; retryOn Envoy's conditions or status codes.
         expect(gatewayDurationMs(route.timeout)).toBeGreaterThanOrEqual(1);
@@ -351,7 +353,7 @@ describe('Linkerd: timeout.linkerd.io and retry.linkerd.io annotations', () => {
     const docs = documentsOf(exportMesh(example(), { target: 'linkerd' }), 'linkerd.yaml');
     const routes = docs.filter((d) => d.kind !== 'Service');
     expectValidKubernetes(routes);
-    for (const doc of docs as Record<string, any>[]) {
+    for (const doc of docs as Doc[]) {
       const a = doc.metadata.annotations as Record<string, string>;
       for (const [key, value] of Object.entries(a)) {
         if (key.startsWith('timeout.linkerd.io/')) {
@@ -420,7 +422,7 @@ describe('Envoy v3: route and cluster, in the protos’ field names and units', 
     const [bootstrap] = documentsOf(result, 'envoy-clusters.yaml');
     expect(envoyProblems('RouteConfiguration', route)).toEqual([]);
     expect(envoyProblems('Bootstrap', bootstrap)).toEqual([]);
-    for (const vh of (route as any).virtual_hosts) {
+    for (const vh of (route as Doc).virtual_hosts) {
       const policy = vh.routes[0].route.retry_policy;
       if (policy === undefined) continue;
       for (const on of policy.retry_on.split(',')) expect(ENVOY_RETRY_ON.has(on), on).toBe(true);
@@ -438,7 +440,7 @@ describe('Envoy v3: route and cluster, in the protos’ field names and units', 
 
   it('the numbers: deadline, retries, per-try timeout, backoff, hedge, budget, ejection', () => {
     const result = exportMesh(example(), { target: 'envoy' });
-    const [route] = documentsOf(result, 'envoy-route.yaml') as any[];
+    const [route] = documentsOf(result, 'envoy-route.yaml') as Doc[];
     const inventory = route.virtual_hosts.find((v: { name: string }) => v.name === 'inventory');
     expect(inventory.domains).toContain('inventory.shop.svc.cluster.local:8080');
     const action = inventory.routes[0].route;
@@ -460,7 +462,7 @@ describe('Envoy v3: route and cluster, in the protos’ field names and units', 
     });
     const orders = route.virtual_hosts.find((v: { name: string }) => v.name === 'orders').routes[0].route;
     expect(orders).toEqual({ cluster: 'orders', timeout: '0.56s' }); // one attempt
-    const [bootstrap] = documentsOf(result, 'envoy-clusters.yaml') as any[];
+    const [bootstrap] = documentsOf(result, 'envoy-clusters.yaml') as Doc[];
     const cluster = bootstrap.static_resources.clusters.find((c: { name: string }) => c.name === 'inventory');
     expect(cluster).toMatchObject({
       connect_timeout: '0.119s',
