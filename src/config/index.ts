@@ -17,3 +17,5 @@ export {
   type PrazoConfig,
 } from './load.js';
 export { type ConfigProblem, formatProblem } from './problem.js';
+/** The declarations of the `mesh:` keys (`prazo export`): their defaults and bounds. */
+export { MESH_DEFAULTS_IN_FILE, MESH_IN_FILE } from './schema.js';
