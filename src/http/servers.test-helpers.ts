@@ -25,6 +25,8 @@ export interface TestServer {
   connections: number;
   /** Connections currently open. */
   open: number;
+  /** The most connections open at once so far. */
+  maxOpen: number;
   close(): Promise<void>;
 }
 
@@ -50,10 +52,11 @@ export async function startServer(handler: Handler, host = '127.0.0.1'): Promise
     handler(req, res, index);
   });
   server.keepAliveTimeout = 30_000;
-  const state = { connections: 0, open: 0 };
+  const state = { connections: 0, open: 0, maxOpen: 0 };
   server.on('connection', (socket) => {
     state.connections += 1;
     state.open += 1;
+    if (state.open > state.maxOpen) state.maxOpen = state.open;
     socket.on('close', () => {
       state.open -= 1;
     });
@@ -148,6 +151,36 @@ export async function startUnacceptingListener(): Promise<UnacceptingListener> {
       for (const s of fillers) s.destroy();
       child.kill('SIGKILL');
       if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+export interface ChildServer {
+  readonly origin: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A keep-alive HTTP server in another process that answers every request at once with `ok`: its
+ * answers reach this process's sockets even while this process's event loop is blocked.
+ */
+export async function startChildServer(): Promise<ChildServer> {
+  const code = `
+    const http = require('node:http');
+    const s = http.createServer((req, res) => res.end('ok'));
+    s.keepAliveTimeout = 30000;
+    s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));`;
+  const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout!.once('data', (data) => resolve(Number(String(data).trim())));
+  });
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: async () => {
+      child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null)
+        await new Promise((resolve) => child.once('exit', resolve));
     },
   };
 }
