@@ -33,6 +33,27 @@ export interface Clock {
   setTimer(fn: () => void, delayMs: number, options?: TimerOptions): Timer;
   /** Cancels a timer; a no-op when it already fired or was cleared. */
   clearTimer(timer: Timer): void;
+  /**
+   * Calls `fn` once the I/O already waiting has been read (Node: `setImmediate`, which runs after the
+   * loop's poll phase). Node runs expired timers *before* it reads sockets, so after the loop was
+   * blocked a timer fires late with the answer it waits for already in the socket, unread: a timer
+   * that fires late passes its verdict through here (see {@link LATE_TIMER_MS}). Optional: a clock
+   * without it has no I/O of its own, and `fn` runs at once.
+   */
+  afterIo?(fn: () => void): void;
+}
+
+/**
+ * A timer that fires at least this many ms after its due instant fired late (the loop was busy):
+ * whatever it guards may have happened meanwhile, unread. Below this, a timer is on time (Node's
+ * timers have whole-ms resolution and are checked against the loop's cached time).
+ */
+export const LATE_TIMER_MS = 2;
+
+/** Runs `fn` after the pending I/O has been read (`clock.afterIo`), or at once for a clock without I/O. */
+export function runAfterIo(clock: Clock, fn: () => void): void {
+  if (clock.afterIo === undefined) fn();
+  else clock.afterIo(fn);
 }
 
 /** The largest delay a Node timer honours (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */

@@ -16,12 +16,17 @@ export interface FakeClockOptions {
  * - `advanceAsync(ms)` also lets promise continuations run between timers, which is what async code
  *   (a retry loop awaiting a backoff, then arming the next timeout) needs.
  * - `skewWall(ms)` moves only the wall clock, to model hosts whose clocks disagree.
+ * - `stall(ms)` moves time without firing anything, like a blocked event loop: the next `advance`
+ *   fires the overdue timers late, as Node does after a long synchronous task.
+ * - `afterIo(fn)` callbacks run like Node's check phase: once the timers due at the current instant
+ *   have fired, before time moves on (and, in `advanceAsync`, after pending promise work).
  */
 export class FakeClock implements Clock {
   #now: number;
   #epochOffset: number;
   #seq = 0;
   readonly #heap = new TimerHeap();
+  #io: Array<() => void> = [];
 
   constructor(options: FakeClockOptions = {}) {
     this.#now = options.now ?? 0;
@@ -46,6 +51,16 @@ export class FakeClock implements Clock {
     this.#heap.cancel(timer as unknown as HeapTimer);
   }
 
+  afterIo(fn: () => void): void {
+    this.#io.push(fn);
+  }
+
+  /** Moves time by `ms` without firing timers: the event loop was blocked that long. */
+  stall(ms: number): void {
+    if (!(ms >= 0)) throw new RangeError(`stall(ms) needs ms >= 0, got ${ms}`);
+    this.#now += ms;
+  }
+
   /** Number of armed timers, for leak checks. */
   pendingTimers(): number {
     return this.#heap.size;
@@ -61,11 +76,25 @@ export class FakeClock implements Clock {
     if (!(ms >= 0)) throw new RangeError(`advance(ms) needs ms >= 0, got ${ms}`);
     const target = this.#now + ms;
     for (let next = this.#heap.peek(); next !== undefined && next.due <= target; next = this.#heap.peek()) {
+      if (next.due > this.#now && this.#io.length > 0) {
+        this.#runIo(); // the loop turn of the current instant ends first; it may arm or clear timers
+        continue;
+      }
       this.#heap.pop();
       this.#now = Math.max(this.#now, next.due);
       next.fn();
     }
+    this.#runIo();
     this.#now = target;
+  }
+
+  /** Runs the `afterIo` callbacks queued so far (and those they queue). */
+  #runIo(): void {
+    while (this.#io.length > 0) {
+      const batch = this.#io;
+      this.#io = [];
+      for (const fn of batch) fn();
+    }
   }
 
   /**
@@ -77,11 +106,18 @@ export class FakeClock implements Clock {
     const target = this.#now + ms;
     await flushMicrotasks();
     for (let next = this.#heap.peek(); next !== undefined && next.due <= target; next = this.#heap.peek()) {
+      if (next.due > this.#now && this.#io.length > 0) {
+        this.#runIo();
+        await flushMicrotasks();
+        continue; // an afterIo callback may have armed an earlier timer
+      }
       this.#heap.pop();
       this.#now = Math.max(this.#now, next.due);
       next.fn();
       await flushMicrotasks();
     }
+    this.#runIo();
+    await flushMicrotasks();
     this.#now = target;
     await flushMicrotasks();
   }

@@ -16,4 +16,7 @@ export const systemClock: Clock = Object.freeze({
   clearTimer(timer: Timer): void {
     clearTimeout(timer as unknown as NodeJS.Timeout);
   },
+  afterIo(fn: () => void): void {
+    setImmediate(fn);
+  },
 });

@@ -1,4 +1,4 @@
-import type { Clock, Timer } from '../clock/clock.js';
+import { type Clock, LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
@@ -18,18 +18,22 @@ export interface AttemptOwner<T> {
   cancelled(attempt: Attempt<T>): void;
   /** A value that arrived after the attempt was over (timed out or cancelled): release it. */
   late(value: T): void;
+  /** A timer of this call fired `lateMs` after its instant: the event loop was busy (an event). */
+  timerLate(lateMs: number): void;
 }
 
 /**
- * One attempt: the {@link AttemptContext} the operation receives, its single timer, and its fate.
+ * One attempt of a call: the {@link AttemptContext} the operation receives, and its fate, reported
+ * once to the execution (`ended`, or `cancelled` when the execution ends it first).
  *
- * Cheap by construction (the executor's fixed cost matters on the HTTP hot path): the AbortController
- * is created only when the operation reads `signal`, the headers and the attempt's own deadline only
- * when read, and one timer, `min(attempt timeout, remaining deadline)`, bounds the attempt. When it
- * fires the attempt is over at once, even if the operation ignores its signal: a late value is handed
- * to `discard`, never returned.
+ * How an attempt is bounded is the subclass's business, so that one timer, not two, guards it: the
+ * generic {@link OperationAttempt} arms one timer around a promise-returning operation; an
+ * integration that times its own phases (prazo/http's attempt) arms its own and reports its own
+ * timeouts. Cheap by construction (the executor's fixed cost matters on the HTTP hot path): the
+ * AbortController is created only when the operation reads `signal`, the headers and the attempt's own
+ * deadline only when read.
  */
-export class Attempt<T> implements AttemptContext {
+export abstract class Attempt<T> implements AttemptContext {
   readonly kind: AttemptKind;
   readonly attempt: number;
   readonly timeoutMs: number;
@@ -38,12 +42,11 @@ export class Attempt<T> implements AttemptContext {
   readonly started: number;
   /** True when the remaining deadline, not the attempt timeout, sets this attempt's limit. */
   readonly byDeadline: boolean;
-  readonly #owner: AttemptOwner<T>;
+  protected readonly owner: AttemptOwner<T>;
+  #over = false;
   #controller: AbortController | undefined;
   #reason: unknown;
   #aborted = false;
-  #timer: Timer | undefined;
-  #done = false;
   #deadline: Deadline | undefined;
   #headers: Record<string, string> | undefined;
 
@@ -54,9 +57,9 @@ export class Attempt<T> implements AttemptContext {
     timeoutMs: number,
     connectMs: number,
     byDeadline: boolean,
-    started: number = owner.clock.now(),
+    started: number,
   ) {
-    this.#owner = owner;
+    this.owner = owner;
     this.kind = kind;
     this.attempt = attempt;
     this.timeoutMs = timeoutMs;
@@ -65,8 +68,9 @@ export class Attempt<T> implements AttemptContext {
     this.started = started;
   }
 
+  /** True once the attempt reported its outcome or was cancelled. */
   get done(): boolean {
-    return this.#done;
+    return this.#over;
   }
 
   get signal(): AbortSignal {
@@ -80,28 +84,92 @@ export class Attempt<T> implements AttemptContext {
   /** This attempt's deadline: the call's, cut to the end of this attempt's slice. */
   get deadline(): Deadline {
     if (this.#deadline === undefined) {
-      const left = this.timeoutMs - (this.#owner.clock.now() - this.started);
-      this.#deadline = this.#owner.deadline.cap(left);
+      const left = this.timeoutMs - (this.owner.clock.now() - this.started);
+      this.#deadline = this.owner.deadline.cap(left);
     }
     return this.#deadline;
   }
 
   get headers(): Readonly<Record<string, string>> {
     if (this.#headers === undefined) {
-      const headers = this.#owner.outgoingHeaders(this.deadline);
-      const key = this.#owner.idempotencyKey;
+      const headers = this.owner.outgoingHeaders(this.deadline);
+      const key = this.owner.idempotencyKey;
       if (key !== undefined) headers[IDEMPOTENCY_KEY_HEADER] = key;
       this.#headers = headers;
     }
     return this.#headers;
   }
 
+  /** Starts the attempt; the execution calls it once, right after construction. */
+  abstract start(): void;
+
+  /** Ends the attempt without an outcome (another attempt won, or the caller gave up). */
+  cancel(reason: unknown): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.abortSignal(reason);
+    this.halt(reason);
+    this.owner.cancelled(this);
+  }
+
+  /** Stops the work of a cancelled attempt (clears its timer, aborts the request in flight). */
+  protected abstract halt(reason: unknown): void;
+
+  /**
+   * Reports the outcome, once: false when the attempt was already over (a value is then released).
+   * A timeout (`timedOut`) also aborts the attempt's signal, so that the operation stops.
+   */
+  protected report(ok: boolean, value: unknown, timedOut = false): boolean {
+    if (this.#over) {
+      if (ok) this.owner.late(value as T);
+      return false;
+    }
+    this.#over = true;
+    if (timedOut) this.abortSignal(value);
+    this.owner.ended(this, ok, value, timedOut);
+    return true;
+  }
+
+  /** Aborts the operation's signal (if it was ever read) with `reason`. */
+  protected abortSignal(reason: unknown): void {
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+  }
+}
+
+/**
+ * The attempt of a promise-returning operation (`dependency.execute`): one timer,
+ * `min(attempt timeout, remaining deadline)`, bounds it. When it fires the attempt is over at once,
+ * even if the operation ignores its signal: a late value is handed to `discard`, never returned. A
+ * timer that fires late (the loop was blocked) first lets the pending I/O be read: an answer already
+ * in the socket wins over a timeout it did not deserve.
+ */
+export class OperationAttempt<T> extends Attempt<T> {
+  readonly #operation: Operation<T>;
+  #timer: Timer | undefined;
+  #lateChecked = false;
+
+  constructor(
+    owner: AttemptOwner<T>,
+    operation: Operation<T>,
+    kind: AttemptKind,
+    attempt: number,
+    timeoutMs: number,
+    connectMs: number,
+    byDeadline: boolean,
+    started: number,
+  ) {
+    super(owner, kind, attempt, timeoutMs, connectMs, byDeadline, started);
+    this.#operation = operation;
+  }
+
   /** Arms the timer and runs the operation. Settlement is always asynchronous. */
-  start(operation: Operation<T>): void {
-    this.#timer = this.#owner.clock.setTimer(() => this.#expire(), this.timeoutMs, { unref: true });
+  start(): void {
+    this.#timer = this.owner.clock.setTimer(() => this.#expire(), this.timeoutMs, { unref: true });
     let pending: Promise<T>;
     try {
-      pending = operation(this);
+      pending = this.#operation(this);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -114,31 +182,26 @@ export class Attempt<T> implements AttemptContext {
     );
   }
 
-  /** Ends the attempt without an outcome (another attempt won, or the caller gave up). */
-  cancel(reason: unknown): void {
-    if (this.#done) return;
-    this.#done = true;
+  protected halt(): void {
     this.#clearTimer();
-    this.#abort(reason);
-    this.#owner.cancelled(this);
   }
 
   #settle(ok: boolean, value: unknown): void {
-    if (this.#done) {
-      if (ok) this.#owner.late(value as T);
-      return;
-    }
-    this.#done = true;
-    this.#clearTimer();
-    this.#owner.ended(this, ok, value, false);
+    if (!this.done) this.#clearTimer();
+    this.report(ok, value);
   }
 
   #expire(): void {
     this.#timer = undefined;
-    if (this.#done) return;
-    this.#done = true;
-    const owner = this.#owner;
+    if (this.done) return;
+    const owner = this.owner;
     const elapsedMs = owner.clock.now() - this.started;
+    if (!this.#lateChecked && elapsedMs - this.timeoutMs >= LATE_TIMER_MS) {
+      this.#lateChecked = true;
+      owner.timerLate(elapsedMs - this.timeoutMs);
+      runAfterIo(owner.clock, () => this.#expire());
+      return;
+    }
     const error = this.byDeadline
       ? new DeadlineExceededError({
           dependency: owner.name,
@@ -146,19 +209,12 @@ export class Attempt<T> implements AttemptContext {
           deadlineEpochMs: owner.deadline.epochMs(),
         })
       : new ResponseTimeoutError({ dependency: owner.name, elapsedMs, timeoutMs: this.timeoutMs });
-    this.#abort(error);
-    owner.ended(this, false, error, true);
-  }
-
-  #abort(reason: unknown): void {
-    this.#aborted = true;
-    this.#reason = reason;
-    this.#controller?.abort(reason);
+    this.report(false, error, true);
   }
 
   #clearTimer(): void {
     if (this.#timer !== undefined) {
-      this.#owner.clock.clearTimer(this.#timer);
+      this.owner.clock.clearTimer(this.#timer);
       this.#timer = undefined;
     }
   }

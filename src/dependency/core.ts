@@ -32,3 +32,18 @@ export interface DependencyCore {
   readonly headerFormat: HeaderFormat | undefined;
   readonly events: Listeners;
 }
+
+const cores = new WeakMap<object, DependencyCore>();
+
+/** Ties an executor to what its executions share (`createDependency` does it, once). */
+export function registerCore(dependency: object, core: DependencyCore): void {
+  cores.set(dependency, core);
+}
+
+/**
+ * What an executor's executions share, for integrations that drive executions of their own (prazo/http's
+ * calls): undefined for an object that is not an executor made by this copy of prazo.
+ */
+export function coreOf(dependency: object): DependencyCore | undefined {
+  return cores.get(dependency);
+}

@@ -8,8 +8,9 @@ import type { LatencySource } from '../latency/types.js';
 import { pickOptions } from '../options/declare.js';
 import { checkOptionKeys, readOptions } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
+import { registerCore } from './core.js';
 import type { DependencyListener } from './events.js';
-import { Execution } from './execution.js';
+import { OperationExecution } from './execution.js';
 import { type DependencyOptions, EXECUTE_OPTIONS, resolveDependency } from './options.js';
 import type { Disposable, ExecuteOptions, Operation } from './types.js';
 
@@ -83,7 +84,7 @@ function callDeadline(
 export function createDependency(options: DependencyOptions): Dependency {
   const { core, timeouts } = resolveDependency(options);
   const { clock, defaultDeadlineMs } = core;
-  return Object.freeze({
+  const dependency: Dependency = Object.freeze({
     name: core.name,
     p99Ms: core.p99Ms,
     timeouts,
@@ -109,10 +110,12 @@ export function createDependency(options: DependencyOptions): Dependency {
       } catch (error) {
         return Promise.reject(error);
       }
-      return new Execution(core, operation, callOptions, deadline, key).run();
+      return new OperationExecution(core, operation, callOptions, deadline, key).run();
     },
     on(listener: DependencyListener): Disposable {
       return core.events.add(listener);
     },
   });
+  registerCore(dependency, core);
+  return dependency;
 }

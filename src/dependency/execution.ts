@@ -1,14 +1,17 @@
+import { LATE_TIMER_MS, runAfterIo } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
+import { isQueueTimeout } from '../errors/guards.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
-import { Attempt, type AttemptOwner } from './attempt.js';
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
+import { type Attempt, type AttemptOwner, OperationAttempt } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
-import { endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
+import { discardSafely, endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
-import type { AttemptKind, ExecuteOptions, Operation } from './types.js';
+import type { AttemptKind, ExecuteOptions, Operation, ResultVerdict } from './types.js';
 
 const HEDGE_LOST = 'another attempt of the same call answered first';
 
@@ -17,36 +20,42 @@ const HEDGE_LOST = 'another attempt of the same call answered first';
  * `Retry-After` (R3), and at most one hedge (H1–H3), as a small callback-driven state machine — no
  * async function, no `AbortSignal.any`, one timer per attempt plus one for the hedge or the backoff.
  *
- * Endings: the first successful answer is returned. A failure that will not be retried ends the call:
- * a failed *result* (e.g. a 503 response) is returned as the server's answer; a thrown error is
- * rethrown, except when a retry was warranted and refused — by the budget (`RetryBudgetExhaustedError`,
- * cause = the error) or by time (`DeadlineInsufficientError` naming the attempt that did not start).
+ * What an attempt is, and how the call's end reaches its caller, are the subclass's: the promise of
+ * `dependency.execute` ({@link OperationExecution}), or the handler callbacks of prazo/http's call,
+ * whose attempts time their own phases (the seam where an attempt is dispatched is `createAttempt`).
+ *
+ * Endings: the first successful answer is delivered. A failure that will not be retried ends the
+ * call: a failed *result* (e.g. a 503 response) is delivered as the server's answer; a thrown error is
+ * delivered as the failure, except when a retry was warranted and refused — by the budget
+ * (`RetryBudgetExhaustedError`, cause = the error) or by time (`DeadlineInsufficientError` naming the
+ * attempt that did not start).
  */
-export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
-  readonly #operation: Operation<T>;
-  readonly #idempotent: boolean;
+export abstract class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
   readonly deadline: Deadline;
   readonly idempotencyKey: string | undefined;
+  readonly #idempotent: boolean;
+  readonly #retryResponseTimeout: boolean | undefined;
   /** Attempts started (numbering), and those that count against `attempts` (hedges do not). */
   #started = 0;
   #rounds = 0;
   #primary: Attempt<T> | undefined;
   #hedge: Attempt<T> | undefined;
+  #hedgeDue = 0;
   /** The failure(s) of a copy that ended while the other copy still raced. */
   #raceVerdict: FailureVerdict | undefined;
 
   constructor(
     core: DependencyCore,
-    operation: Operation<T>,
-    options: ExecuteOptions<T>,
     deadline: Deadline,
+    idempotent: boolean,
     key: string | undefined,
+    retryResponseTimeout: boolean | undefined,
   ) {
-    super(core, options);
-    this.#operation = operation;
+    super(core);
     this.deadline = deadline;
     this.idempotencyKey = key;
-    this.#idempotent = options.idempotent === true || key !== undefined;
+    this.#idempotent = idempotent || key !== undefined;
+    this.#retryResponseTimeout = retryResponseTimeout;
   }
 
   get name(): string {
@@ -61,31 +70,49 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     return deadline.toHeaders(this.core.headerFormat);
   }
 
-  run(): Promise<T> {
+  /**
+   * The attempt `n` of this call, not started yet: `timeoutMs` is its limit from `now` (the executor's
+   * slice), `connectMs` the dependency's connect timeout.
+   */
+  protected abstract createAttempt(
+    kind: AttemptKind,
+    n: number,
+    timeoutMs: number,
+    connectMs: number,
+    byDeadline: boolean,
+    now: number,
+  ): Attempt<T>;
+
+  /** The verdict on a result that did not throw (a response with a status); none: a success. */
+  protected classify(_value: T): ResultVerdict | undefined {
+    return undefined;
+  }
+
+  /**
+   * Starts the call at `now` (the executor clock's reading, just taken). With less time left than the
+   * dependency's p99, it ends at once with DEADLINE_INSUFFICIENT, no attempt started (SPEC D4).
+   */
+  protected begin(now: number): void {
     const core = this.core;
-    const signal = this.options.signal;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const now = core.clock.now();
-    const remaining = this.deadline.remainingMsAt(now, this.core.clock);
+    const remaining = this.deadline.remainingMsAt(now, core.clock);
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
-      return Promise.reject(insufficient(core, remaining, 1));
+      this.finish(false, insufficient(core, remaining, 1));
+      return;
     }
     core.budget.recordOriginal();
-    const promise = this.open();
     this.#start('original', now);
-    return promise;
   }
 
   /** Starts an attempt; `now` is the executor clock's reading at its start, when just taken. */
   #start(kind: AttemptKind, now: number = this.core.clock.now()): void {
     const core = this.core;
-    const remaining = this.deadline.remainingMsAt(now, this.core.clock);
+    const remaining = this.deadline.remainingMsAt(now, core.clock);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
     const byDeadline = remaining <= core.responseMs;
     const timeoutMs = byDeadline ? remaining : core.responseMs;
     const n = ++this.#started;
-    const attempt = new Attempt<T>(this, kind, n, timeoutMs, core.connectMs, byDeadline, now);
+    const attempt = this.createAttempt(kind, n, timeoutMs, core.connectMs, byDeadline, now);
     if (kind === 'hedge') {
       this.#hedge = attempt;
     } else {
@@ -93,33 +120,42 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
       this.#primary = attempt;
     }
     notify.attempt(core, kind, n);
-    attempt.start(this.#operation);
-    // The operation may have ended the call synchronously (it aborted the caller's signal).
+    attempt.start();
+    // The attempt may have ended the call synchronously (it failed at once, or its caller gave up).
     if (this.settled) return;
-    if (kind === 'original' && core.hedge !== undefined && this.#idempotent) this.#armHedge(timeoutMs);
+    if (kind === 'original' && core.hedge !== undefined && this.#idempotent) this.#armHedge(timeoutMs, now);
   }
 
-  #armHedge(timeoutMs: number): void {
+  #armHedge(timeoutMs: number, now: number): void {
     const delay = this.core.hedge?.delayMs();
-    if (delay === undefined || delay >= timeoutMs) return;
-    this.timer = this.core.clock.setTimer(() => this.#fireHedge(), delay, { unref: true });
+    if (delay === undefined || delay >= timeoutMs || this.#primary === undefined) return;
+    this.#hedgeDue = now + delay;
+    this.timer = this.core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
   }
 
-  #fireHedge(): void {
+  #fireHedge(afterIo: boolean): void {
     this.timer = undefined;
     if (this.settled || this.#primary === undefined) return;
     const core = this.core;
-    if (!fitsDeadline(this.deadline.remainingMs(), core.p99Ms)) return;
-    if (core.budget.tryConsume()) this.#start('hedge');
+    const now = core.clock.now();
+    if (!afterIo && now - this.#hedgeDue >= LATE_TIMER_MS) {
+      // Late (the loop was busy): the primary's answer may be in its socket already, unread.
+      this.timerLate(now - this.#hedgeDue);
+      runAfterIo(core.clock, () => this.#fireHedge(true));
+      return;
+    }
+    if (!fitsDeadline(this.deadline.remainingMsAt(now, core.clock), core.p99Ms)) return;
+    if (core.budget.tryConsume()) this.#start('hedge', now);
     else notify.budgetRefused(core, 'hedge');
   }
 
   ended(attempt: Attempt<T>, ok: boolean, value: unknown, timedOut: boolean): void {
     const core = this.core;
     const latencyMs = core.clock.now() - attempt.started;
-    const verdict = ok ? resultVerdict(this.options.classify, value as T) : undefined;
+    const verdict = ok ? this.classify(value as T) : undefined;
     const outcome = outcomeOf(ok, verdict, value, timedOut);
-    core.recorder.record(latencyMs, outcome);
+    // A request that waited for a connection and was never written says nothing about the dependency.
+    if (ok || !isQueueTimeout(value)) core.recorder.record(latencyMs, outcome);
     if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, outcome, value));
     this.#detach(attempt);
     if (this.settled) {
@@ -127,7 +163,8 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     } else if (ok && (verdict === undefined || !verdict.retryable)) {
       this.#win(attempt, value as T);
     } else {
-      const failure = failureOf(core, this.options, ok, verdict, value);
+      const retryResponseTimeout = this.#retryResponseTimeout ?? core.retryResponseTimeout;
+      const failure = failureOf(core, retryResponseTimeout, ok, verdict, value);
       // Two copies can fail in turn: the decision weighs both, not just the last one to end.
       const earlier = this.#raceVerdict;
       if (earlier !== undefined && !earlier.retryable) {
@@ -151,6 +188,10 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
       core.events.emit(endEvent(core.name, attempt, latencyMs, false, 'cancelled', undefined));
     }
     this.#detach(attempt);
+  }
+
+  timerLate(lateMs: number): void {
+    notify.timerLate(this.core, lateMs);
   }
 
   protected cancelAll(reason: unknown): void {
@@ -195,11 +236,12 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
   #afterWait(): void {
     this.timer = undefined;
     if (this.settled) return;
-    const remaining = this.deadline.remainingMs();
+    const now = this.core.clock.now();
+    const remaining = this.deadline.remainingMsAt(now, this.core.clock);
     // A late timer can eat into the slice the plan reserved: check again; the held failure still stands.
     if (fitsDeadline(remaining, this.core.p99Ms)) {
       this.releaseHeld();
-      this.#start('retry');
+      this.#start('retry', now);
     } else {
       this.#stop('deadline-insufficient', remaining);
     }
@@ -212,7 +254,7 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     else if (reason === 'retry-after-too-long') notify.retryAfter(core, waitMs ?? 0, false);
     const { ok, value } = this.takeHeld();
     if (ok) {
-      this.finish(true, value); // a failed result is the server's answer: returned
+      this.finish(true, value); // a failed result is the server's answer: delivered
     } else if (reason === 'budget') {
       const { originals, extras } = core.budget.state();
       const error = new RetryBudgetExhaustedError({ dependency: core.name, originals, extras, cause: value });
@@ -235,5 +277,72 @@ export class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
     if (attempt.kind === 'hedge') notify.hedgeWon(core, attempt.attempt);
     this.releaseHeld();
     this.finish(true, value);
+  }
+}
+
+/**
+ * `dependency.execute(operation, options)`: the call's end is a promise, each attempt one run of a
+ * promise-returning operation bounded by one timer ({@link OperationAttempt}), the caller's signal
+ * listened to once for the whole call.
+ */
+export class OperationExecution<T> extends Execution<T> {
+  readonly #operation: Operation<T>;
+  readonly #options: ExecuteOptions<T>;
+  #resolve!: (value: T) => void;
+  #reject!: (error: unknown) => void;
+  #onCallerAbort: (() => void) | undefined;
+
+  constructor(
+    core: DependencyCore,
+    operation: Operation<T>,
+    options: ExecuteOptions<T>,
+    deadline: Deadline,
+    key: string | undefined,
+  ) {
+    super(core, deadline, options.idempotent === true, key, options.retryResponseTimeout);
+    this.#operation = operation;
+    this.#options = options;
+  }
+
+  run(): Promise<T> {
+    const signal = this.#options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const promise = new Promise<T>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    if (signal !== undefined) {
+      this.#onCallerAbort = () => this.abandon(signal.reason);
+      subscribeAbort(signal, this.#onCallerAbort);
+    }
+    this.begin(this.core.clock.now());
+    return promise;
+  }
+
+  protected createAttempt(
+    kind: AttemptKind,
+    n: number,
+    timeoutMs: number,
+    connectMs: number,
+    byDeadline: boolean,
+    now: number,
+  ): Attempt<T> {
+    return new OperationAttempt(this, this.#operation, kind, n, timeoutMs, connectMs, byDeadline, now);
+  }
+
+  protected override classify(value: T): ResultVerdict | undefined {
+    return resultVerdict(this.#options.classify, value);
+  }
+
+  protected discard(value: T): void {
+    discardSafely(this.#options.discard, value, this.core.name);
+  }
+
+  protected deliver(ok: boolean, value: unknown): void {
+    const signal = this.#options.signal;
+    if (this.#onCallerAbort !== undefined && signal !== undefined)
+      unsubscribeAbort(signal, this.#onCallerAbort);
+    if (ok) this.#resolve(value as T);
+    else this.#reject(value);
   }
 }

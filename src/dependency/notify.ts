@@ -27,3 +27,7 @@ export function insufficient(core: DependencyCore, remainingMs: number, attempt:
 export function hedgeWon(core: DependencyCore, attempt: number): void {
   if (core.events.active) core.events.emit({ type: 'hedge-won', dependency: core.name, attempt });
 }
+
+export function timerLate(core: DependencyCore, lateMs: number): void {
+  if (core.events.active) core.events.emit({ type: 'timer-late', dependency: core.name, lateMs });
+}

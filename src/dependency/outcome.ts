@@ -105,18 +105,15 @@ export function endEvent(
 }
 
 /** The verdict on one failed attempt: a failed result (retryable by `classify`) or a thrown error. */
-export function failureOf<T>(
+export function failureOf(
   core: DependencyCore,
-  options: ExecuteOptions<T>,
+  retryResponseTimeout: boolean,
   ok: boolean,
   verdict: ResultVerdict | undefined,
   value: unknown,
 ): FailureVerdict {
   if (ok) return { retryable: true, immediate: false, kind: 'status', retryAfterMs: verdict?.retryAfterMs };
-  const classifyOptions = {
-    retryResponseTimeout: options.retryResponseTimeout ?? core.retryResponseTimeout,
-    nowEpochMs: core.clock.epochNow(),
-  };
+  const classifyOptions = { retryResponseTimeout, nowEpochMs: core.clock.epochNow() };
   return failureVerdict(core.classifyError, value, classifyOptions, core.name);
 }
 

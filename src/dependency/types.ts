@@ -70,8 +70,8 @@ export type DependencyEvent =
       readonly attempt: number;
       readonly latencyMs: number;
       readonly outcome: 'success' | 'error' | 'timeout' | 'cancelled';
-      /** For timeouts: where the time ran out. */
-      readonly phase?: 'connect' | 'response' | 'body' | 'deadline';
+      /** For timeouts: where the time ran out (`queue`: never written, not recorded as latency). */
+      readonly phase?: 'queue' | 'connect' | 'response' | 'body' | 'deadline';
       readonly error?: unknown;
     }
   | { readonly type: 'budget-refused'; readonly dependency: string; readonly kind: 'retry' | 'hedge' }
@@ -83,6 +83,15 @@ export type DependencyEvent =
       readonly attempt: number;
     }
   | { readonly type: 'hedge-won'; readonly dependency: string; readonly attempt: number }
+  | {
+      /**
+       * A timer of a call fired `lateMs` after its instant (the event loop was blocked). Its verdict
+       * waited for the pending I/O to be read first, so an answer already in the socket still wins.
+       */
+      readonly type: 'timer-late';
+      readonly dependency: string;
+      readonly lateMs: number;
+    }
   | {
       readonly type: 'retry-after';
       readonly dependency: string;

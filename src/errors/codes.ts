@@ -3,6 +3,8 @@ export const ErrorCode = Object.freeze({
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
   DEADLINE_INSUFFICIENT: 'DEADLINE_INSUFFICIENT',
   CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
+  CONNECT_FAILED: 'CONNECT_FAILED',
+  QUEUE_TIMEOUT: 'QUEUE_TIMEOUT',
   RESPONSE_TIMEOUT: 'RESPONSE_TIMEOUT',
   BODY_TIMEOUT: 'BODY_TIMEOUT',
   RETRY_BUDGET_EXHAUSTED: 'RETRY_BUDGET_EXHAUSTED',
@@ -11,5 +13,8 @@ export const ErrorCode = Object.freeze({
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** Where the time ran out. `deadline` is the propagated, end-to-end one. */
-export type TimeoutPhase = 'connect' | 'response' | 'body' | 'deadline';
+/**
+ * Where the time ran out. `queue` is the wait for a connection before the request was written (it
+ * never reached the dependency); `deadline` is the propagated, end-to-end one.
+ */
+export type TimeoutPhase = 'queue' | 'connect' | 'response' | 'body' | 'deadline';

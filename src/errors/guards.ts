@@ -3,7 +3,13 @@ import type { RetryBudgetExhaustedError } from './budget.js';
 import { ErrorCode } from './codes.js';
 import type { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
 import type { InvalidOptionsError } from './options.js';
-import type { BodyTimeoutError, ConnectTimeoutError, ResponseTimeoutError } from './timeout.js';
+import type {
+  BodyTimeoutError,
+  ConnectFailedError,
+  ConnectTimeoutError,
+  QueueTimeoutError,
+  ResponseTimeoutError,
+} from './timeout.js';
 
 const hasCode =
   <T extends PrazoError>(code: ErrorCode) =>
@@ -12,17 +18,28 @@ const hasCode =
 
 export const isDeadlineExceeded = hasCode<DeadlineExceededError>(ErrorCode.DEADLINE_EXCEEDED);
 export const isDeadlineInsufficient = hasCode<DeadlineInsufficientError>(ErrorCode.DEADLINE_INSUFFICIENT);
+export const isQueueTimeout = hasCode<QueueTimeoutError>(ErrorCode.QUEUE_TIMEOUT);
 export const isConnectTimeout = hasCode<ConnectTimeoutError>(ErrorCode.CONNECT_TIMEOUT);
+export const isConnectFailed = hasCode<ConnectFailedError>(ErrorCode.CONNECT_FAILED);
 export const isResponseTimeout = hasCode<ResponseTimeoutError>(ErrorCode.RESPONSE_TIMEOUT);
 export const isBodyTimeout = hasCode<BodyTimeoutError>(ErrorCode.BODY_TIMEOUT);
 export const isRetryBudgetExhausted = hasCode<RetryBudgetExhaustedError>(ErrorCode.RETRY_BUDGET_EXHAUSTED);
 export const isInvalidOptions = hasCode<InvalidOptionsError>(ErrorCode.INVALID_OPTIONS);
 
-/** Any failure where time ran out: the deadline, or one phase's local timeout. */
+/** Any failure where time ran out: the deadline, or one phase's local timeout (the queue's included). */
 export function isTimeoutError(
   error: unknown,
-): error is DeadlineExceededError | ConnectTimeoutError | ResponseTimeoutError | BodyTimeoutError {
+): error is
+  | DeadlineExceededError
+  | QueueTimeoutError
+  | ConnectTimeoutError
+  | ResponseTimeoutError
+  | BodyTimeoutError {
   return (
-    isDeadlineExceeded(error) || isConnectTimeout(error) || isResponseTimeout(error) || isBodyTimeout(error)
+    isDeadlineExceeded(error) ||
+    isQueueTimeout(error) ||
+    isConnectTimeout(error) ||
+    isResponseTimeout(error) ||
+    isBodyTimeout(error)
   );
 }

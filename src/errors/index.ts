@@ -12,9 +12,17 @@ export {
   isDeadlineExceeded,
   isDeadlineInsufficient,
   isInvalidOptions,
+  isQueueTimeout,
   isResponseTimeout,
   isRetryBudgetExhausted,
   isTimeoutError,
 } from './guards.js';
 export { InvalidOptionsError } from './options.js';
-export { BodyTimeoutError, ConnectTimeoutError, PhaseTimeoutError, ResponseTimeoutError } from './timeout.js';
+export {
+  BodyTimeoutError,
+  ConnectFailedError,
+  ConnectTimeoutError,
+  PhaseTimeoutError,
+  QueueTimeoutError,
+  ResponseTimeoutError,
+} from './timeout.js';

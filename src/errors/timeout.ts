@@ -11,6 +11,7 @@ export interface PhaseTimeoutDetails {
 }
 
 type PhaseCode =
+  | typeof ErrorCode.QUEUE_TIMEOUT
   | typeof ErrorCode.CONNECT_TIMEOUT
   | typeof ErrorCode.RESPONSE_TIMEOUT
   | typeof ErrorCode.BODY_TIMEOUT;
@@ -21,7 +22,7 @@ type PhaseCode =
  * server took the work and is slow (do not pile on); body = the stream stalled mid-way.
  */
 export abstract class PhaseTimeoutError extends PrazoError {
-  abstract readonly phase: 'connect' | 'response' | 'body';
+  abstract readonly phase: 'queue' | 'connect' | 'response' | 'body';
   readonly dependency: string;
   readonly elapsedMs: number;
   readonly timeoutMs: number;
@@ -36,6 +37,18 @@ export abstract class PhaseTimeoutError extends PrazoError {
     this.dependency = details.dependency;
     this.elapsedMs = details.elapsedMs;
     this.timeoutMs = details.timeoutMs;
+  }
+}
+
+/**
+ * The attempt waited its whole time for a connection (every pooled one busy, or a connect still under
+ * way) and was never written: nothing reached the dependency, so it says nothing about its latency
+ * (kept out of the recorder) and another attempt is safe whatever the method.
+ */
+export class QueueTimeoutError extends PhaseTimeoutError {
+  readonly phase = 'queue' as const;
+  constructor(details: PhaseTimeoutDetails) {
+    super(ErrorCode.QUEUE_TIMEOUT, 'queue', details);
   }
 }
 
@@ -60,5 +73,38 @@ export class BodyTimeoutError extends PhaseTimeoutError {
   readonly phase = 'body' as const;
   constructor(details: PhaseTimeoutDetails) {
     super(ErrorCode.BODY_TIMEOUT, 'body', details);
+  }
+}
+
+export interface ConnectFailedDetails {
+  readonly dependency: string;
+  /** Milliseconds between the attempt's start and the failure. */
+  readonly elapsedMs: number;
+  /** The socket error (`ECONNREFUSED`, `EHOSTUNREACH`, `ENOTFOUND`...), with its own `code`. */
+  readonly cause: unknown;
+}
+
+/**
+ * The connect failed before any byte was sent (refused, unreachable, a name that does not resolve):
+ * the instance is down or absent (SPEC R4). The socket error is the `cause`, its code in `reason`.
+ */
+export class ConnectFailedError extends PrazoError {
+  readonly phase = 'connect' as const;
+  readonly dependency: string;
+  readonly elapsedMs: number;
+  /** The socket error's own code, e.g. `ECONNREFUSED`. */
+  readonly reason: string | undefined;
+
+  constructor(details: ConnectFailedDetails) {
+    const code = (details.cause as { code?: unknown } | null)?.code;
+    const reason = typeof code === 'string' ? code : undefined;
+    super(
+      ErrorCode.CONNECT_FAILED,
+      `connect to ${details.dependency} failed${reason ? ` (${reason})` : ''} after ${Math.round(details.elapsedMs)} ms`,
+      { cause: details.cause },
+    );
+    this.dependency = details.dependency;
+    this.elapsedMs = details.elapsedMs;
+    this.reason = reason;
   }
 }

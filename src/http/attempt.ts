@@ -1,149 +1,272 @@
-import type { Deadline } from '../deadline/deadline.js';
-import { mapTransportError } from './errors.js';
-import type { AttemptScope, UndiciHandler } from './handler.js';
+import type { AttemptKind } from '../dependency/types.js';
+import type { HttpCall } from './call.js';
+import type { DispatchController, DispatchHandler, ResponseHeaders } from './handler.js';
 import { BODY, DONE, PhaseTimer, QUEUED, RESPONSE } from './phase-timer.js';
-import { SignalWatch } from './signal-watch.js';
+import type { WrittenHeadersOwner } from './written.js';
 
 /**
- * One attempt of one HTTP call, as an undici dispatch handler wrapped around undici's own request
- * handler (SPEC C2, D5, D6): the only per-attempt object prazo adds to undici's path. Its phases are
- * timed by {@link PhaseTimer} (one timer); ending it early needs no AbortController and no
- * AbortSignal.any: undici hands the handler an `abort` function, which destroys the socket (the
- * connection is released, not reused). Signals are listened to only when they exist: the caller's
- * own, and the executor's when a hedge races ({@link follow}); creating one per attempt would cost
- * more than the rest of this class.
+ * A response body drained so that its connection goes back to the pool (a retried 503, a hedge that
+ * answered second) is read up to this many bytes; past it the connection is cheaper destroyed.
  */
+const DRAIN_LIMIT_BYTES = 128 * 1024;
 
-export type { AttemptScope, UndiciHandler } from './handler.js';
+/** Where an attempt stands for its call, once its head is in (or it ended). */
+const RACING = 0; // no verdict yet
+const HELD = 1; // a failed answer (a 503) kept paused while the call decides
+const WON = 2; // the call's answer: streams to the caller
+const RELEASED = 3; // not the answer: drained (bounded) or torn down
+const CANCELLED = 4; // stopped by its call (hedge lost, caller gone)
 
-export class Attempt extends PhaseTimer implements UndiciHandler {
-  /** undici's request handler, set at dispatch. */
-  inner!: UndiciHandler;
-  #abort: ((reason?: Error) => void) | undefined;
-  #watch: SignalWatch | undefined;
-  #error: Error | undefined;
-  #dispatched = false;
+/**
+ * One attempt of one HTTP call: a handler on undici's current API, dispatched once (SPEC C2, D5,
+ * D6). The executor's attempt and the HTTP one are this single object: it is the `AttemptContext`,
+ * the undici handler, and its own bound ({@link PhaseTimer}: one timer for every phase, the executor
+ * arms none). Ending it early needs no AbortController: undici hands the handler a controller whose
+ * `abort` destroys the socket (the connection is released, not reused); a request still queued is
+ * refused when undici gets to it (`onRequestStart` throws), which drops it without touching the
+ * connection it was about to use.
+ *
+ * Its head is its value: the call judges the status (retry, hedge, answer); the winner's response
+ * then streams through to the caller, the others are drained or torn down.
+ */
+export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHandler, WrittenHeadersOwner {
+  readonly #call: HttpCall;
+  #controller: DispatchController | undefined;
+  #dispatching = false;
+  #role: number = RACING;
+  /** Why the attempt was ended by prazo (a bound, a cancel): undici reports it back as the error. */
+  #reason: Error | undefined;
+  /** The response's own failure or end while the attempt was held, replayed if it is delivered. */
+  #failure: Error | undefined;
+  #trailers: ResponseHeaders | undefined;
+  #chunks: Buffer[] | undefined;
+  #drained = 0;
+  /** undici's header list of this request and where the relative deadline pairs sit in it. */
+  #written: string[] | undefined;
+  #writtenAt = 0;
+  statusCode = 0;
+  statusMessage = '';
+  /** The response head's headers (undici's parsed object). */
+  responseHeaders: ResponseHeaders | undefined;
+  /** The socket of an upgraded (101 / CONNECT) request, handed to the caller. */
+  socket: unknown;
 
-  /**
-   * @param deadline the call's deadline (it bounds every phase, the body included)
-   * @param attemptMs this attempt's limit up to the head, from now (the executor's slice)
-   * @param responseMs from the request written to the head
-   * @param bodyMs longest silence between body chunks
-   * @param signal the caller's own cancellation, when any
-   */
   constructor(
-    scope: AttemptScope,
-    deadline: Deadline,
-    attemptMs: number,
+    call: HttpCall,
+    kind: AttemptKind,
+    attempt: number,
+    timeoutMs: number,
+    connectMs: number,
+    byDeadline: boolean,
+    started: number,
     responseMs: number,
     bodyMs: number,
-    signal?: AbortSignal,
   ) {
-    super(scope, deadline, attemptMs, responseMs, bodyMs);
-    if (signal !== undefined) this.follow(signal);
+    super(call, kind, attempt, timeoutMs, connectMs, byDeadline, started, responseMs, bodyMs);
+    this.#call = call;
   }
 
-  /** True once the attempt completed or failed. */
-  get done(): boolean {
-    return this.phase === DONE;
+  /** The request's controller, once undici started it (for the caller's pause, resume and abort). */
+  get controller(): DispatchController | undefined {
+    return this.#controller;
   }
 
-  /** Ends the attempt when `signal` aborts (with its reason): the caller's, or a racing executor's. */
-  follow(signal: AbortSignal): void {
-    if (this.phase === DONE) return;
-    if (signal.aborted) this.expire(signal.reason ?? new Error('aborted'));
-    else {
-      this.#watch ??= new SignalWatch((reason) => this.expire(reason));
-      this.#watch.add(signal);
+  /** The instant (monotonic) at which this attempt's limit ends: what its deadline headers say. */
+  get limitAt(): number {
+    return this.endAt;
+  }
+
+  /** Dispatches the request; the bound is armed first (a request written inside dispatch keeps it). */
+  start(): void {
+    this.guardHead(this.started);
+    this.#dispatching = true;
+    this.#call.send(this);
+    this.#dispatching = false;
+  }
+
+  onRequestStart(controller: DispatchController): void {
+    if (this.phase !== QUEUED || this.done) {
+      // Ended while queued (deadline, queue timeout, cancelled): never written. Not `abort()`, which
+      // also destroys the healthy connection this request was about to use; undici drops a request
+      // whose start throws and hands the connection to the next one.
+      throw this.#reason ?? new Error('aborted');
     }
-  }
-
-  /**
-   * Called once dispatch returned: a request still waiting for a socket gets its bound. Dispatch runs
-   * in the same synchronous step as the constructor, so its instant stands for now (a timer armed from
-   * it fires at most those microseconds late, and re-checks its bound when it does).
-   */
-  dispatched(): void {
-    this.#dispatched = true;
-    if (this.phase === QUEUED) this.guardHead(this.startedAt);
-  }
-
-  onConnect(abort: (reason?: Error) => void, context?: object): void {
-    if (this.phase === DONE) {
-      // Already failed (deadline or caller) while queued: never written. Not `abort()`, which also
-      // destroys the healthy connection this request was about to use; undici drops a request whose
-      // onConnect throws from its queue and hands the connection to the next one.
-      throw this.#error ?? new Error('aborted');
-    }
-    this.#abort = abort;
-    // On a kept-alive connection undici writes the request inside dispatch: no need to read the clock.
-    // Nor when `responseMs` cannot end before the attempt's own limit: the request's instant then
-    // bounds nothing (its phase ends with the attempt), so the attempt's start stands for it.
+    this.#controller = controller;
+    // Written inside dispatch (a kept-alive connection): no need to read the clock. Nor when
+    // `responseMs` cannot end before the attempt's own limit and no header needs the instant.
     const now =
-      this.#dispatched && this.responseMs < this.attemptMs ? this.scope.clock.now() : this.startedAt;
+      this.#dispatching || (this.responseMs >= this.timeoutMs && this.#written === undefined)
+        ? this.started
+        : this.owner.clock.now();
     this.phase = RESPONSE;
     this.phaseAt = now;
     this.guardHead(now);
-    this.inner.onConnect(abort, context);
+    if (this.#written !== undefined && !this.#dispatching) this.#rewrite(now);
   }
 
-  onResponseStarted(): void {
-    this.inner.onResponseStarted?.();
+  onRequestUpgrade(
+    controller: DispatchController,
+    statusCode: number,
+    headers: ResponseHeaders,
+    socket: unknown,
+  ): void {
+    this.#controller = controller;
+    this.statusCode = statusCode;
+    this.responseHeaders = headers;
+    this.socket = socket;
+    this.#finish();
+    if (!this.report(true, this)) (socket as { destroy?: () => void }).destroy?.();
   }
 
-  onHeaders(status: number, headers: Buffer[], resume: () => void, statusText: string): boolean | undefined {
-    if (status < 200 || this.phase !== RESPONSE)
-      return this.inner.onHeaders(status, headers, resume, statusText);
+  onResponseStart(
+    controller: DispatchController,
+    statusCode: number,
+    headers: ResponseHeaders,
+    statusMessage?: string,
+  ): void {
+    if (statusCode < 200 || this.#role !== RACING || this.phase === DONE) return; // 1xx: informational
+    this.#controller = controller;
+    this.statusCode = statusCode;
+    this.responseHeaders = headers;
+    this.statusMessage = statusMessage ?? '';
     this.phase = BODY;
     this.guardBody();
-    const onResume = (): void => {
-      this.paused = false;
-      this.lastDataAt = this.scope.clock.now();
-      resume();
-    };
-    return this.inner.onHeaders(status, headers, onResume, statusText);
+    this.report(true, this); // the call decides now: answer, held (a retryable status), or released
+    if (this.held) {
+      this.paused = true;
+      controller.pause();
+    }
   }
 
-  onData(chunk: Buffer): boolean | undefined {
+  onResponseData(controller: DispatchController, chunk: Buffer): void {
     this.progressed();
-    const more = this.inner.onData(chunk);
-    if (more === false) this.paused = true;
-    return more;
+    switch (this.#role) {
+      case WON:
+        this.#call.forwardData(chunk);
+        return;
+      case HELD:
+        this.#chunks ??= [];
+        this.#chunks.push(chunk); // a dispatcher that did not pause at once
+        return;
+      case RELEASED:
+        this.#drained += chunk.length;
+        if (this.#drained > DRAIN_LIMIT_BYTES)
+          controller.abort(new Error('prazo: drained response too long'));
+        return;
+      default:
+        return;
+    }
   }
 
-  onComplete(trailers: string[] | null): void {
+  onResponseEnd(_controller: DispatchController, trailers: ResponseHeaders): void {
     if (this.phase === DONE) return;
     this.#finish();
-    this.inner.onComplete(trailers);
+    if (this.#role === WON) this.#call.forwardEnd(trailers);
+    else if (this.#role === HELD) this.#trailers = trailers;
   }
 
-  onError(error: Error): void {
+  onResponseError(_controller: DispatchController | null, error: Error): void {
     if (this.phase === DONE) return;
-    const { name, clock, connectTimeoutMs } = this.scope;
-    const reported =
-      this.#error ??
-      (mapTransportError(error, {
-        dependency: name,
-        elapsedMs: clock.now() - this.startedAt,
-        connectTimeoutMs,
-        responseTimeoutMs: this.responseMs,
-        bodyTimeoutMs: this.bodyMs,
-      }) as Error);
+    const wasQueued = this.phase === QUEUED;
     this.#finish();
-    this.inner.onError(reported);
+    const reported = this.#reason ?? this.#call.transportError(error, this, wasQueued);
+    if (this.#role === RACING) this.report(false, reported);
+    else if (this.#role === WON) this.#call.forwardError(reported);
+    else if (this.#role === HELD) this.#failure = reported;
   }
 
-  /** Ends the attempt with `error`: aborts the request in flight, or settles a queued one at once. */
+  /** A bound was reached: report it (when no verdict was given yet), then stop the request. */
   protected expire(error: Error): void {
-    if (this.phase === DONE || this.#error !== undefined) return;
-    this.#error = error;
-    if (this.#abort !== undefined) this.#abort(error); // undici calls onError(error) back
-    if (this.phase !== DONE) this.onError(error);
+    if (this.#reason !== undefined) return;
+    this.#reason = error;
+    if (this.#role === RACING) this.report(false, error, true);
+    this.#stopRequest(error);
+  }
+
+  /** The call ended this attempt (another one won, the caller gave up). */
+  protected halt(reason: unknown): void {
+    this.#role = CANCELLED;
+    if (this.#reason === undefined) this.#reason = reason as Error;
+    this.#stopRequest(reason as Error);
+  }
+
+  /** Becomes the call's answer: the held head is delivered, then whatever followed it. */
+  win(): void {
+    const held = this.#role === HELD;
+    this.#role = WON;
+    this.#call.forwardStart(this);
+    if (!held) return;
+    const chunks = this.#chunks;
+    this.#chunks = undefined;
+    if (chunks !== undefined) for (const chunk of chunks) this.#call.forwardData(chunk);
+    if (this.#trailers !== undefined) this.#call.forwardEnd(this.#trailers);
+    else if (this.#failure !== undefined) this.#call.forwardError(this.#failure);
+    else if (this.phase !== DONE && !this.#call.paused) this.resumeRequest();
+  }
+
+  /** Holds a failed answer (its fate is open): paused until delivered or released. */
+  hold(): void {
+    this.#role = HELD;
+  }
+
+  /** True while held: a failed answer whose fate its call has not decided yet. */
+  get held(): boolean {
+    return this.#role === HELD;
+  }
+
+  /** Not the answer: the rest of its body is drained (bounded) so its connection can be reused. */
+  release(): void {
+    if (this.#role === RELEASED || this.#role === CANCELLED) return;
+    this.#role = RELEASED;
+    this.#chunks = undefined;
+    if (this.phase !== DONE) this.resumeRequest();
+  }
+
+  pauseRequest(): void {
+    this.paused = true;
+    this.#controller?.pause();
+  }
+
+  resumeRequest(): void {
+    if (this.phase === DONE) return;
+    this.reading();
+    this.#controller?.resume();
+  }
+
+  /** Stops the request in flight (the socket goes), or marks a queued one to be refused. */
+  abortRequest(reason: Error): void {
+    if (this.#reason === undefined) this.#reason = reason;
+    this.#stopRequest(reason);
+  }
+
+  relativeHeaders(): readonly string[] {
+    return this.#call.relativeHeaders(this, this.#dispatching ? this.started : this.owner.clock.now());
+  }
+
+  linkHeaders(list: string[], at: number): void {
+    this.#written = list;
+    this.#writtenAt = at;
+  }
+
+  #rewrite(now: number): void {
+    const fresh = this.#call.relativeHeaders(this, now);
+    const list = this.#written!;
+    for (let i = 0; i < fresh.length; i += 1) list[this.#writtenAt + i] = fresh[i]!;
+  }
+
+  #stopRequest(reason: Error): void {
+    if (this.phase === DONE) return;
+    const controller = this.#controller;
+    if (controller === undefined) {
+      this.#finish(); // still queued: refused when undici gets to it
+      return;
+    }
+    controller.abort(reason); // undici calls onResponseError back
+    if (this.phase !== DONE) this.onResponseError(controller, reason);
   }
 
   #finish(): void {
     this.phase = DONE;
     this.stopTimer();
-    this.#watch?.clear();
   }
 }

@@ -1,125 +1,293 @@
-import type { Dispatcher } from 'undici';
-import { currentDeadline } from '../deadline/ambient.js';
-import { Deadline } from '../deadline/deadline.js';
-import { InvalidOptionsError } from '../errors/options.js';
-import { isValidIdempotencyKey } from '../retry/idempotency.js';
-import { HTTP_LIMITS } from './constants.js';
-import type { RequestHeaders } from './headers.js';
-import type { ResolvedHttpClientOptions } from './options.js';
+import { DeadlineHeaders } from '../deadline/constants.js';
+import type { Deadline } from '../deadline/deadline.js';
+import { formatGrpcTimeout } from '../deadline/parse.js';
+import type { DependencyCore } from '../dependency/core.js';
+import { Execution } from '../dependency/execution.js';
+import type { AttemptKind, ResultVerdict } from '../dependency/types.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
+import { HttpAttempt } from './attempt.js';
+import { mapTransportError } from './errors.js';
+import {
+  type Dispatch,
+  type DispatchController,
+  type DispatchHandler,
+  type DispatchOptions,
+  type ResponseHeaders,
+  rawHeaders,
+} from './handler.js';
+import type { Route } from './route.js';
+import { judgeStatus } from './verdict.js';
+import { WrittenHeaders } from './written.js';
 
-/** Per-call options of `request()` (undici.request's, plus prazo's). All optional. */
-export interface HttpRequestOptions {
-  /** Path (and query) on the origin, e.g. `/users/7?full=1`. Default `/`. */
-  readonly path?: string;
-  /** Default `GET`. */
-  readonly method?: Dispatcher.HttpMethod;
-  readonly headers?: RequestHeaders;
-  /** A stream body is sent once (it cannot be replayed by a retry or a hedge). */
-  readonly body?: Dispatcher.DispatchOptions['body'];
-  /** Query parameters appended to the path (undici's `query`). */
-  readonly query?: Record<string, unknown>;
-  /**
-   * This call's deadline: a {@link Deadline}, or ms from now. Never later than the ambient deadline
-   * (a callee cannot extend its caller). Default: the ambient one, else `defaultDeadlineMs`.
-   */
-  readonly deadline?: Deadline | number;
-  /** The caller's own cancellation: the call rejects with the signal's reason. */
-  readonly signal?: AbortSignal;
-  /**
-   * The idempotency key this request carries end to end (SPEC R5), or `true` to generate one. Every
-   * retry and hedge of the call carries the same key.
-   */
-  readonly idempotencyKey?: string | true;
-  /**
-   * Tightens the client's `responseTimeoutMs` for this call (the attempt timeout stays the ceiling).
-   * Range (0, 2^31-1].
-   */
-  readonly responseTimeoutMs?: number;
-  /** Overrides the client's `bodyTimeoutMs` for this call. Range (0, 2^31-1]. */
-  readonly bodyTimeoutMs?: number;
-  /** Retry this call's response timeouts (idempotent calls only; SPEC R4). Default: the client's. */
-  readonly retryResponseTimeout?: boolean;
-  /** undici's `highWaterMark` of the response body stream. */
-  readonly highWaterMark?: number;
+/** What one call runs with, fixed when it starts (live calibration may replace it for later calls). */
+export interface CallPlan {
+  readonly core: DependencyCore;
+  /** From the request written to the response head, in ms (never past the attempt's own limit). */
+  readonly responseMs: number;
+  /** Longest silence between body chunks while the consumer reads, in ms. */
+  readonly bodyMs: number;
+  /** The connect timeout in force, in ms (to name it in a CONNECT_TIMEOUT). */
+  readonly connectMs: number;
 }
 
-const msProblem = (name: string, value: unknown): string | undefined =>
-  value === undefined ||
-  (typeof value === 'number' && value > 0 && value <= HTTP_LIMITS.maxMs && Number.isFinite(value))
-    ? undefined
-    : `\`${name}\` must be a finite number in (0, ${HTTP_LIMITS.maxMs}], got ${String(value)}`;
+/** The per-call decisions taken before the first attempt. */
+export interface CallTerms {
+  readonly deadline: Deadline;
+  /** May be sent more than once (an idempotent method or a key, and a body that can be sent again). */
+  readonly idempotent: boolean;
+  /** The key every attempt carries, when the call is repeatable thanks to it. */
+  readonly key: string | undefined;
+  readonly retryResponseTimeout: boolean | undefined;
+  /** The caller's own cancellation, when it gave one to prazo rather than to the handler above. */
+  readonly signal: AbortSignal | undefined;
+}
 
-/** Checks the per-call numbers (cheap: only what was given). Throws one InvalidOptionsError. */
-export function checkCallOptions(options: HttpRequestOptions): void {
-  const { deadline, responseTimeoutMs, bodyTimeoutMs, idempotencyKey } = options;
-  if (
-    deadline === undefined &&
-    responseTimeoutMs === undefined &&
-    bodyTimeoutMs === undefined &&
-    idempotencyKey === undefined
+/**
+ * One HTTP call, between the handler that asked for it (undici's `request()`, a `fetch`, any handler
+ * above an interceptor) and the dispatcher below: the executor's plan for this call (an
+ * {@link Execution}: deadline check, attempt slices, retries from the budget, Retry-After, hedge)
+ * whose attempts are {@link HttpAttempt}s dispatched to the next dispatcher. The same object is the
+ * controller the caller's handler receives: its `abort` ends the call (every attempt in flight), its
+ * `pause`/`resume` reach the attempt whose response is streaming.
+ *
+ * The caller's handler sees one request: started once, then the winning attempt's response (head,
+ * body, end) or the call's failure. It may speak undici's current handler API or the legacy one.
+ */
+export class HttpCall extends Execution<HttpAttempt> implements DispatchController {
+  readonly route: Route;
+  readonly #plan: CallPlan;
+  readonly #dispatch: Dispatch;
+  readonly #options: DispatchOptions;
+  readonly #handler: DispatchHandler;
+  readonly #current: boolean;
+  readonly #base: string[];
+  readonly #baseLength: number;
+  #winner: HttpAttempt | undefined;
+  #lastDispatch = true;
+  #paused = false;
+  #aborted = false;
+  #reason: Error | null = null;
+  #legacyResume: (() => void) | undefined;
+  readonly #signal: AbortSignal | undefined;
+  #onSignal: (() => void) | undefined;
+
+  constructor(
+    route: Route,
+    plan: CallPlan,
+    terms: CallTerms,
+    options: DispatchOptions,
+    headers: string[],
+    handler: DispatchHandler,
+    current: boolean,
+    dispatch: Dispatch,
   ) {
-    return;
+    super(plan.core, terms.deadline, terms.idempotent, terms.key, terms.retryResponseTimeout);
+    this.route = route;
+    this.#plan = plan;
+    this.#options = options;
+    this.#base = headers;
+    this.#baseLength = headers.length;
+    this.#handler = handler;
+    this.#current = current;
+    this.#dispatch = dispatch;
+    this.#signal = terms.signal;
   }
-  const problems: string[] = [];
-  const add = (p: string | undefined): void => {
-    if (p !== undefined) problems.push(p);
-  };
-  if (typeof deadline === 'number') {
-    if (!(deadline >= 0 && deadline <= HTTP_LIMITS.maxMs)) {
-      problems.push(
-        `\`deadline\` in ms must be a finite number in [0, ${HTTP_LIMITS.maxMs}], got ${deadline}`,
-      );
+
+  /**
+   * Runs the call: the caller's handler is started (with this call as its controller), then the plan.
+   * Returns what the first dispatch returned (false: the dispatcher is busy), as `dispatch` does.
+   */
+  run(now: number): boolean {
+    const handler = this.#handler;
+    if (this.#current) handler.onRequestStart?.(this, null);
+    else handler.onConnect?.((reason?: Error) => this.abort(reason ?? new Error('aborted')));
+    const signal = this.#signal;
+    if (signal !== undefined && !this.settled) {
+      if (signal.aborted) this.abort(signal.reason);
+      else {
+        this.#onSignal = () => this.abort(signal.reason);
+        subscribeAbort(signal, this.#onSignal);
+      }
     }
-  } else if (deadline !== undefined && !(deadline instanceof Deadline)) {
-    problems.push('`deadline` must be a Deadline or a number of ms from now');
+    if (!this.settled) this.begin(now);
+    return this.#lastDispatch;
   }
-  add(msProblem('responseTimeoutMs', responseTimeoutMs));
-  add(msProblem('bodyTimeoutMs', bodyTimeoutMs));
-  if (idempotencyKey !== undefined && idempotencyKey !== true && !isValidIdempotencyKey(idempotencyKey)) {
-    problems.push('`idempotencyKey` must be true or 1 to 255 visible ASCII characters');
+
+  /** The caller's handler has seen the end (or the failure): the caller's signal is let go. */
+  #over(): void {
+    if (this.#onSignal === undefined) return;
+    unsubscribeAbort(this.#signal!, this.#onSignal);
+    this.#onSignal = undefined;
   }
-  if (problems.length > 0) throw new InvalidOptionsError('request', problems);
-}
 
-/** The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default. */
-export function resolveDeadline(
-  given: Deadline | number | undefined,
-  client: ResolvedHttpClientOptions,
-): Deadline {
-  const ambient = currentDeadline();
-  if (given === undefined)
-    return ambient ?? Deadline.after(client.defaultDeadlineMs, { clock: client.clock });
-  const own = typeof given === 'number' ? Deadline.after(given, { clock: client.clock }) : given;
-  return ambient === undefined ? own : own.min(ambient);
-}
-
-/** The options of `request(path | options, options?)`. */
-export function callOptions(
-  input: string | HttpRequestOptions,
-  more?: HttpRequestOptions,
-): HttpRequestOptions {
-  return (typeof input === 'string' ? more : input) ?? EMPTY;
-}
-
-const EMPTY: HttpRequestOptions = Object.freeze({});
-
-/** The path of `request(path | options, options?)`: a path as is, a URL on the origin made a path. */
-export function callPath(
-  input: string | HttpRequestOptions,
-  options: HttpRequestOptions,
-  origin: string,
-): string {
-  const raw = typeof input === 'string' ? input : (options.path ?? '/');
-  if (typeof raw !== 'string') throw new InvalidOptionsError('request', ['`path` must be a string']);
-  if (raw.charCodeAt(0) === 47 /* '/' */) return raw;
-  let url: URL;
-  try {
-    url = new URL(raw, `${origin}/`);
-  } catch {
-    throw new InvalidOptionsError('request', [`\`path\` is not a valid path or URL: ${JSON.stringify(raw)}`]);
+  protected createAttempt(
+    kind: AttemptKind,
+    n: number,
+    timeoutMs: number,
+    connectMs: number,
+    byDeadline: boolean,
+    now: number,
+  ): HttpAttempt {
+    const { responseMs, bodyMs } = this.#plan;
+    return new HttpAttempt(this, kind, n, timeoutMs, connectMs, byDeadline, now, responseMs, bodyMs);
   }
-  if (url.origin !== origin) {
-    throw new InvalidOptionsError('request', [`URL ${url.origin} is not this client's origin (${origin})`]);
+
+  /**
+   * Dispatches `attempt` to the next dispatcher: the caller's options with this attempt's headers
+   * (the seam where a dispatcher could be chosen per attempt).
+   */
+  send(attempt: HttpAttempt): void {
+    const options = { ...this.#options, headers: this.#headersOf(attempt) } as DispatchOptions;
+    try {
+      this.#lastDispatch = this.#dispatch(options, attempt);
+    } catch (error) {
+      attempt.onResponseError(null, error as Error);
+    }
   }
-  return `${url.pathname}${url.search}`;
+
+  /** The caller's headers, then this attempt's deadline (and the idempotency key) (SPEC D1, D5, R5). */
+  #headersOf(attempt: HttpAttempt): string[] | WrittenHeaders {
+    // The first attempt extends the caller's list; later ones (retries, hedge) copy its base.
+    const own = attempt.attempt === 1 ? this.#base : this.#base.slice(0, this.#baseLength);
+    const route = this.route;
+    if (route.epochHeader !== undefined) {
+      const epoch = route.clock.epochNow() + (attempt.limitAt - attempt.started);
+      own.push(route.epochHeader, String(Math.floor(epoch)));
+    }
+    if (this.idempotencyKey !== undefined) own.push(IDEMPOTENCY_KEY_HEADER, this.idempotencyKey);
+    return route.relative ? new WrittenHeaders(own, attempt) : own;
+  }
+
+  /** `grpc-timeout` / `x-envoy-expected-rq-timeout-ms` for `attempt` at `now` (flat pairs). */
+  relativeHeaders(attempt: HttpAttempt, now: number): readonly string[] {
+    const left = attempt.limitAt - now;
+    const remainingMs = left > 0 ? left : 0;
+    const format = this.route.headerFormat;
+    const out: string[] = [];
+    if (format.grpcTimeout) out.push(DeadlineHeaders.grpcTimeout, formatGrpcTimeout(remainingMs));
+    if (format.envoy) out.push(DeadlineHeaders.envoyExpected, String(Math.floor(remainingMs)));
+    return out;
+  }
+
+  /** undici's own error of `attempt`, made prazo's where it is one of undici's timeouts (SPEC D6). */
+  transportError(error: Error, attempt: HttpAttempt, queued: boolean): Error {
+    const { name, clock, managed } = this.route;
+    if (!managed) return error;
+    return mapTransportError(error, {
+      dependency: name,
+      elapsedMs: clock.now() - attempt.started,
+      connectTimeoutMs: this.#plan.connectMs,
+      responseTimeoutMs: queued ? attempt.timeoutMs : this.#plan.responseMs,
+      bodyTimeoutMs: this.#plan.bodyMs,
+    }) as Error;
+  }
+
+  protected override classify(attempt: HttpAttempt): ResultVerdict | undefined {
+    if (!this.route.managed) return undefined; // an origin nobody configured: every status is its answer
+    return judgeStatus(attempt.statusCode, attempt.responseHeaders, this.route.clock);
+  }
+
+  protected override hold(ok: boolean, value: unknown): void {
+    super.hold(ok, value);
+    if (ok) (value as HttpAttempt).hold();
+  }
+
+  protected discard(attempt: HttpAttempt): void {
+    attempt.release();
+  }
+
+  protected deliver(ok: boolean, value: unknown): void {
+    if (ok) {
+      this.#winner = value as HttpAttempt;
+      (value as HttpAttempt).win();
+    } else {
+      this.forwardError(value as Error);
+    }
+  }
+
+  // ── towards the caller's handler ───────────────────────────────────────────────────────────────
+
+  forwardStart(attempt: HttpAttempt): void {
+    const handler = this.#handler;
+    const { statusCode, responseHeaders: headers } = attempt;
+    try {
+      if (attempt.socket !== undefined) {
+        this.#over();
+        if (this.#current) handler.onRequestUpgrade?.(this, statusCode, headers!, attempt.socket as never);
+        else handler.onUpgrade?.(statusCode, this.#rawHeaders(attempt), attempt.socket as never);
+      } else if (this.#current) {
+        handler.onResponseStart?.(this, statusCode, headers!, attempt.statusMessage);
+      } else {
+        this.#legacyResume ??= () => this.resume();
+        const raw = this.#rawHeaders(attempt);
+        if (handler.onHeaders?.(statusCode, raw, this.#legacyResume, attempt.statusMessage) === false)
+          this.pause();
+      }
+    } catch (error) {
+      attempt.abortRequest(error as Error); // as undici does with a handler that throws
+    }
+  }
+
+  forwardData(chunk: Buffer): void {
+    if (this.#current) this.#handler.onResponseData?.(this, chunk);
+    else if (this.#handler.onData?.(chunk) === false) this.pause();
+  }
+
+  forwardEnd(trailers: ResponseHeaders): void {
+    this.#over();
+    if (this.#current) this.#handler.onResponseEnd?.(this, trailers);
+    else this.#handler.onComplete?.(rawHeaders(this.#winner?.controller?.rawTrailers, trailers) as never);
+  }
+
+  forwardError(error: Error): void {
+    this.#over();
+    if (this.#current) this.#handler.onResponseError?.(this, error);
+    else this.#handler.onError?.(error);
+  }
+
+  #rawHeaders(attempt: HttpAttempt): Buffer[] {
+    return rawHeaders(attempt.controller?.rawHeaders, attempt.responseHeaders);
+  }
+
+  // ── the controller the caller's handler holds ──────────────────────────────────────────────────
+
+  abort(reason: Error): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    if (!this.settled) this.abandon(reason);
+    else this.#winner?.abortRequest(reason);
+  }
+
+  pause(): void {
+    this.#paused = true;
+    this.#winner?.pauseRequest();
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#winner?.resumeRequest();
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get reason(): Error | null {
+    return this.#reason;
+  }
+
+  get rawHeaders(): DispatchController['rawHeaders'] {
+    return this.#winner?.controller?.rawHeaders;
+  }
+
+  get rawTrailers(): DispatchController['rawTrailers'] {
+    return this.#winner?.controller?.rawTrailers;
+  }
 }

@@ -1,26 +1,25 @@
-import { type Dispatcher, Pool } from 'undici';
+import { Dispatcher } from 'undici';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
-import type { AttemptContext, Disposable } from '../dependency/types.js';
-import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
-import { generateIdempotencyKey, isIdempotentMethod } from '../retry/idempotency.js';
-import { Attempt, type AttemptScope } from './attempt.js';
-import { callOptions, callPath, checkCallOptions, type HttpRequestOptions, resolveDeadline } from './call.js';
+import type { Disposable } from '../dependency/types.js';
 import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
-import { appendCallerHeaders, appendRecord, ownedDeadlineNames } from './headers.js';
-import { isReplayableBody } from './idempotency.js';
+import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import { CurrentPlan } from './plan.js';
-import { createSend, type DispatchRequest } from './transport.js';
+import { createTrackedPool, type TrackedPool } from './pool.js';
+import { callOptions, callPath, checkCallOptions, type HttpRequestOptions } from './request.js';
+import { type CallOptions, callOn, type Route, routeHeaders } from './route.js';
 import { resolveHttpClientOptions } from './validate.js';
-import { createClassify, discardResponse } from './verdict.js';
 
 /**
- * `createHttpClient`: one dependency reached over HTTP. Every call runs through the dependency's
- * executor (`dependency.execute`: deadline check, attempt slices, budgeted retries, Retry-After,
- * hedging, latency recording; SPEC R1-R6, H1-H3, D4); each attempt is one undici request whose
- * phases are timed here (SPEC C2, D5, D6). Options are validated once; the per-call path only reads.
+ * `createHttpClient`: one dependency reached over HTTP, a thin face on the same machinery as the
+ * interceptor (one route, one kind of call, one kind of attempt): every call runs through the
+ * dependency's executor (deadline check, attempt slices, budgeted retries, Retry-After, hedging,
+ * latency recording; SPEC R1-R6, H1-H3, D4), each attempt is one undici request whose phases are
+ * timed (SPEC C2, D5, D6), on a pool of its own whose connect phase has a precise timer. undici's
+ * own `request()` is the handler above the call, so what `request()` resolves with is exactly
+ * `undici.request`'s. Options are validated once; the per-call path only reads.
  */
 
 /** What `request()` resolves with: undici's own response (status, headers, body stream). */
@@ -57,10 +56,10 @@ const BACKSTOP_MS = 1_000;
 /** The largest slack the executor accepts without `forceSlack` (SPEC C1). */
 const MAX_SLACK = 1.5;
 
-function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): Dispatcher {
+function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): TrackedPool {
   // Backstops past the largest attempt timeout this client can plan with (live calibration moves it).
   const headMs = o.live === undefined ? o.responseTimeoutMs : Math.ceil(o.live.p99.maxP99Ms * MAX_SLACK);
-  return new Pool(o.origin, {
+  return createTrackedPool(o.origin, {
     connect: createConnector({
       clock: o.clock,
       timeoutMs: () => plan.connectMs,
@@ -73,6 +72,12 @@ function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): Dispatcher
   });
 }
 
+/** undici's `request()`, run against a dispatcher of our own (the call, below it the pool). */
+const requestApi = Dispatcher.prototype.request as unknown as (
+  this: { dispatch: Dispatch },
+  options: Dispatcher.RequestOptions,
+) => Promise<Dispatcher.ResponseData>;
+
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
   const plan = new CurrentPlan(o.dependency, o.explicit);
@@ -84,80 +89,51 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       if (next !== undefined) plan.adopt(next);
     };
   }
-  const dispatcher = o.dispatcher ?? createPool(o, plan);
-  const send = createSend(dispatcher);
-  const scope: AttemptScope = {
+  const pool = o.dispatcher === undefined ? createPool(o, plan) : undefined;
+  const below = o.dispatcher ?? pool!.dispatcher;
+  const next: Dispatch = below.dispatch.bind(below);
+  const route: Route = {
     name: o.name,
     clock: o.clock,
-    get connectTimeoutMs() {
-      return plan.connectMs;
+    plan,
+    ...routeHeaders(o.deadlineHeaders),
+    defaultDeadlineMs: o.defaultDeadlineMs,
+    generateIdempotencyKey: o.generateIdempotencyKey,
+    managed: true,
+  };
+  // undici's request() calls `dispatch` synchronously: the call's own options ride along here.
+  let given: CallOptions | undefined;
+  const face = {
+    dispatch(dispatched: DispatchOptions, handler: DispatchHandler): boolean {
+      const own = given;
+      given = undefined;
+      return callOn(route, dispatched, handler, next, own);
     },
   };
-  const dropped = ownedDeadlineNames(o.deadlineHeaders);
-  const classify = createClassify(o.clock);
 
   function request(input: string | HttpRequestOptions, more?: HttpRequestOptions): Promise<HttpResponse> {
     try {
       const call = callOptions(input, more);
       const path = callPath(input, call, o.origin);
-      checkCallOptions(call);
-      const method = call.method ?? 'GET';
-      const headers: string[] = [];
-      let key =
-        appendCallerHeaders(headers, call.headers, dropped, IDEMPOTENCY_KEY_HEADER) ?? call.idempotencyKey;
-      if (key === undefined && o.generateIdempotencyKey && !isIdempotentMethod(method)) key = true;
-      const body = call.body ?? null;
-      const replayable = isReplayableBody(body);
-      if (key !== undefined && !replayable) {
-        // A stream is sent once: the key still travels, but the executor must not repeat the call.
-        headers.push(IDEMPOTENCY_KEY_HEADER, key === true ? generateIdempotencyKey() : key);
-        key = undefined;
-      }
-      const deadline = resolveDeadline(call.deadline, o);
-      const responseMs = call.responseTimeoutMs ?? plan.responseMs;
-      const bodyMs = call.bodyTimeoutMs ?? plan.bodyMs;
-      const baseLength = headers.length;
-      let primary: Attempt | undefined;
-      let primaryContext: AttemptContext | undefined;
-      const operation = (ctx: AttemptContext) => {
-        // The first attempt extends the caller's array; later ones (retries, hedge) copy its base.
-        const own = ctx.attempt === 1 ? headers : headers.slice(0, baseLength);
-        appendRecord(own, ctx.headers);
-        const dispatch: DispatchRequest = {
-          origin: o.origin,
-          path,
-          method,
-          headers: own,
-          body,
-          query: call.query,
-          highWaterMark: call.highWaterMark,
-        };
-        if (call.responseTimeoutMs !== undefined) dispatch.headersTimeout = responseMs + BACKSTOP_MS;
-        if (call.bodyTimeoutMs !== undefined) dispatch.bodyTimeout = bodyMs + BACKSTOP_MS;
-        const attempt = new Attempt(scope, deadline, ctx.timeoutMs, responseMs, bodyMs, call.signal);
-        if (ctx.kind === 'hedge') {
-          // Two copies race: now, and only now, each needs the executor's signal (the loser is
-          // cancelled with it). Reading `ctx.signal` creates an AbortController: never on the
-          // common path, where the attempt's own timer mirrors the executor's.
-          attempt.follow(ctx.signal);
-          if (primary !== undefined && !primary.done) primary.follow(primaryContext!.signal);
-        } else if (ctx.kind === 'original') {
-          primary = attempt;
-          primaryContext = ctx;
-        }
-        return send(dispatch, attempt);
+      checkCallOptions(call, 'request');
+      const dispatched: Dispatcher.RequestOptions = {
+        origin: o.origin,
+        path,
+        method: call.method ?? 'GET',
+        headers: call.headers as Dispatcher.RequestOptions['headers'],
+        body: call.body ?? null,
+        query: call.query,
+        highWaterMark: call.highWaterMark,
       };
-      return plan.dependency.execute(operation, {
-        idempotent: replayable && isIdempotentMethod(method),
-        idempotencyKey: key,
-        deadline,
-        signal: call.signal,
-        classify,
-        discard: discardResponse,
-        retryResponseTimeout: call.retryResponseTimeout,
-      });
+      if (call.responseTimeoutMs !== undefined)
+        dispatched.headersTimeout = call.responseTimeoutMs + BACKSTOP_MS;
+      if (call.bodyTimeoutMs !== undefined) dispatched.bodyTimeout = call.bodyTimeoutMs + BACKSTOP_MS;
+      given = call;
+      return requestApi.call(face, dispatched);
     } catch (error) {
       return Promise.reject(error);
+    } finally {
+      given = undefined;
     }
   }
 
@@ -170,12 +146,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     on: (listener: DependencyListener) => plan.on(listener),
     options: o,
     request: request as HttpClient['request'],
-    fetch: createFetch(request),
+    fetch: createFetch(request, o.name, o.clock),
     close: async () => {
-      if (o.dispatcher === undefined) await dispatcher.close();
+      await pool?.close();
     },
     destroy: async () => {
-      if (o.dispatcher === undefined) await dispatcher.destroy();
+      await pool?.destroy();
     },
   });
 }

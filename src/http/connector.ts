@@ -1,6 +1,6 @@
 import type { LookupFunction, Socket } from 'node:net';
 import { buildConnector, errors } from 'undici';
-import type { Clock } from '../clock/clock.js';
+import { type Clock, LATE_TIMER_MS, runAfterIo } from '../clock/clock.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 
 /**
@@ -47,10 +47,16 @@ export function createConnector(options: ConnectorOptions): Connector {
   return (connectOptions, callback) => {
     const timeoutMs = options.timeoutMs();
     let settled = false;
-    const timer = clock.setTimer(() => {
+    const expire = (): void => {
       if (settled) return;
       // destroy() emits 'error' with this reason; the callback below then reports it.
       socket?.destroy(new errors.ConnectTimeoutError(`connect timeout after ${timeoutMs} ms`));
+    };
+    const armedAt = clock.now();
+    const timer = clock.setTimer(() => {
+      // Late (the loop was busy): the connect may have completed meanwhile, unread. Read it first.
+      if (clock.now() - armedAt - timeoutMs >= LATE_TIMER_MS) runAfterIo(clock, expire);
+      else expire();
     }, timeoutMs);
     let socket: Socket | undefined;
     try {

@@ -2,15 +2,20 @@ import { pipeline, Readable, type Transform } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import zlib from 'node:zlib';
 import { Headers, Response } from 'undici';
-import type { HttpRequestOptions } from './call.js';
+import type { Clock } from '../clock/clock.js';
+import { isPrazoError } from '../errors/base.js';
+import { ConnectFailedError } from '../errors/timeout.js';
+import { classifyFailure } from '../retry/classify.js';
 import type { HttpResponse } from './client.js';
+import type { HttpRequestOptions } from './request.js';
 
 /**
  * A `fetch()`-compatible face on the client's `request()`, for code written against fetch. Same
  * deadline, timeouts, recording and retries as `request()` (it is `request()` underneath), with the
  * differences a fetch user must know:
- * - it rejects with prazo's typed errors (CONNECT_TIMEOUT, DEADLINE_EXCEEDED, ...) and undici's socket
- *   errors as they are, not with `TypeError: fetch failed`;
+ * - it rejects with prazo's typed errors (CONNECT_TIMEOUT, CONNECT_FAILED, DEADLINE_EXCEEDED, ...), not
+ *   with `TypeError: fetch failed`; a connect that failed (refused, unreachable, unknown name) is a
+ *   CONNECT_FAILED whose `cause` is the socket error; other socket errors (a reset) pass as they are;
  * - redirects are returned, not followed (`redirect: 'manual'` semantics): a dependency is one origin;
  * - a compressed body is decoded (gzip, deflate, br) as fetch does, but `accept-encoding` is sent
  *   only when the caller sets it;
@@ -19,7 +24,15 @@ import type { HttpResponse } from './client.js';
 
 /** `RequestInit` plus prazo's per-call options. */
 export interface HttpFetchInit
-  extends Pick<HttpRequestOptions, 'deadline' | 'idempotencyKey' | 'responseTimeoutMs' | 'bodyTimeoutMs'> {
+  extends Pick<
+    HttpRequestOptions,
+    | 'deadline'
+    | 'idempotent'
+    | 'idempotencyKey'
+    | 'responseTimeoutMs'
+    | 'bodyTimeoutMs'
+    | 'retryResponseTimeout'
+  > {
   readonly method?: string;
   readonly headers?: HeadersLikeInit;
   readonly body?: FetchBody;
@@ -127,9 +140,18 @@ const normalizeMethod = (method: string): string => {
   return NORMALIZED.has(upper) ? upper : method;
 };
 
+/** A connect that failed before any byte was sent, as prazo's typed error (the socket error its cause). */
+function typedConnectFailure(error: unknown, dependency: string, elapsedMs: number): unknown {
+  if (isPrazoError(error)) return error;
+  const failedConnect =
+    classifyFailure(error).kind === 'connect' || (error as { code?: unknown } | null)?.code === 'ENOTFOUND';
+  return failedConnect ? new ConnectFailedError({ dependency, elapsedMs, cause: error }) : error;
+}
+
 /** Builds the client's `fetch` on top of its `request`. */
-export function createFetch(request: Request): HttpFetch {
+export function createFetch(request: Request, dependency: string, clock: Clock): HttpFetch {
   return async (input, init = {}) => {
+    const started = clock.now();
     const isObject = typeof input === 'object' && !(input instanceof URL);
     const url = isObject ? input.url : String(input);
     const method = normalizeMethod(init.method ?? (isObject ? input.method : undefined) ?? 'GET');
@@ -138,16 +160,23 @@ export function createFetch(request: Request): HttpFetch {
     );
     const body = await toBody(init.body ?? (isObject ? input.body : undefined), headers);
     const signal = init.signal ?? (isObject ? input.signal : undefined) ?? undefined;
-    const res = await request(url, {
-      method,
-      headers,
-      body,
-      signal,
-      deadline: init.deadline,
-      idempotencyKey: init.idempotencyKey,
-      responseTimeoutMs: init.responseTimeoutMs,
-      bodyTimeoutMs: init.bodyTimeoutMs,
-    });
+    let res: HttpResponse;
+    try {
+      res = await request(url, {
+        method,
+        headers,
+        body,
+        signal,
+        deadline: init.deadline,
+        idempotent: init.idempotent,
+        idempotencyKey: init.idempotencyKey,
+        responseTimeoutMs: init.responseTimeoutMs,
+        bodyTimeoutMs: init.bodyTimeoutMs,
+        retryResponseTimeout: init.retryResponseTimeout,
+      });
+    } catch (error) {
+      throw typedConnectFailure(error, dependency, clock.now() - started);
+    }
     return toResponse(res, method);
   };
 }

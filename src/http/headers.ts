@@ -16,11 +16,17 @@ export type RequestHeaders =
   | null
   | undefined;
 
+/** The absolute deadline header a format writes, lower-cased, or undefined when it writes none. */
+export function epochHeaderName(format: HeaderFormat): string | undefined {
+  const epoch = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
+  return epoch ? epoch.toLowerCase() : undefined;
+}
+
 /** Lower-cased names of the deadline headers a format writes (these are dropped from callers'). */
 export function ownedDeadlineNames(format: HeaderFormat): readonly string[] {
   const names: string[] = [];
-  const epoch = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
-  if (epoch) names.push(epoch.toLowerCase());
+  const epoch = epochHeaderName(format);
+  if (epoch) names.push(epoch);
   if (format.grpcTimeout) names.push(DeadlineHeaders.grpcTimeout);
   if (format.envoy) names.push(DeadlineHeaders.envoyExpected);
   return names;

@@ -1,13 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../clock/fake.js';
-import { Deadline } from '../deadline/deadline.js';
-import { Attempt, type UndiciHandler } from './attempt.js';
+import { driveCall } from './call.test-helpers.js';
 
 /**
  * The phase timer against a reference model, on random schedules (fast-check): whatever the order
- * and spacing of connect, head and body chunks, the attempt fails exactly at the earliest bound it
- * crossed, with that bound's code, never earlier, never later, and with at most one timer armed.
+ * and spacing of the write, the head and body chunks, the attempt fails exactly at the earliest bound
+ * it crossed, with that bound's code, never earlier, never later, and with at most one timer armed
+ * (the executor arms none of its own for an HTTP attempt).
  */
 
 interface Schedule {
@@ -25,11 +24,12 @@ type Expected = { at: number; code: string } | undefined;
 /** The reference: when and how the schedule should fail (deadline checked first, as documented). */
 function model(s: Schedule): Expected {
   const end = Math.min(s.deadlineMs, s.attemptMs);
-  const code = (deadlineBound: boolean) => (deadlineBound ? 'DEADLINE_EXCEEDED' : 'RESPONSE_TIMEOUT');
-  if (s.connectAfter >= end) return { at: end, code: code(s.deadlineMs <= s.attemptMs) };
+  const code = (deadlineBound: boolean, queued: boolean) =>
+    deadlineBound ? 'DEADLINE_EXCEEDED' : queued ? 'QUEUE_TIMEOUT' : 'RESPONSE_TIMEOUT';
+  if (s.connectAfter >= end) return { at: end, code: code(s.deadlineMs <= s.attemptMs, true) };
   const head = s.connectAfter + s.headAfter;
   const headBound = Math.min(end, s.connectAfter + s.responseMs);
-  if (head >= headBound) return { at: headBound, code: code(s.deadlineMs <= headBound) };
+  if (head >= headBound) return { at: headBound, code: code(s.deadlineMs <= headBound, false) };
   let last = head;
   for (const gap of [...s.gaps, 1]) {
     const bound = Math.min(s.deadlineMs, last + s.bodyMs);
@@ -41,28 +41,14 @@ function model(s: Schedule): Expected {
 }
 
 async function run(s: Schedule): Promise<{ failed: Expected; maxTimers: number }> {
-  const clock = new FakeClock();
+  const { clock, attempt, handler, controller } = driveCall(s);
   let failed: Expected;
   let maxTimers = 0;
-  const inner: UndiciHandler = {
-    onConnect: () => {},
-    onHeaders: () => true,
-    onData: () => true,
-    onComplete: () => {},
-    onError: (error) => {
-      failed = { at: clock.now(), code: (error as Error & { code: string }).code };
-    },
+  const onError = handler.onResponseError.bind(handler);
+  handler.onResponseError = (c, error) => {
+    failed ??= { at: clock.now(), code: (error as Error & { code: string }).code };
+    onError(c, error);
   };
-  const scope = { name: 'dep', clock, connectTimeoutMs: 400 };
-  const attempt = new Attempt(
-    scope,
-    Deadline.after(s.deadlineMs, { clock }),
-    s.attemptMs,
-    s.responseMs,
-    s.bodyMs,
-  );
-  attempt.inner = inner;
-  const abort = (reason?: Error) => attempt.onError(reason ?? new Error('aborted'));
   const step = async (ms: number, then: () => void) => {
     clock.advance(ms);
     maxTimers = Math.max(maxTimers, clock.pendingTimers());
@@ -70,11 +56,10 @@ async function run(s: Schedule): Promise<{ failed: Expected; maxTimers: number }
     await new Promise<void>((resolve) => queueMicrotask(resolve)); // the deferred body timer
     maxTimers = Math.max(maxTimers, clock.pendingTimers());
   };
-  attempt.dispatched();
-  await step(s.connectAfter, () => attempt.onConnect(abort));
-  await step(s.headAfter, () => attempt.onHeaders(200, [], () => {}, 'OK'));
-  for (const gap of s.gaps) await step(gap, () => attempt.onData(Buffer.from('x')));
-  await step(1, () => attempt.onComplete(null));
+  await step(s.connectAfter, () => attempt.onRequestStart(controller));
+  await step(s.headAfter, () => attempt.onResponseStart(controller, 200, {}, 'OK'));
+  for (const gap of s.gaps) await step(gap, () => attempt.onResponseData(controller, Buffer.from('x')));
+  await step(1, () => attempt.onResponseEnd(controller, {}));
   return { failed, maxTimers };
 }
 

@@ -1,32 +1,38 @@
-import type { Timer } from '../clock/clock.js';
-import type { Deadline } from '../deadline/deadline.js';
+import { LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
+import { Attempt, type AttemptOwner } from '../dependency/attempt.js';
+import type { AttemptKind } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
-import { BodyTimeoutError, ResponseTimeoutError } from '../errors/timeout.js';
+import { BodyTimeoutError, QueueTimeoutError, ResponseTimeoutError } from '../errors/timeout.js';
 import { TIMER_TOLERANCE_MS } from './constants.js';
-import type { AttemptScope } from './handler.js';
 
+/** Waiting for a connection (a pooled one to free up, or a connect): nothing written yet. */
 export const QUEUED = 0;
+/** The request was handed to a socket: waiting for the response head. */
 export const RESPONSE = 1;
+/** The head arrived: the body flows while the consumer reads. */
 export const BODY = 2;
 export const DONE = 3;
 
 /**
- * The clock side of an attempt: where each phase ends, and **one** timer that fires no later than the
- * earliest of those ends (SPEC C2, D5, D6). The timer is re-armed only when a bound moves earlier; a
- * timer that fires before its phase really ended (progress moved the bound later) re-checks and
- * re-arms, so progress costs a timestamp, not a timer. What a fired bound means:
+ * The clock side of an HTTP attempt: where each phase ends, and **one** timer that fires no later than
+ * the earliest of those ends (SPEC C2, D5, D6). The executor arms no timer of its own for such an
+ * attempt: this one is its bound. The timer is re-armed only when a bound moves earlier; a timer that
+ * fires before its phase really ended (progress moved the bound later) re-checks and re-arms, so
+ * progress costs a timestamp, not a timer. What a fired bound means:
  *
  * - the deadline, in any phase → DEADLINE_EXCEEDED;
- * - before the head, the attempt's limit (the executor's slice, from the attempt's start) or
- *   `responseMs` from the request written → RESPONSE_TIMEOUT;
+ * - still queued at the attempt's limit (the executor's slice, from the attempt's start) →
+ *   QUEUE_TIMEOUT: never written, nothing reached the dependency;
+ * - before the head, the attempt's limit, or `responseMs` from the request written → RESPONSE_TIMEOUT;
  * - after the head, `bodyMs` without a chunk while the consumer reads → BODY_TIMEOUT.
+ *
+ * Node runs expired timers before it reads sockets: after the loop was blocked, a timer fires late
+ * with the answer it waits for already in the socket. A timer that fires {@link LATE_TIMER_MS} or
+ * more past its instant therefore lets the pending I/O be read (`clock.afterIo`) before deciding, and
+ * says so (`timer-late` event): a blocked loop does not fabricate timeouts.
  */
-export abstract class PhaseTimer {
-  protected readonly scope: AttemptScope;
-  protected readonly deadline: Deadline;
-  protected readonly startedAt: number;
+export abstract class PhaseTimer<T> extends Attempt<T> {
   protected readonly deadlineAt: number;
-  protected readonly attemptMs: number;
   protected readonly attemptEndAt: number;
   protected readonly responseMs: number;
   protected readonly bodyMs: number;
@@ -36,24 +42,28 @@ export abstract class PhaseTimer {
   protected paused = false;
   #timer: Timer | undefined;
   #due = Number.POSITIVE_INFINITY;
-  #bodyStarting = false;
+  #deferred = false;
+  #deferredPhase = QUEUED;
   readonly #fire = (): void => this.#onTimer();
+  readonly #startBody = (): void => this.#onBodyStart();
+  readonly #afterIo = (): void => this.#onAfterIo();
 
   protected constructor(
-    scope: AttemptScope,
-    deadline: Deadline,
-    attemptMs: number,
+    owner: AttemptOwner<T>,
+    kind: AttemptKind,
+    attempt: number,
+    timeoutMs: number,
+    connectMs: number,
+    byDeadline: boolean,
+    started: number,
     responseMs: number,
     bodyMs: number,
   ) {
-    this.scope = scope;
-    this.deadline = deadline;
-    const now = scope.clock.now();
-    this.startedAt = now;
+    super(owner, kind, attempt, timeoutMs, connectMs, byDeadline, started);
+    const { deadline, clock } = owner;
     // Same clock (the common case): the deadline's own instant, without reading the clock again.
-    this.deadlineAt = deadline.clock === scope.clock ? deadline.at : now + deadline.remainingMs();
-    this.attemptMs = attemptMs;
-    this.attemptEndAt = now + attemptMs;
+    this.deadlineAt = deadline.clock === clock ? deadline.at : started + deadline.remainingMs();
+    this.attemptEndAt = started + timeoutMs;
     this.responseMs = responseMs;
     this.bodyMs = bodyMs;
   }
@@ -61,9 +71,14 @@ export abstract class PhaseTimer {
   /** A bound was reached: end the attempt with this error. */
   protected abstract expire(error: Error): void;
 
+  /** The instant this attempt's own limit ends, bounded by the deadline (what the next hop is told). */
+  protected get endAt(): number {
+    return this.attemptEndAt < this.deadlineAt ? this.attemptEndAt : this.deadlineAt;
+  }
+
   /** Arms the timer for the current phase's bound (queued, or request written). */
   protected guardHead(now: number): void {
-    const end = this.attemptEndAt < this.deadlineAt ? this.attemptEndAt : this.deadlineAt;
+    const end = this.endAt;
     this.#armBy(this.phase === RESPONSE ? Math.min(end, this.phaseAt + this.responseMs) : end, now);
   }
 
@@ -74,44 +89,72 @@ export abstract class PhaseTimer {
    */
   protected guardBody(): void {
     this.stopTimer();
-    this.#bodyStarting = true;
-    queueMicrotask(this.#fire);
+    queueMicrotask(this.#startBody);
   }
 
   /** A body chunk arrived: only a guarded body needs its time (before that, the head's instant holds). */
   protected progressed(): void {
-    if (this.#timer !== undefined) this.lastDataAt = this.scope.clock.now();
+    if (this.#timer !== undefined) this.lastDataAt = this.owner.clock.now();
+  }
+
+  /** The consumer reads again: the body's silence is counted from now. */
+  protected reading(): void {
+    this.paused = false;
+    this.lastDataAt = this.owner.clock.now();
   }
 
   protected stopTimer(): void {
-    if (this.#timer !== undefined) this.scope.clock.clearTimer(this.#timer);
+    if (this.#timer !== undefined) this.owner.clock.clearTimer(this.#timer);
     this.#timer = undefined;
     this.#due = Number.POSITIVE_INFINITY;
   }
 
+  #onBodyStart(): void {
+    if (this.phase !== BODY || this.#timer !== undefined) return;
+    const now = this.owner.clock.now();
+    this.lastDataAt = now; // the head's read ended just now: the body's clock starts here
+    this.#decide(now);
+  }
+
   #onTimer(): void {
+    const due = this.#due;
     this.#timer = undefined;
     this.#due = Number.POSITIVE_INFINITY;
     if (this.phase === DONE) return;
-    const now = this.scope.clock.now();
-    if (this.#bodyStarting) {
-      this.#bodyStarting = false;
-      this.lastDataAt = now; // the head's read ended just now: the body's clock starts here
+    const now = this.owner.clock.now();
+    if (!this.#deferred && now - due >= LATE_TIMER_MS) {
+      // Fired late: what it guards may have arrived meanwhile, unread. Read it first, then decide.
+      this.#deferred = true;
+      this.#deferredPhase = this.phase;
+      this.owner.timerLate(now - due);
+      runAfterIo(this.owner.clock, this.#afterIo);
+      return;
     }
+    this.#decide(now);
+  }
+
+  #onAfterIo(): void {
+    // The phase moved on meanwhile (the head arrived, the attempt ended): its own guard decides.
+    if (this.phase !== this.#deferredPhase || this.#timer !== undefined) return;
+    this.#decide(this.owner.clock.now());
+  }
+
+  /** Fails the attempt at the earliest bound crossed by `now`, or arms the timer for the next one. */
+  #decide(now: number): void {
     const due = (at: number): boolean => now >= at - TIMER_TOLERANCE_MS;
-    const dependency = this.scope.name;
+    const dependency = this.owner.name;
     if (due(this.deadlineAt)) {
-      const elapsedMs = now - this.startedAt;
-      this.expire(
-        new DeadlineExceededError({ dependency, elapsedMs, deadlineEpochMs: this.deadline.epochMs() }),
-      );
+      const elapsedMs = now - this.started;
+      const deadlineEpochMs = this.owner.deadline.epochMs();
+      this.expire(new DeadlineExceededError({ dependency, elapsedMs, deadlineEpochMs }));
     } else if (this.phase === BODY) {
+      // A consumer that is not reading is no stalled body: its silence starts when it reads again.
       const since = this.paused ? now : this.lastDataAt;
       if (!due(since + this.bodyMs)) this.#armBy(Math.min(since + this.bodyMs, this.deadlineAt), now);
       else this.expire(new BodyTimeoutError({ dependency, elapsedMs: now - since, timeoutMs: this.bodyMs }));
     } else if (due(this.attemptEndAt)) {
-      const elapsedMs = now - this.startedAt;
-      this.expire(new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: this.attemptMs }));
+      const details = { dependency, elapsedMs: now - this.started, timeoutMs: this.timeoutMs };
+      this.expire(this.phase === QUEUED ? new QueueTimeoutError(details) : new ResponseTimeoutError(details));
     } else if (this.phase === RESPONSE && due(this.phaseAt + this.responseMs)) {
       const elapsedMs = now - this.phaseAt;
       this.expire(new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: this.responseMs }));
@@ -125,9 +168,10 @@ export abstract class PhaseTimer {
     if (at === Number.POSITIVE_INFINITY) return;
     if (this.#timer !== undefined) {
       if (this.#due <= at) return;
-      this.scope.clock.clearTimer(this.#timer);
+      this.owner.clock.clearTimer(this.#timer);
     }
     this.#due = at;
-    this.#timer = this.scope.clock.setTimer(this.#fire, at - now);
+    this.#deferred = false;
+    this.#timer = this.owner.clock.setTimer(this.#fire, at - now, { unref: true });
   }
 }

@@ -1,6 +1,8 @@
+import { coreOf } from '../dependency/core.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import type { CallPlan } from './call.js';
 import { HTTP_DEFAULTS } from './constants.js';
 
 /**
@@ -13,6 +15,8 @@ export class CurrentPlan {
   connectMs = 0;
   responseMs = 0;
   bodyMs = 0;
+  /** What a call starting now runs with (a snapshot: a call keeps the plan it started with). */
+  current!: CallPlan;
   readonly #explicit: { connectMs?: number; responseMs?: number; bodyMs?: number };
   readonly #listeners = new Set<DependencyListener>();
   /** Forwarders on the current executor and the previous one (whose calls may still be finishing). */
@@ -62,6 +66,15 @@ export class CurrentPlan {
     this.connectMs = connectMs ?? defaultConnectMs(this.dependency);
     this.responseMs = responseMs ?? this.dependency.timeouts.responseMs;
     this.bodyMs = bodyMs ?? this.responseMs;
+    const core = coreOf(this.dependency);
+    if (core === undefined)
+      throw new TypeError('prazo/http: the dependency was not made by createDependency()');
+    this.current = Object.freeze({
+      core,
+      connectMs: this.connectMs,
+      responseMs: this.responseMs,
+      bodyMs: this.bodyMs,
+    });
   }
 }
 

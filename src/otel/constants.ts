@@ -42,7 +42,14 @@ export const ATTEMPT_KINDS = Object.freeze(['original', 'retry', 'hedge'] as con
 /** Kinds of extra attempt a retry budget can refuse (SPEC R1, H3). */
 export const EXTRA_KINDS = Object.freeze(['retry', 'hedge'] as const);
 /** `unknown` only when an integration reports a timeout without saying where (it should not). */
-export const TIMEOUT_PHASES = Object.freeze(['connect', 'response', 'body', 'deadline', 'unknown'] as const);
+export const TIMEOUT_PHASES = Object.freeze([
+  'queue',
+  'connect',
+  'response',
+  'body',
+  'deadline',
+  'unknown',
+] as const);
 /** Phases whose limit is the dependency's own calibrated timeout (what abandonment measures, SPEC C5). */
 export const CALIBRATED_PHASES = Object.freeze(['response', 'body'] as const);
 export const OUTCOMES = Object.freeze(['success', 'error', 'timeout', 'cancelled'] as const);
@@ -97,7 +104,7 @@ export const METRICS = Object.freeze({
     'counter',
     '{timeout}',
     [D, ATTR.timeoutPhase],
-    'Attempts cut by a timeout, by phase: connect, response, body, deadline (SPEC D6)',
+    'Attempts cut by a timeout, by phase: queue, connect, response, body, deadline (SPEC D6)',
   ),
   deadlineInsufficient: spec(
     'prazo.dependency.deadline_insufficient',

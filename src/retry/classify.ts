@@ -96,6 +96,8 @@ function fromCode(code: string, x: object, options: ClassifyOptions): FailureVer
 function fromPrazo(error: PrazoError, options: ClassifyOptions): FailureVerdict {
   switch (error.code) {
     case ErrorCode.CONNECT_TIMEOUT:
+    case ErrorCode.CONNECT_FAILED:
+    case ErrorCode.QUEUE_TIMEOUT: // never written: nothing reached the dependency
       return CONNECT;
     case ErrorCode.RESPONSE_TIMEOUT:
       return timeoutVerdict('response-timeout', options);
@@ -143,7 +145,8 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
  * Classifies a thrown error or a response-like object (anything with `status` or `statusCode`):
  * - HTTP 408, 429, 500, 502, 503, 504 → retryable (with `Retry-After` for 429/503); other statuses → no;
  * - connect failures (`ECONNREFUSED`, `ETIMEDOUT`, `EHOSTUNREACH`, `ENETUNREACH`, `EAI_AGAIN`, undici
- *   `UND_ERR_CONNECT_TIMEOUT`, prazo's `ConnectTimeoutError`) → retryable at once;
+ *   `UND_ERR_CONNECT_TIMEOUT`, prazo's `ConnectTimeoutError` and `ConnectFailedError`), and prazo's
+ *   `QueueTimeoutError` (a request that waited for a connection and was never written) → retryable at once;
  * - connection lost before any response byte (`ECONNRESET`, `EPIPE`, `ECONNABORTED`, undici
  *   `UND_ERR_SOCKET`) → retryable, unless marked with {@link markResponseStarted};
  * - response/body timeouts (prazo's, undici's `UND_ERR_HEADERS_TIMEOUT`/`UND_ERR_BODY_TIMEOUT`) → only

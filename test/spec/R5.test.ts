@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HttpRequestOptions } from '../../src/http/call.js';
 import { createHttpClient } from '../../src/http/client.js';
+import type { HttpRequestOptions } from '../../src/http/request.js';
 import { faults, startServer } from '../../src/http/servers.test-helpers.js';
 
 /**

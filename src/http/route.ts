@@ -1,0 +1,213 @@
+import type { Clock } from '../clock/clock.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
+import type { DependencyCore } from '../dependency/core.js';
+import { Listeners } from '../dependency/events.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
+import { generateIdempotencyKey, isIdempotentMethod, isValidIdempotencyKey } from '../retry/idempotency.js';
+import { type CallPlan, type CallTerms, HttpCall } from './call.js';
+import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
+import { speaksCurrentApi } from './handler.js';
+import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
+import { isReplayableBody } from './idempotency.js';
+import type { CurrentPlan } from './plan.js';
+
+/**
+ * A route: how calls to one origin run (SPEC C2, D1, D4-D6, R1-R6, H1-H3). `createHttpClient` has
+ * one; an interceptor has one per origin it knows, and one more for the origins it does not (which
+ * only the ambient deadline bounds). {@link callOn} turns one dispatch into one {@link HttpCall}.
+ */
+export interface Route {
+  readonly name: string;
+  readonly clock: Clock;
+  /** The executor and timeouts calls start with (live calibration replaces them). */
+  readonly plan: Pick<CurrentPlan, 'current'>;
+  readonly headerFormat: HeaderFormat;
+  /** The absolute deadline header's name, or undefined when the format omits it. */
+  readonly epochHeader: string | undefined;
+  /** True when a relative deadline header is written (valued when the request is written). */
+  readonly relative: boolean;
+  /** Lower-cased deadline header names the route writes: a caller's own are dropped. */
+  readonly owned: readonly string[];
+  readonly defaultDeadlineMs: number;
+  readonly generateIdempotencyKey: boolean;
+  /** False for an origin nobody configured: statuses are not judged, nothing is retried. */
+  readonly managed: boolean;
+}
+
+/** Per-call choices a caller passes along (`{ prazo: { ... } }` in dispatch options, or `request()`'s). */
+export interface CallOptions {
+  /**
+   * This call's deadline: a {@link Deadline}, or ms from now. Never later than the ambient deadline
+   * (a callee cannot extend its caller). Default: the ambient one, else the route's default.
+   */
+  readonly deadline?: Deadline | number;
+  /**
+   * Whether the request may be sent more than once (SPEC R5). Default: its method is idempotent
+   * (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) or it carries an idempotency key. A body that is a
+   * stream is sent once whatever this says.
+   */
+  readonly idempotent?: boolean;
+  /**
+   * The idempotency key this request carries end to end (SPEC R5), or `true` to generate one. Every
+   * retry and hedge of the call carries the same key.
+   */
+  readonly idempotencyKey?: string | true;
+  /** Tightens the response timeout for this call (the attempt timeout stays the ceiling), in ms. */
+  readonly responseTimeoutMs?: number;
+  /** Overrides the body timeout for this call, in ms. */
+  readonly bodyTimeoutMs?: number;
+  /** Retry this call's response timeouts (idempotent calls only; SPEC R4). Default: the route's. */
+  readonly retryResponseTimeout?: boolean;
+  /**
+   * The caller's own cancellation: the call ends with the signal's reason. Listened to once per
+   * signal however many calls share it (no MaxListenersExceededWarning).
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** Builds a route's fixed parts from its header format. */
+export function routeHeaders(
+  format: HeaderFormat,
+): Pick<Route, 'headerFormat' | 'epochHeader' | 'relative' | 'owned'> {
+  return {
+    headerFormat: format,
+    epochHeader: epochHeaderName(format),
+    relative: format.grpcTimeout === true || format.envoy === true,
+    owned: ownedDeadlineNames(format),
+  };
+}
+
+/** The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default. */
+export function resolveDeadline(given: Deadline | number | undefined, route: Route): Deadline {
+  const ambient = currentDeadline();
+  if (given === undefined) return ambient ?? Deadline.after(route.defaultDeadlineMs, { clock: route.clock });
+  const own = typeof given === 'number' ? Deadline.after(given, { clock: route.clock }) : given;
+  return ambient === undefined ? own : own.min(ambient);
+}
+
+/**
+ * Runs one dispatch as a call on `route`: the caller's headers (its deadline headers dropped, its
+ * idempotency key taken out), the deadline, whether it may be repeated, then the executor's plan,
+ * each attempt dispatched with `dispatch`. Returns what `dispatch` returns.
+ */
+export function callOn(
+  route: Route,
+  options: DispatchOptions,
+  handler: DispatchHandler,
+  dispatch: Dispatch,
+  given: CallOptions | undefined,
+): boolean {
+  const method = options.method ?? 'GET';
+  const headers: string[] = [];
+  let key: string | true | undefined;
+  try {
+    key =
+      appendCallerHeaders(headers, options.headers, route.owned, IDEMPOTENCY_KEY_HEADER) ??
+      given?.idempotencyKey;
+    if (key === undefined && route.generateIdempotencyKey && !isIdempotentMethod(method)) key = true;
+    if (key === true) key = generateIdempotencyKey();
+    else if (key !== undefined && !isValidIdempotencyKey(key)) {
+      throw new InvalidOptionsError(route.name, [
+        '`idempotency-key` must be 1 to 255 visible ASCII characters',
+      ]);
+    }
+  } catch (error) {
+    return fail(handler, error as Error);
+  }
+  // A stream is sent once: the key still travels, but the executor must not repeat the call.
+  const upgrade = options.upgrade != null && options.upgrade !== false;
+  const repeatable = route.managed && !upgrade && method !== 'CONNECT' && isReplayableBody(options.body);
+  if (key !== undefined && !repeatable) {
+    headers.push(IDEMPOTENCY_KEY_HEADER, key);
+    key = undefined;
+  }
+  const idempotent = repeatable && (given?.idempotent ?? isIdempotentMethod(method));
+  const terms: CallTerms = {
+    deadline: resolveDeadline(given?.deadline, route),
+    idempotent,
+    key,
+    retryResponseTimeout: given?.retryResponseTimeout,
+    signal: given?.signal,
+  };
+  const base = route.plan.current;
+  const plan: CallPlan =
+    given?.responseTimeoutMs === undefined && given?.bodyTimeoutMs === undefined
+      ? base
+      : {
+          ...base,
+          responseMs: given.responseTimeoutMs ?? base.responseMs,
+          bodyMs: given.bodyTimeoutMs ?? base.bodyMs,
+        };
+  const call = new HttpCall(
+    route,
+    plan,
+    terms,
+    options,
+    headers,
+    handler,
+    speaksCurrentApi(handler),
+    dispatch,
+  );
+  return call.run(route.clock.now());
+}
+
+/** Fails a dispatch before any attempt, through whichever handler API the caller speaks. */
+export function fail(handler: DispatchHandler, error: Error): boolean {
+  if (speaksCurrentApi(handler)) handler.onResponseError?.(null as never, error);
+  else if (handler.onError) handler.onError(error);
+  else throw error;
+  return false;
+}
+
+const NO_BUDGET_STATE = Object.freeze({ originals: 0, extras: 0, ratio: 0 });
+const NO_WINDOW = Object.freeze({
+  count: 0,
+  successes: 0,
+  errors: 0,
+  timeouts: 0,
+  p50: undefined,
+  p95: undefined,
+  p99: undefined,
+  p999: undefined,
+  max: undefined,
+  startedAt: 0,
+  endedAt: 0,
+});
+
+/**
+ * The plan of an origin nobody configured: one attempt, bounded by the deadline alone, nothing
+ * recorded, nothing retried, every status the server's answer.
+ */
+export function passThroughPlan(name: string, clock: Clock, headerFormat: HeaderFormat): CallPlan {
+  const core: DependencyCore = {
+    name,
+    p99Ms: 0,
+    maxAttempts: 1,
+    responseMs: Number.POSITIVE_INFINITY,
+    connectMs: Number.POSITIVE_INFINITY,
+    defaultDeadlineMs: Number.POSITIVE_INFINITY,
+    clock,
+    random: Math.random,
+    backoff: { baseMs: 0, capMs: 0 },
+    budget: { recordOriginal: () => {}, tryConsume: () => false, state: () => NO_BUDGET_STATE },
+    recorder: {
+      record: () => {},
+      quantile: () => undefined,
+      lastWindow: () => undefined,
+      currentWindow: () => NO_WINDOW,
+    },
+    hedge: undefined,
+    retryResponseTimeout: false,
+    classifyError: () => ({ retryable: false, immediate: false, kind: 'unknown' }),
+    headerFormat,
+    events: new Listeners(),
+  };
+  return Object.freeze({
+    core,
+    connectMs: Number.POSITIVE_INFINITY,
+    responseMs: Number.POSITIVE_INFINITY,
+    bodyMs: Number.POSITIVE_INFINITY,
+  });
+}
