@@ -5,7 +5,6 @@ import type { DeadlineExceededError, DeadlineInsufficientError } from './deadlin
 import type { InvalidOptionsError } from './options.js';
 import type {
   BodyTimeoutError,
-  ConnectFailedError,
   ConnectTimeoutError,
   QueueTimeoutError,
   ResponseTimeoutError,
@@ -20,7 +19,6 @@ export const isDeadlineExceeded = hasCode<DeadlineExceededError>(ErrorCode.DEADL
 export const isDeadlineInsufficient = hasCode<DeadlineInsufficientError>(ErrorCode.DEADLINE_INSUFFICIENT);
 export const isQueueTimeout = hasCode<QueueTimeoutError>(ErrorCode.QUEUE_TIMEOUT);
 export const isConnectTimeout = hasCode<ConnectTimeoutError>(ErrorCode.CONNECT_TIMEOUT);
-export const isConnectFailed = hasCode<ConnectFailedError>(ErrorCode.CONNECT_FAILED);
 export const isResponseTimeout = hasCode<ResponseTimeoutError>(ErrorCode.RESPONSE_TIMEOUT);
 export const isBodyTimeout = hasCode<BodyTimeoutError>(ErrorCode.BODY_TIMEOUT);
 export const isRetryBudgetExhausted = hasCode<RetryBudgetExhaustedError>(ErrorCode.RETRY_BUDGET_EXHAUSTED);

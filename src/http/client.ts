@@ -6,10 +6,10 @@ import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
-import { CurrentPlan } from './plan.js';
+import type { CurrentPlan } from './plan.js';
 import { createTrackedPool, type TrackedPool } from './pool.js';
 import { callOptions, callPath, checkCallOptions, type HttpRequestOptions } from './request.js';
-import { type CallOptions, callOn, type Route, routeHeaders } from './route.js';
+import { buildRoute, type CallInput, callOn } from './route.js';
 import { resolveHttpClientOptions } from './validate.js';
 
 /**
@@ -80,29 +80,12 @@ const requestApi = Dispatcher.prototype.request as unknown as (
 
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
-  const plan = new CurrentPlan(o.dependency, o.explicit);
-  const live = o.live;
-  if (live !== undefined) {
-    live.onWindow = (window) => {
-      const p99Ms = live.p99.observe(window, plan.dependency.p99Ms);
-      const next = p99Ms === undefined ? undefined : live.rebuild(p99Ms, plan.dependency);
-      if (next !== undefined) plan.adopt(next);
-    };
-  }
+  const { route, plan } = buildRoute(o);
   const pool = o.dispatcher === undefined ? createPool(o, plan) : undefined;
   const below = o.dispatcher ?? pool!.dispatcher;
   const next: Dispatch = below.dispatch.bind(below);
-  const route: Route = {
-    name: o.name,
-    clock: o.clock,
-    plan,
-    ...routeHeaders(o.deadlineHeaders),
-    defaultDeadlineMs: o.defaultDeadlineMs,
-    generateIdempotencyKey: o.generateIdempotencyKey,
-    managed: true,
-  };
   // undici's request() calls `dispatch` synchronously: the call's own options ride along here.
-  let given: CallOptions | undefined;
+  let given: CallInput | undefined;
   const face = {
     dispatch(dispatched: DispatchOptions, handler: DispatchHandler): boolean {
       const own = given;

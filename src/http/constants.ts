@@ -32,6 +32,11 @@ export const HTTP_LIMITS = Object.freeze({
   maxAttempts: 10,
   /** Largest pool size accepted. */
   maxConnections: 65_536,
+  /**
+   * Origins an interceptor remembers beyond its configured ones (met at run time: resolved by a
+   * `dependencies` function, or passing through); past it, the oldest met are forgotten first.
+   */
+  maxOrigins: 1_024,
 });
 
 /**

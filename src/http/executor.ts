@@ -1,5 +1,6 @@
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
+import { coreOf } from '../dependency/core.js';
 import { createDependency, type Dependency } from '../dependency/dependency.js';
 import type { DependencyOptions } from '../dependency/options.js';
 import { InvalidOptionsError } from '../errors/options.js';
@@ -56,7 +57,7 @@ export function readExecutor(
   shared: { defaultDeadlineMs: number; headerFormat: HeaderFormat; clock: Clock },
 ): { dependency: Dependency | undefined; live: Live | undefined } {
   if (raw.dependency !== undefined) {
-    if (!hasMethods(raw.dependency, ['execute', 'on'])) {
+    if (!hasMethods(raw.dependency, ['execute', 'on']) || coreOf(raw.dependency as object) === undefined) {
       v.problem('`dependency` must be an executor made with createDependency()');
       return { dependency: undefined, live: undefined };
     }

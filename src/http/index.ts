@@ -1,6 +1,8 @@
 /**
- * `prazo/http`: an HTTP client on undici whose timeouts, deadlines and retries come from
- * measurement (SPEC C2, D4-D6, R2-R6, H1-H3). See docs/http.md.
+ * `prazo/http`: calls over HTTP whose timeouts, deadlines and retries come from measurement (SPEC C2,
+ * D4-D6, R1-R6, H1-H3, X4). Three ways in, one machinery: `interceptor()` for the undici stack a
+ * service already has (an `Agent`, the global dispatcher behind Node's `fetch`), or
+ * `createHttpClient()`, a client of its own for one dependency. See docs/http.md.
  */
 
 export { createHttpClient, type HttpClient, type HttpResponse } from './client.js';
@@ -8,6 +10,13 @@ export { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 export type { HttpFetch, HttpFetchInit, HttpFetchInput } from './fetch.js';
 export type { RequestHeaders } from './headers.js';
 export { isReplayableBody } from './idempotency.js';
-export type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
+export { type DependencyView, interceptor, type PrazoInterceptor } from './interceptor.js';
+export type {
+  HttpClientOptions,
+  HttpDependencyOptions,
+  InterceptorOptions,
+  ResolvedHttpClientOptions,
+} from './options.js';
 export type { HttpRequestOptions } from './request.js';
+export type { CallOptions } from './route.js';
 export { statusOutcome } from './status.js';

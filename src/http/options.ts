@@ -128,3 +128,34 @@ export interface ResolvedHttpClientOptions {
   readonly dispatcher: Dispatcher | undefined;
   readonly clock: Clock;
 }
+
+/**
+ * One origin's dependency for {@link interceptor}: the executor's options (or a `dependency`), and how
+ * its calls are timed and carry their deadline. The connect phase, the pool and the resolver are the
+ * dispatcher's (your `Agent`'s); a request that waits its whole attempt for a connection fails with
+ * QUEUE_TIMEOUT (never written, retried at once).
+ */
+export type HttpDependencyOptions = Omit<
+  HttpClientOptions,
+  'origin' | 'connectTimeoutMs' | 'connections' | 'autoSelectFamily' | 'lookup' | 'dispatcher' | 'clock'
+>;
+
+/** Options of {@link interceptor}. Validated once; every problem listed in one `InvalidOptionsError`. */
+export interface InterceptorOptions {
+  /**
+   * The dependencies it manages, by origin (`http(s)://host:port`, no path): their options, as
+   * `{ 'http://inventory:8080': { name: 'inventory', p99Ms: 85, attempts: 2, hedge: true } }`. Or a
+   * function of the origin, for origins known only at run time: called once per origin (the answer
+   * is kept), `undefined` for an origin to pass through. Default: none (every origin passes through).
+   */
+  readonly dependencies?:
+    | Readonly<Record<string, HttpDependencyOptions>>
+    | ((origin: string) => HttpDependencyOptions | undefined);
+  /**
+   * Which headers carry the deadline on calls to origins it does not manage. Default
+   * `{ epochMs: 'x-deadline-epoch-ms' }`. A managed origin's are its own (`deadlineHeaders`).
+   */
+  readonly deadlineHeaders?: HeaderFormat;
+  /** Where time comes from. Default: the system clock. */
+  readonly clock?: Clock;
+}

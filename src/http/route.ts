@@ -11,7 +11,8 @@ import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
 import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
 import { isReplayableBody } from './idempotency.js';
-import type { CurrentPlan } from './plan.js';
+import { CurrentPlan } from './plan.js';
+import type { ResolvedRoute } from './validate.js';
 
 /**
  * A route: how calls to one origin run (SPEC C2, D1, D4-D6, R1-R6, H1-H3). `createHttpClient` has
@@ -60,6 +61,10 @@ export interface CallOptions {
   readonly bodyTimeoutMs?: number;
   /** Retry this call's response timeouts (idempotent calls only; SPEC R4). Default: the route's. */
   readonly retryResponseTimeout?: boolean;
+}
+
+/** What a call is started with: the per-call options, and the caller's signal when prazo holds it. */
+export interface CallInput extends CallOptions {
   /**
    * The caller's own cancellation: the call ends with the signal's reason. Listened to once per
    * signal however many calls share it (no MaxListenersExceededWarning).
@@ -97,7 +102,7 @@ export function callOn(
   options: DispatchOptions,
   handler: DispatchHandler,
   dispatch: Dispatch,
-  given: CallOptions | undefined,
+  given: CallInput | undefined,
 ): boolean {
   const method = options.method ?? 'GET';
   const headers: string[] = [];
@@ -210,4 +215,30 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
     responseMs: Number.POSITIVE_INFINITY,
     bodyMs: Number.POSITIVE_INFINITY,
   });
+}
+
+/**
+ * A managed route from validated options: its plan follows live calibration when `live` is on (a
+ * healthy window that moves the p99 gives later calls a new executor; calls in flight keep theirs).
+ */
+export function buildRoute(o: ResolvedRoute): { readonly route: Route; readonly plan: CurrentPlan } {
+  const plan = new CurrentPlan(o.dependency, o.explicit);
+  const live = o.live;
+  if (live !== undefined) {
+    live.onWindow = (window) => {
+      const p99Ms = live.p99.observe(window, plan.dependency.p99Ms);
+      const next = p99Ms === undefined ? undefined : live.rebuild(p99Ms, plan.dependency);
+      if (next !== undefined) plan.adopt(next);
+    };
+  }
+  const route: Route = {
+    name: o.name,
+    clock: o.clock,
+    plan,
+    ...routeHeaders(o.deadlineHeaders),
+    defaultDeadlineMs: o.defaultDeadlineMs,
+    generateIdempotencyKey: o.generateIdempotencyKey,
+    managed: true,
+  };
+  return { route, plan };
 }

@@ -4,7 +4,7 @@ import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
-import { EXECUTOR_KEYS, readExecutor } from './executor.js';
+import { EXECUTOR_KEYS, type Live, readExecutor } from './executor.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import { defaultConnectMs } from './plan.js';
 
@@ -12,24 +12,31 @@ import { defaultConnectMs } from './plan.js';
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_NAME = { test: (s: string) => TOKEN.test(s), describe: 'a valid header name' };
 
-const KNOWN = new Set<string>([
+/** Options of one route (an origin's dependency): the executor's, and how its calls are timed. */
+const ROUTE_KEYS = [
   ...EXECUTOR_KEYS,
   'live',
   'name',
-  'origin',
   'dependency',
-  'connectTimeoutMs',
   'responseTimeoutMs',
   'bodyTimeoutMs',
   'defaultDeadlineMs',
   'deadlineHeaders',
   'generateIdempotencyKey',
+] as const;
+
+const KNOWN = new Set<string>([
+  ...ROUTE_KEYS,
+  'origin',
+  'connectTimeoutMs',
   'connections',
   'autoSelectFamily',
   'lookup',
   'dispatcher',
   'clock',
 ]);
+
+const ROUTE_KNOWN = new Set<string>(ROUTE_KEYS);
 
 const hasMethods = (value: unknown, names: readonly string[]): boolean =>
   value !== null &&
@@ -59,7 +66,8 @@ function readOrigin(v: OptionsValidator, value: unknown): string {
   return url.origin;
 }
 
-function readHeaderFormat(v: OptionsValidator, value: unknown): HeaderFormat {
+/** Reads a `deadlineHeaders` option (which headers carry the deadline on). */
+export function readHeaderFormat(v: OptionsValidator, value: unknown): HeaderFormat {
   if (value === undefined) return {};
   if (value === null || typeof value !== 'object') {
     v.problem('`deadlineHeaders` must be an object such as { epochMs: "x-deadline-epoch-ms" }');
@@ -75,24 +83,36 @@ function readHeaderFormat(v: OptionsValidator, value: unknown): HeaderFormat {
   });
 }
 
-/** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
-export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHttpClientOptions {
-  const v = new OptionsValidator('createHttpClient');
-  const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
-  if (raw !== (options as unknown)) v.problem('options must be an object with at least `name` and `origin`');
-  for (const key of Object.keys(raw)) if (!KNOWN.has(key)) v.problem(`unknown option \`${key}\``);
+/** A route's options, validated, defaults applied (shared by the client and the interceptor). */
+export interface ResolvedRoute {
+  readonly name: string;
+  readonly dependency: Dependency;
+  readonly live: Live | undefined;
+  readonly explicit: ResolvedHttpClientOptions['explicit'];
+  readonly responseTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly defaultDeadlineMs: number;
+  readonly deadlineHeaders: HeaderFormat;
+  readonly generateIdempotencyKey: boolean;
+  readonly clock: Clock;
+}
 
-  const origin = readOrigin(v, raw.origin);
+interface RouteHooks {
+  /** Reads (and checks) the clock, in the place its problem belongs in the list. */
+  readonly clock: () => Clock;
+  /** Checks what depends on the executor (the client's connect timeout), before the phase timeouts. */
+  readonly afterExecutor?: (dependency: Dependency | undefined) => void;
+}
+
+/** Reads the options every route has: the executor's (or a given executor), timeouts, headers. */
+function readRoute(v: OptionsValidator, raw: Record<string, unknown>, hooks: RouteHooks): ResolvedRoute {
   const ms = { min: 0, exclusiveMin: true, max: HTTP_LIMITS.maxMs } as const;
   const defaultDeadlineMs = v.number('defaultDeadlineMs', raw.defaultDeadlineMs, {
     default: HTTP_DEFAULTS.defaultDeadlineMs,
     ...ms,
   });
   const deadlineHeaders = readHeaderFormat(v, raw.deadlineHeaders);
-  const clockOk =
-    raw.clock === undefined || hasMethods(raw.clock, ['now', 'epochNow', 'setTimer', 'clearTimer']);
-  if (!clockOk) v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
-  const clock = clockOk ? ((raw.clock as Clock | undefined) ?? systemClock) : systemClock;
+  const clock = hooks.clock();
   const { dependency, live } = readExecutor(v, raw, {
     defaultDeadlineMs,
     headerFormat: deadlineHeaders,
@@ -101,19 +121,8 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
   if (dependency !== undefined && raw.name !== undefined && raw.name !== dependency.name) {
     v.problem(`\`name\` (${String(raw.name)}) differs from the dependency's (${dependency.name})`);
   }
+  hooks.afterExecutor?.(dependency);
   const ceiling = dependency?.timeouts.responseMs ?? HTTP_LIMITS.maxMs;
-  const connectTimeoutMs = v.number('connectTimeoutMs', raw.connectTimeoutMs, {
-    default: defaultConnectMs(dependency),
-    min: 0,
-    exclusiveMin: true,
-    max: HTTP_LIMITS.maxConnectTimeoutMs,
-  });
-  if (dependency !== undefined && connectTimeoutMs >= ceiling) {
-    v.problem(
-      `\`connectTimeoutMs\` (${connectTimeoutMs}) must be below the attempt timeout (${ceiling} ms): ` +
-        'a connect cut by the attempt timer is reported as a response timeout and not retried at once',
-    );
-  }
   const responseTimeoutMs = v.number('responseTimeoutMs', raw.responseTimeoutMs, { default: ceiling, ...ms });
   if (responseTimeoutMs > ceiling) {
     v.problem(
@@ -123,6 +132,55 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
   }
   const bodyTimeoutMs = v.number('bodyTimeoutMs', raw.bodyTimeoutMs, { default: responseTimeoutMs, ...ms });
   const generateIdempotencyKey = v.boolean('generateIdempotencyKey', raw.generateIdempotencyKey, false);
+  const dep = dependency as Dependency;
+  return {
+    name: dep?.name,
+    dependency: dep,
+    live,
+    explicit: Object.freeze({
+      connectMs: raw.connectTimeoutMs as number | undefined,
+      responseMs: raw.responseTimeoutMs as number | undefined,
+      bodyMs: raw.bodyTimeoutMs as number | undefined,
+    }),
+    responseTimeoutMs,
+    bodyTimeoutMs,
+    defaultDeadlineMs,
+    deadlineHeaders,
+    generateIdempotencyKey,
+    clock,
+  };
+}
+
+const unknownKeys = (v: OptionsValidator, raw: Record<string, unknown>, known: ReadonlySet<string>): void => {
+  for (const key of Object.keys(raw)) if (!known.has(key)) v.problem(`unknown option \`${key}\``);
+};
+
+/** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
+export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHttpClientOptions {
+  const v = new OptionsValidator('createHttpClient');
+  const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
+  if (raw !== (options as unknown)) v.problem('options must be an object with at least `name` and `origin`');
+  unknownKeys(v, raw, KNOWN);
+  const origin = readOrigin(v, raw.origin);
+  let connectTimeoutMs = 0;
+  const route = readRoute(v, raw, {
+    clock: () => readClock(v, raw.clock),
+    afterExecutor: (dependency) => {
+      const ceiling = dependency?.timeouts.responseMs ?? HTTP_LIMITS.maxMs;
+      connectTimeoutMs = v.number('connectTimeoutMs', raw.connectTimeoutMs, {
+        default: defaultConnectMs(dependency),
+        min: 0,
+        exclusiveMin: true,
+        max: HTTP_LIMITS.maxConnectTimeoutMs,
+      });
+      if (dependency !== undefined && connectTimeoutMs >= ceiling) {
+        v.problem(
+          `\`connectTimeoutMs\` (${connectTimeoutMs}) must be below the attempt timeout (${ceiling} ms): ` +
+            'a connect cut by the attempt timer is reported as a response timeout and not retried at once',
+        );
+      }
+    },
+  });
   const connections = v.number('connections', raw.connections, {
     default: undefined,
     min: 1,
@@ -141,27 +199,34 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
     v.problem('`dispatcher` must be an undici Dispatcher (with `dispatch`)');
   }
   v.done();
-  const dep = dependency as Dependency;
   return Object.freeze({
-    name: dep.name,
+    ...route,
     origin,
-    dependency: dep,
-    live,
-    explicit: Object.freeze({
-      connectMs: raw.connectTimeoutMs as number | undefined,
-      responseMs: raw.responseTimeoutMs as number | undefined,
-      bodyMs: raw.bodyTimeoutMs as number | undefined,
-    }),
     connectTimeoutMs,
-    responseTimeoutMs,
-    bodyTimeoutMs,
-    defaultDeadlineMs,
-    deadlineHeaders,
-    generateIdempotencyKey,
     connections,
     autoSelectFamily,
     lookup: options.lookup,
     dispatcher: options.dispatcher,
-    clock,
   });
+}
+
+/**
+ * Validates one origin's entry of an interceptor's `dependencies` (`where` names it in problems):
+ * the route options, defaults applied. Throws one InvalidOptionsError listing every problem.
+ */
+export function resolveRouteOptions(entry: unknown, where: string, clock: Clock): ResolvedRoute {
+  const v = new OptionsValidator(where);
+  const raw = (entry !== null && typeof entry === 'object' ? entry : {}) as Record<string, unknown>;
+  if (raw !== entry) v.problem('must be an object with at least `name` and `p99Ms`, or a `dependency`');
+  unknownKeys(v, raw, ROUTE_KNOWN);
+  const route = readRoute(v, raw, { clock: () => clock });
+  v.done();
+  return Object.freeze(route);
+}
+
+/** Reads a `clock` option: a Clock, or the system clock (with a problem when it is not one). */
+export function readClock(v: OptionsValidator, value: unknown): Clock {
+  const ok = value === undefined || hasMethods(value, ['now', 'epochNow', 'setTimer', 'clearTimer']);
+  if (!ok) v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
+  return ok ? ((value as Clock | undefined) ?? systemClock) : systemClock;
 }

@@ -1,0 +1,367 @@
+import type { Dispatcher } from 'undici';
+import type { Clock } from '../clock/clock.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
+import type { Dependency } from '../dependency/dependency.js';
+import type { DependencyListener } from '../dependency/events.js';
+import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { OptionsValidator } from '../options/validator.js';
+import { HTTP_LIMITS } from './constants.js';
+import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
+import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
+import type { CurrentPlan } from './plan.js';
+import { checkCallOptions } from './request.js';
+import {
+  buildRoute,
+  type CallOptions,
+  callOn,
+  fail,
+  passThroughPlan,
+  type Route,
+  resolveDeadline,
+  routeHeaders,
+} from './route.js';
+import { readClock, readHeaderFormat, resolveRouteOptions } from './validate.js';
+
+/**
+ * `interceptor(options)`: prazo/http inside the caller's own HTTP stack (SPEC X4). An undici
+ * interceptor, for `new Agent().compose(interceptor({...}))`, `setGlobalDispatcher(...)` (Node's
+ * global `fetch` and `undici.request` then go through it) or `fetch(url, { dispatcher })`.
+ *
+ * Each origin it knows is a dependency: every call to it runs as `createHttpClient` runs its own
+ * (the same route, call and attempt classes): DEADLINE_INSUFFICIENT before any socket, phase-split
+ * timeouts with typed errors, retries and hedges paid from the dependency's budget, Retry-After, a
+ * POST sent once unless keyed, latency recorded, events for prazo/otel. An origin it does not know
+ * passes through untouched, except that the ambient deadline (and a per-call one) still bounds the
+ * call and travels in the outgoing header. Per call, `{ prazo: { deadline, idempotent, ... } }` in
+ * the dispatch options (`undici.request(url, { dispatcher, prazo })`) overrides the defaults.
+ */
+
+/** What `interceptor()` returns: an undici interceptor, with its dependencies to observe. */
+export interface PrazoInterceptor extends Dispatcher.DispatcherComposeInterceptor {
+  /** Every executor decision on every origin it manages (across live recalibrations). */
+  on(listener: DependencyListener): Disposable;
+  /** The executor calls to `origin` run through now, once the origin is known. */
+  dependency(origin: string | URL): Dependency | undefined;
+  /** Each managed origin's dependency as prazo/otel reads it (`instrumentPrazo({ dependencies })`). */
+  dependencies(): readonly DependencyView[];
+}
+
+/** A managed origin's dependency, following its live recalibrations (what prazo/otel instruments). */
+export interface DependencyView {
+  readonly name: string;
+  readonly origin: string;
+  on(listener: DependencyListener): Disposable;
+  readonly budget: Dependency['budget'];
+  readonly recorder: Dependency['recorder'];
+  readonly timeouts: Dependency['timeouts'];
+}
+
+type Resolver = (origin: string) => HttpDependencyOptions | undefined;
+
+interface Managed {
+  readonly route: Route;
+  readonly plan: CurrentPlan;
+  readonly origin: string;
+}
+
+/** Per-call keys of `{ prazo: {...} }`. */
+const CALL_KEYS = new Set<string>([
+  'deadline',
+  'idempotent',
+  'idempotencyKey',
+  'responseTimeoutMs',
+  'bodyTimeoutMs',
+  'retryResponseTimeout',
+]);
+
+/** `http(s)://host:port` of an origin as undici passes it (a string or a URL), or undefined. */
+function originOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value instanceof URL) return value.origin;
+  return undefined;
+}
+
+/** A configured origin key, normalised (`HTTP://Inventory:80/` → `http://inventory`), or undefined. */
+function configuredOrigin(key: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(key);
+  } catch {
+    return undefined;
+  }
+  const plain = url.pathname === '/' && url.search === '' && url.hash === '';
+  return plain && (url.protocol === 'http:' || url.protocol === 'https:') ? url.origin : undefined;
+}
+
+function normalizeOrigin(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+    return url.origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The origins an interceptor has met, each mapped to its route (managed, or passing through), with a
+ * bound: an application that calls ever new origins cannot grow it without limit (the oldest origins
+ * met at run time are forgotten first; configured ones stay).
+ */
+class OriginTable {
+  readonly #configured = new Map<string, Managed>();
+  readonly #met = new Map<string, Managed | Route | Error>();
+  readonly #resolve: Resolver | undefined;
+  readonly #clock: Clock;
+  readonly #passFormat: HeaderFormat;
+  readonly #listeners = new Set<DependencyListener>();
+  readonly #forwards = new Map<Managed, Disposable>();
+
+  constructor(clock: Clock, passFormat: HeaderFormat, resolve: Resolver | undefined) {
+    this.#clock = clock;
+    this.#passFormat = passFormat;
+    this.#resolve = resolve;
+  }
+
+  configure(origin: string, managed: Managed): void {
+    this.#configured.set(origin, managed);
+  }
+
+  /** The route for an origin: managed, passing through, or the error of a resolver that failed. */
+  find(raw: string): Managed | Route | Error {
+    const known = this.#configured.get(raw) ?? this.#met.get(raw);
+    if (known !== undefined) return known;
+    const origin = normalizeOrigin(raw);
+    const found =
+      (origin === undefined ? undefined : (this.#configured.get(origin) ?? this.#met.get(origin))) ??
+      this.#meet(origin ?? raw);
+    this.#remember(raw, found);
+    return found;
+  }
+
+  #meet(origin: string): Managed | Route | Error {
+    const entry = this.#resolve === undefined ? undefined : this.#ask(origin);
+    if (entry instanceof Error) return entry;
+    if (entry === undefined) return this.#passThrough(origin);
+    try {
+      const managed = managedRoute(origin, resolveRouteOptions(entry, `interceptor: ${origin}`, this.#clock));
+      if (this.#listeners.size > 0) this.#forward(managed);
+      return managed;
+    } catch (error) {
+      return error as Error;
+    }
+  }
+
+  #ask(origin: string): HttpDependencyOptions | undefined | Error {
+    try {
+      return this.#resolve!(origin) ?? undefined;
+    } catch (error) {
+      return new InvalidOptionsError(`interceptor: ${origin}`, [
+        `\`dependencies(origin)\` threw: ${String(error)}`,
+      ]);
+    }
+  }
+
+  #passThrough(origin: string): Route {
+    return {
+      name: origin,
+      clock: this.#clock,
+      plan: { current: passThroughPlan(origin, this.#clock, this.#passFormat) },
+      ...routeHeaders(this.#passFormat),
+      defaultDeadlineMs: HTTP_LIMITS.maxMs,
+      generateIdempotencyKey: false,
+      managed: false,
+    };
+  }
+
+  #remember(origin: string, found: Managed | Route | Error): void {
+    const met = this.#met;
+    met.set(origin, found);
+    if (met.size <= HTTP_LIMITS.maxOrigins) return;
+    const oldest = met.keys().next().value as string;
+    const gone = met.get(oldest);
+    met.delete(oldest);
+    if (gone !== undefined && 'plan' in gone && this.#forwards.has(gone as Managed)) {
+      this.#forwards.get(gone as Managed)?.dispose();
+      this.#forwards.delete(gone as Managed);
+    }
+  }
+
+  managed(): Managed[] {
+    const all = new Set<Managed>(this.#configured.values());
+    for (const value of this.#met.values()) if (isManaged(value)) all.add(value);
+    return [...all];
+  }
+
+  on(listener: DependencyListener): Disposable {
+    this.#listeners.add(listener);
+    if (this.#listeners.size === 1) for (const managed of this.managed()) this.#forward(managed);
+    return {
+      dispose: () => {
+        if (!this.#listeners.delete(listener) || this.#listeners.size > 0) return;
+        for (const forward of this.#forwards.values()) forward.dispose();
+        this.#forwards.clear();
+      },
+    };
+  }
+
+  #forward(managed: Managed): void {
+    if (this.#forwards.has(managed)) return;
+    const listeners = this.#listeners;
+    const deliver = (event: DependencyEvent): void => {
+      for (const listener of listeners) listener(event);
+    };
+    this.#forwards.set(managed, managed.plan.on(deliver));
+  }
+}
+
+const isManaged = (value: Managed | Route | Error): value is Managed =>
+  !(value instanceof Error) && 'route' in value;
+
+function managedRoute(origin: string, resolved: ReturnType<typeof resolveRouteOptions>): Managed {
+  const { route, plan } = buildRoute(resolved);
+  return { route, plan, origin };
+}
+
+/** Reads `{ prazo: {...} }` of one dispatch: checked, or the error to fail the dispatch with. */
+function callOptionsOf(given: unknown): CallOptions | Error {
+  if (given === null || typeof given !== 'object') {
+    return new InvalidOptionsError('prazo', ['`prazo` (per-call options) must be an object']);
+  }
+  const unknown = Object.keys(given).filter((key) => !CALL_KEYS.has(key));
+  if (unknown.length > 0) {
+    const known = [...CALL_KEYS].join(', ');
+    return new InvalidOptionsError(
+      'prazo',
+      unknown.map((key) => `unknown per-call option \`${key}\` (known: ${known})`),
+    );
+  }
+  try {
+    checkCallOptions(given as CallOptions, 'prazo');
+  } catch (error) {
+    return error as Error;
+  }
+  return given as CallOptions;
+}
+
+/** The dispatch options without `prazo` (not undici's: the dispatchers below never see it). */
+function withoutPrazo(options: DispatchOptions): DispatchOptions {
+  const { prazo: _prazo, ...rest } = options as DispatchOptions & { prazo?: unknown };
+  return rest as DispatchOptions;
+}
+
+/** Validates the interceptor's options once; every problem is listed in one InvalidOptionsError. */
+function resolveInterceptor(options: InterceptorOptions): OriginTable {
+  const v = new OptionsValidator('interceptor');
+  const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
+  if (raw !== (options as unknown)) v.problem('options must be an object such as { dependencies: {...} }');
+  for (const key of Object.keys(raw)) {
+    if (key !== 'dependencies' && key !== 'deadlineHeaders' && key !== 'clock')
+      v.problem(`unknown option \`${key}\``);
+  }
+  const clock = readClock(v, raw.clock);
+  const passFormat = readHeaderFormat(v, raw.deadlineHeaders);
+  const dependencies = raw.dependencies;
+  const resolver = typeof dependencies === 'function' ? (dependencies as Resolver) : undefined;
+  const table = new OriginTable(clock, passFormat, resolver);
+  if (dependencies !== undefined && resolver === undefined) {
+    if (dependencies === null || typeof dependencies !== 'object') {
+      v.problem('`dependencies` must map origins to dependency options, or be a function of the origin');
+    } else {
+      for (const [key, entry] of Object.entries(dependencies)) {
+        const origin = configuredOrigin(key);
+        if (origin === undefined) {
+          v.problem(
+            `\`dependencies\`: ${JSON.stringify(key)} is not an origin such as "http://inventory:8080" (http or https, no path)`,
+          );
+          continue;
+        }
+        try {
+          table.configure(
+            origin,
+            managedRoute(origin, resolveRouteOptions(entry, `dependencies['${key}']`, clock)),
+          );
+        } catch (error) {
+          if (!(error instanceof InvalidOptionsError)) throw error;
+          for (const p of error.problems) v.problem(`\`dependencies['${key}']\`: ${p}`);
+        }
+      }
+    }
+  }
+  v.done();
+  return table;
+}
+
+/**
+ * An undici interceptor that runs calls to the origins in `options.dependencies` through their
+ * dependency's executor, and bounds every other call by the ambient deadline. Validated once, here.
+ *
+ * @example
+ * import { Agent, setGlobalDispatcher } from 'undici';
+ * import { interceptor } from 'prazo/http';
+ * setGlobalDispatcher(new Agent().compose(interceptor({
+ *   dependencies: { 'http://inventory:8080': { name: 'inventory', p99Ms: 85, attempts: 2, hedge: true } },
+ * })));
+ * await fetch('http://inventory:8080/stock/42'); // deadline, budgeted retries, hedging, typed errors
+ */
+export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor {
+  const table = resolveInterceptor(options);
+
+  const compose = (dispatch: Dispatch): Dispatch =>
+    function prazo(options: DispatchOptions, handler: DispatchHandler): boolean {
+      const given = (options as { prazo?: unknown }).prazo;
+      let call: CallOptions | undefined;
+      let own = options;
+      if (given !== undefined) {
+        const checked = callOptionsOf(given);
+        if (checked instanceof Error) return fail(handler, checked);
+        call = checked;
+        own = withoutPrazo(options);
+      }
+      const origin = originOf(options.origin);
+      if (origin === undefined) return dispatch(own, handler); // no origin: nothing to know it by
+      const found = table.find(origin);
+      if (found instanceof Error) return fail(handler, found);
+      if (isManaged(found)) return callOn(found.route, own, handler, dispatch, call);
+      // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it.
+      const deadline: Deadline | undefined =
+        call?.deadline === undefined ? currentDeadline() : resolveDeadline(call.deadline, found);
+      if (deadline === undefined) return dispatch(own, handler);
+      if (deadline.remainingMs() <= 0) {
+        return fail(
+          handler,
+          new DeadlineExceededError({ dependency: origin, deadlineEpochMs: deadline.epochMs() }),
+        );
+      }
+      return callOn(found, own, handler, dispatch, { deadline });
+    };
+
+  const view = (managed: Managed): DependencyView => ({
+    name: managed.route.name,
+    origin: managed.origin,
+    on: (listener) => managed.plan.on(listener),
+    get budget() {
+      return managed.plan.dependency.budget;
+    },
+    get recorder() {
+      return managed.plan.dependency.recorder;
+    },
+    get timeouts() {
+      return managed.plan.dependency.timeouts;
+    },
+  });
+
+  return Object.assign(compose, {
+    on: (listener: DependencyListener) => table.on(listener),
+    dependency: (origin: string | URL) => {
+      const raw = originOf(origin);
+      if (raw === undefined) return undefined;
+      const found = table.find(raw);
+      return isManaged(found) ? found.plan.dependency : undefined;
+    },
+    dependencies: () => table.managed().map(view),
+  }) as unknown as PrazoInterceptor;
+}
