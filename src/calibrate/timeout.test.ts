@@ -19,8 +19,11 @@ describe('calibrateTimeout: the seed test cases (SPEC V4)', () => {
     const config = calibrateTimeout(profile);
     expect(config.responseMs).toBeGreaterThan(profile.p99Ms);
     expect(config.warning).toBeNull();
-    // The seed's worked example: connect 252, response 252, 2 attempts, still slack in the deadline.
-    expect(config).toEqual({ connectMs: 252, responseMs: 252, attempts: 2, warning: null, feasible: true });
+    // The seed's worked example: response 252, 2 attempts, still slack in the deadline. Its connect
+    // timeout, min(400, 252) = 252, is halved here: a dead instance must fail its connect strictly
+    // before the attempt's own limit to be seen as one (retried at once, SPEC R4), and every part of
+    // prazo (the HTTP client, the executor, the gauges) uses this one number.
+    expect(config).toEqual({ connectMs: 126, responseMs: 252, attempts: 2, warning: null, feasible: true });
   });
 
   it('reduces attempts instead of shrinking the timeout when the deadline is tight (seed case 2)', () => {
@@ -59,7 +62,7 @@ describe('calibrateTimeout: beyond the seed (SPEC C1–C3)', () => {
 
   it('handles p99 of 0 ms and 1 ms: a timeout is never 0 (0 means "no timeout" to clients)', () => {
     expect(calibrateTimeout({ p99Ms: 0 })).toMatchObject({ responseMs: 1, connectMs: 1, attempts: 2 });
-    expect(calibrateTimeout({ p99Ms: 1 })).toMatchObject({ responseMs: 2, connectMs: 2 });
+    expect(calibrateTimeout({ p99Ms: 1 })).toMatchObject({ responseMs: 2, connectMs: 1 });
   });
 
   it('handles a very large p99: connect stays capped, the deadline becomes infeasible', () => {
@@ -72,7 +75,7 @@ describe('calibrateTimeout: beyond the seed (SPEC C1–C3)', () => {
 
   it('without a deadline keeps the attempts asked and warns nothing', () => {
     expect(calibrateTimeout({ p99Ms: 180, attempts: 4 })).toEqual({
-      connectMs: 252,
+      connectMs: 126,
       responseMs: 252,
       attempts: 4,
       warning: null,
@@ -151,7 +154,7 @@ describe('calibrateTimeout: properties', () => {
         expect(c.responseMs).toBeGreaterThanOrEqual(i.p99Ms * i.slack * (1 - 1e-9));
         expect(c.responseMs).toBeGreaterThanOrEqual(1);
         expect(Number.isInteger(c.responseMs)).toBe(true);
-        expect(c.connectMs).toBeLessThanOrEqual(Math.min(i.connectCapMs, c.responseMs));
+        expect(c.connectMs).toBeLessThanOrEqual(Math.min(i.connectCapMs, Math.ceil(c.responseMs / 2)));
       }),
       { numRuns: 2000 },
     );

@@ -22,7 +22,11 @@ export type { CalibrateTimeoutInput } from './options.js';
 
 /** What {@link calibrateTimeout} recommends. */
 export interface TimeoutCalibration {
-  /** Connect timeout: `min(connectCapMs, responseMs)`, in ms. */
+  /**
+   * Connect timeout: `min(connectCapMs, ceil(responseMs / 2))`, in ms. Half the attempt at most, so
+   * that a dead instance fails its connect strictly before the attempt's own limit: it is reported as
+   * a connect failure (retried at once, SPEC R4) and leaves the attempt time for an answer.
+   */
   readonly connectMs: number;
   /** Per-attempt response timeout: `max(1, ceil(p99 × slack))`, in ms. Never shrunk to fit a deadline. */
   readonly responseMs: number;
@@ -59,12 +63,12 @@ export function slackedTimeoutMs(p99Ms: number, slack: number): number {
  *
  * @example
  * calibrateTimeout({ p99Ms: 180, userDeadlineMs: 1500 });
- * // → { connectMs: 252, responseMs: 252, attempts: 2, warning: null, feasible: true }
+ * // → { connectMs: 126, responseMs: 252, attempts: 2, warning: null, feasible: true }
  */
 export function calibrateTimeout(input: CalibrateTimeoutInput): TimeoutCalibration {
   const r = readOptions('calibrateTimeout', CALIBRATE_TIMEOUT_OPTIONS, input);
   const responseMs = slackedTimeoutMs(r.p99Ms, r.slack);
-  const connectMs = Math.min(r.connectCapMs, responseMs);
+  const connectMs = Math.min(r.connectCapMs, Math.ceil(responseMs / 2));
   const ok = (attempts: number): TimeoutCalibration =>
     Object.freeze({ connectMs, responseMs, attempts, warning: null, feasible: true });
 

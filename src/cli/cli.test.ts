@@ -12,11 +12,11 @@ const tmp = (files: Record<string, string>): string => {
 };
 
 describe('prazo calibrate', () => {
-  it("the seed's worked example from --p99: 252 / 252 / 2 attempts, exit 0", async () => {
+  it("the seed's worked example from --p99: 126 / 252 / 2 attempts, exit 0", async () => {
     const r = await runCli(['calibrate', '--p99', '180', '--deadline', '1500', '--json']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.out).recommendation).toEqual({
-      connectMs: 252,
+      connectMs: 126, // at most half the attempt (the seed's was min(400, 252))
       responseMs: 252,
       attempts: 2,
       warning: null,
@@ -41,7 +41,7 @@ describe('prazo calibrate', () => {
     expect(healthy.code).toBe(0);
     const h = JSON.parse(healthy.out);
     expect(h.health.health).toBe('healthy');
-    expect(h.recommendation).toMatchObject({ responseMs: 90, connectMs: 90, attempts: 2 });
+    expect(h.recommendation).toMatchObject({ responseMs: 90, connectMs: 45, attempts: 2 });
     const degraded = await runCli(['calibrate', '--histogram', 'histograms/supplier-degraded.prom']);
     expect(degraded.code).toBe(1);
     expect(degraded.out).toContain('REFUSED');
@@ -137,7 +137,7 @@ describe('prazo check', () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain('prazo.config.yaml: ok');
     expect(r.out).toMatch(
-      /supplier\s+p99 64.29 ms \(from histograms\/supplier-healthy.prom\) → 90 \/ 90 ms × 2/,
+      /supplier\s+p99 64.29 ms \(from histograms\/supplier-healthy.prom\) → 45 \/ 90 ms × 2/,
     );
     expect(r.out).toMatch(/servico_estoque\s+300 ms {2}remote → inventory: response 119 ms × 2/);
     expect(r.out).toContain('0 error(s), 0 warning(s)');

@@ -11,7 +11,7 @@ import type { AttemptContext, DependencyEvent } from './types.js';
 describe('createDependency options', () => {
   it('calibrates its timeouts from p99 (SPEC C1–C3) and keeps the warning', () => {
     const dep = createDependency({ name: 'balance', p99Ms: 180, attempts: 3, defaultDeadlineMs: 600 });
-    expect(dep.timeouts).toMatchObject({ responseMs: 252, connectMs: 252, attempts: 2 });
+    expect(dep.timeouts).toMatchObject({ responseMs: 252, connectMs: 126, attempts: 2 });
     expect(dep.timeouts.warning).toContain('fits 2 attempt(s), not 3');
     expect(dep.name).toBe('balance');
     expect(dep.p99Ms).toBe(180);

@@ -60,7 +60,7 @@ describe('attempts (SPEC R6, D4, D5)', () => {
     const ctx = contexts[0]!;
     expect(dep.timeouts.responseMs).toBe(140);
     expect(ctx.timeoutMs).toBe(140);
-    expect(ctx.connectTimeoutMs).toBe(140);
+    expect(ctx.connectTimeoutMs).toBe(70); // at most half the attempt (SPEC C2, R4)
     expect(ctx.attempt).toBe(1);
     expect(ctx.kind).toBe('original');
     expect(Number(ctx.headers['x-deadline-epoch-ms'])).toBe(1_700_000_000_000 + 140);

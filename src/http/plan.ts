@@ -79,13 +79,10 @@ export class CurrentPlan {
 }
 
 /**
- * The connect timeout (SPEC C2, R4): the calibrated `min(400, attempt timeout)`, but at most half the
- * attempt timeout. A connect that needs the whole attempt leaves no time for an answer, and only a
- * connect timeout that fires strictly before the attempt's own timer is seen as what it is (a dead
- * instance, retried at once) rather than as a response timeout (not retried).
+ * The connect timeout (SPEC C2, R4): the dependency's calibrated one (`calibrateTimeout`: at most
+ * 400 ms and at most half the attempt timeout), the one number its timeouts, its gauge and the
+ * client agree on.
  */
 export function defaultConnectMs(dependency: Dependency | undefined): number {
-  if (dependency === undefined) return HTTP_DEFAULTS.connectTimeoutMs;
-  const { connectMs, responseMs } = dependency.timeouts;
-  return Math.max(1, Math.min(connectMs, Math.ceil(responseMs / 2)));
+  return dependency === undefined ? HTTP_DEFAULTS.connectTimeoutMs : dependency.timeouts.connectMs;
 }

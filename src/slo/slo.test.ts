@@ -105,7 +105,7 @@ describe('timeouts derived from the budget (SPEC B2)', () => {
     ]);
     const estoque = derived.components.find((c) => c.name === 'servico_estoque')!;
     // 2 × (140 + 30) = 340 > 300: one attempt of 140 ms fits the 300 ms slice
-    expect(estoque).toMatchObject({ sliceMs: 300, responseMs: 140, connectMs: 140, attempts: 1 });
+    expect(estoque).toMatchObject({ sliceMs: 300, responseMs: 140, connectMs: 70, attempts: 1 });
     expect(derived.components[0]).toMatchObject({ name: 'gateway', sliceMs: 30, warning: null });
   });
 
