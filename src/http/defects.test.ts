@@ -107,12 +107,17 @@ describe('an old-style stream body is never replayed', () => {
     cleanup.push(() => server.close());
     const client = createHttpClient({ name: 'upload', origin: server.origin, p99Ms: 100 });
     cleanup.push(() => client.destroy());
+    // A legacy stream (as form-data's): it emits once someone listens, and cannot be read twice.
     const body = new Stream() as Stream & { readable?: boolean };
     body.readable = true;
-    systemClock.setTimer(() => {
-      body.emit('data', Buffer.from('payload'));
-      body.emit('end');
-    }, 5);
+    body.on('newListener', function listening(event) {
+      if (event !== 'data') return;
+      body.off('newListener', listening);
+      setImmediate(() => {
+        body.emit('data', Buffer.from('payload'));
+        body.emit('end');
+      });
+    });
     const code = await outcome(client.request('/upload', { method: 'PUT', body: body as never }));
     expect(code).not.toBe('RESPONSE_TIMEOUT');
     expect(['ECONNRESET', 'UND_ERR_SOCKET']).toContain(code);

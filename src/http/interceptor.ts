@@ -300,8 +300,7 @@ function resolveInterceptor(options: InterceptorOptions): OriginTable {
  * dependency's executor, and bounds every other call by the ambient deadline. Validated once, here.
  *
  * @example
- * import { Agent, setGlobalDispatcher } from 'undici';
- * import { interceptor } from 'prazo/http';
+ * // `Agent` and `setGlobalDispatcher` from undici, `interceptor` from prazo/http:
  * setGlobalDispatcher(new Agent().compose(interceptor({
  *   dependencies: { 'http://inventory:8080': { name: 'inventory', p99Ms: 85, attempts: 2, hedge: true } },
  * })));
