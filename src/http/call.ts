@@ -65,6 +65,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   readonly #baseLength: number;
   #winner: HttpAttempt | undefined;
   #lastDispatch = true;
+  /** Wall-clock epoch ms minus the monotonic clock, read when the call started. */
+  #epochOffset = 0;
   #paused = false;
   #aborted = false;
   #reason: Error | null = null;
@@ -98,7 +100,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * Runs the call: the caller's handler is started (with this call as its controller), then the plan.
    * Returns what the first dispatch returned (false: the dispatcher is busy), as `dispatch` does.
    */
-  run(now: number): boolean {
+  run(now: number, epochNow: number): boolean {
+    this.#epochOffset = epochNow - now;
     const handler = this.#handler;
     if (this.#current) handler.onRequestStart?.(this, null);
     else handler.onConnect?.((reason?: Error) => this.abort(reason ?? new Error('aborted')));
@@ -152,8 +155,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     const own = attempt.attempt === 1 ? this.#base : this.#base.slice(0, this.#baseLength);
     const route = this.route;
     if (route.epochHeader !== undefined) {
-      const epoch = route.clock.epochNow() + (attempt.limitAt - attempt.started);
-      own.push(route.epochHeader, String(Math.floor(epoch)));
+      own.push(route.epochHeader, String(Math.floor(attempt.limitAt + this.#epochOffset)));
     }
     if (this.idempotencyKey !== undefined) own.push(IDEMPOTENCY_KEY_HEADER, this.idempotencyKey);
     return route.relative ? new WrittenHeaders(own, attempt) : own;

@@ -155,7 +155,10 @@ export function callOn(
     speaksCurrentApi(handler),
     dispatch,
   );
-  return call.run(route.clock.now());
+  // The wall clock first, then the monotonic one: the offset between them errs low, so a deadline
+  // header written from it is never later than the caller's deadline (SPEC D5).
+  const epochNow = route.clock.epochNow();
+  return call.run(route.clock.now(), epochNow);
 }
 
 /** Fails a dispatch before any attempt, through whichever handler API the caller speaks. */
