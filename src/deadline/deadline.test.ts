@@ -78,6 +78,37 @@ describe('Deadline', () => {
     expect(d.toHeaders({ epochMs: 'x-my-deadline' })).toEqual({ 'x-my-deadline': String(EPOCH + 1_234) });
   });
 
+  it('never writes an envoy timeout below 1 ms, nor a grpc-timeout of 0 (#14)', () => {
+    const clock = new FakeClock({ epoch: EPOCH });
+    const all = { grpcTimeout: true, envoy: true } as const;
+    // Before: `x-envoy-expected-rq-timeout-ms: 0` (Envoy: no timeout) and `grpc-timeout: 0m` (expired).
+    expect(Deadline.after(0.5, { clock }).toHeaders(all)).toEqual({
+      'x-deadline-epoch-ms': String(EPOCH),
+      'grpc-timeout': '500u',
+      'x-envoy-expected-rq-timeout-ms': '1',
+    });
+    expect(Deadline.after(0.0005, { clock }).toHeaders(all)['grpc-timeout']).toBe('500n');
+    const gone = Deadline.after(10, { clock });
+    clock.advance(50);
+    expect(gone.toHeaders(all)).toEqual({
+      'x-deadline-epoch-ms': String(EPOCH + 10),
+      'grpc-timeout': '1n',
+      'x-envoy-expected-rq-timeout-ms': '1',
+    });
+  });
+
+  it('sends no header for an endless deadline, and the timer cap for a deadline further away (#14)', () => {
+    const clock = new FakeClock({ epoch: EPOCH });
+    const all = { grpcTimeout: true, envoy: true } as const;
+    // Before: `grpc-timeout: 0m` and `x-deadline-epoch-ms: Infinity`.
+    expect(Deadline.after(Number.POSITIVE_INFINITY, { clock }).toHeaders(all)).toEqual({});
+    expect(Deadline.after(1e15, { clock }).toHeaders(all)).toEqual({
+      'x-deadline-epoch-ms': String(EPOCH + MAX_TIMER_DELAY_MS),
+      'grpc-timeout': '2147483S',
+      'x-envoy-expected-rq-timeout-ms': String(MAX_TIMER_DELAY_MS),
+    });
+  });
+
   describe('signal', () => {
     it('is lazy: no timer until first read, then exactly one', () => {
       const clock = new FakeClock();

@@ -142,13 +142,29 @@ export class Deadline {
     this.clock.setTimer(fire, Math.min(left, MAX_TIMER_DELAY_MS), { unref: true });
   }
 
-  /** The outgoing header(s) that carry this deadline on (SPEC D1, D5). */
+  /**
+   * The outgoing header(s) that carry this deadline on (SPEC D1, D5), from one reading of the clock:
+   * the absolute `x-deadline-epoch-ms` (or the name `format.epochMs` gives) and, on request, the
+   * relative `grpc-timeout` (see `formatGrpcTimeout`: never `0m`) and `x-envoy-expected-rq-timeout-ms`
+   * (whole ms, never below 1: Envoy reads 0 as "no timeout", its own router writes 1).
+   *
+   * An endless deadline (`Deadline.after(Infinity)`) sends **no header**: there is no limit to carry,
+   * and the next hop treats the request as one without a deadline (its own default and cap apply).
+   * A finite deadline further away than a timer can hold (2^31-1 ms, about 24.8 days) is written as
+   * that far: still a limit, never `Infinity` or an exponent.
+   */
   toHeaders(format: HeaderFormat = {}): Record<string, string> {
     const headers: Record<string, string> = {};
+    const left = this.at - this.clock.now();
+    if (!(left < Number.POSITIVE_INFINITY)) return headers;
+    const ahead = left > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : left;
+    const relative = ahead > 0 ? ahead : 0;
     const epochName = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
-    if (epochName) headers[epochName] = String(Math.floor(this.epochMs()));
-    if (format.grpcTimeout) headers[DeadlineHeaders.grpcTimeout] = formatGrpcTimeout(this.remainingMs());
-    if (format.envoy) headers[DeadlineHeaders.envoyExpected] = String(Math.floor(this.remainingMs()));
+    if (epochName) headers[epochName] = String(Math.floor(this.clock.epochNow() + ahead));
+    if (format.grpcTimeout) headers[DeadlineHeaders.grpcTimeout] = formatGrpcTimeout(relative);
+    if (format.envoy) {
+      headers[DeadlineHeaders.envoyExpected] = String(relative >= 1 ? Math.floor(relative) : 1);
+    }
     return headers;
   }
 

@@ -37,6 +37,35 @@ describe('deadlineFromHeaders', () => {
     expect(deadlineFromHeaders({}, opts).remainingMs()).toBe(1_000);
   });
 
+  it('reads a repeated header joined with commas: the earliest valid value wins (#14)', () => {
+    const { opts } = setup();
+    // Before: "T1, T2" was malformed and fell back to the 1 s default.
+    const joined = `${EPOCH + 1_500}, ${EPOCH + 900}`;
+    expect(deadlineFromHeaders({ 'x-deadline-epoch-ms': joined }, opts).remainingMs()).toBe(900);
+    expect(
+      deadlineFromHeaders(
+        new Headers([
+          ['x-deadline-epoch-ms', String(EPOCH + 800)],
+          ['x-deadline-epoch-ms', String(EPOCH + 1_200)],
+        ]),
+        opts,
+      ).remainingMs(),
+    ).toBe(800);
+    expect(deadlineFromHeaders({ 'x-deadline-epoch-ms': `junk, ${EPOCH + 700},` }, opts).remainingMs()).toBe(
+      700,
+    );
+    expect(deadlineFromHeaders({ 'grpc-timeout': '900m, 300m' }, opts).remainingMs()).toBe(300);
+    expect(
+      deadlineFromHeaders({ 'x-envoy-expected-rq-timeout-ms': ['600, 400', '500'] }, opts).remainingMs(),
+    ).toBe(400);
+    const r = readIncomingDeadline({ 'x-deadline-epoch-ms': 'a, b' }, opts);
+    expect([r.source, r.deadline.remainingMs()]).toEqual(['default', 1_000]);
+    // Bounded: a header of a million commas costs a bounded scan and reads as nothing.
+    expect(readIncomingDeadline({ 'x-deadline-epoch-ms': ','.repeat(1_000_000) }, opts).source).toBe(
+      'default',
+    );
+  });
+
   it('accepts grpc-timeout and envoy relative headers (SPEC D8)', () => {
     const { opts } = setup();
     expect(deadlineFromHeaders({ 'grpc-timeout': '250m' }, opts).remainingMs()).toBe(250);

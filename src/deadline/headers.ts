@@ -2,7 +2,7 @@ import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { defineOptions, type OptionsOf, option, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
-import { DeadlineHeaders } from './constants.js';
+import { DeadlineHeaders, MAX_DEADLINE_HEADER_LENGTH } from './constants.js';
 import { Deadline } from './deadline.js';
 import { parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
 
@@ -94,19 +94,40 @@ export interface IncomingDeadline {
 
 type Parser = (value: string) => number | undefined;
 
-/** Reads one header; with several values (a list, or repeats) the earliest valid one wins. */
+/** Values of one header looked at, at most: a repeat beyond is not read (bounded cost). */
+const MAX_VALUES = 8;
+
+/**
+ * The earliest valid value of a header's text. A repeated header arrives joined with commas
+ * (`"T1, T2"`: node:http for unknown headers, fetch `Headers.get`), so each comma-separated value
+ * counts; at most {@link MAX_VALUES}, each bounded by the parser.
+ */
+function earliest(text: string, parse: Parser, best: number | undefined): number | undefined {
+  if (text.length > MAX_VALUES * (MAX_DEADLINE_HEADER_LENGTH + 2)) return best;
+  let start = 0;
+  for (let n = 0; n < MAX_VALUES && start <= text.length; n += 1) {
+    const comma = text.indexOf(',', start);
+    const end = comma === -1 ? text.length : comma;
+    const v = parse(text.slice(start, end));
+    if (v !== undefined && (best === undefined || v < best)) best = v;
+    if (comma === -1) break;
+    start = comma + 1;
+  }
+  return best;
+}
+
+/** Reads one header; with several values (a list, repeats, a comma-joined repeat) the earliest valid one wins. */
 function read(headers: HeadersLike, name: string, parse: Parser): number | undefined {
   const raw =
     typeof (headers as { get?: unknown }).get === 'function'
       ? (headers as { get(n: string): unknown }).get(name)
       : (headers as Record<string, unknown>)[name];
-  if (typeof raw === 'string') return parse(raw);
+  if (typeof raw === 'string') return earliest(raw, parse, undefined);
   if (typeof raw === 'number') return Number.isFinite(raw) ? parse(String(raw)) : undefined;
   if (!Array.isArray(raw)) return undefined;
   let best: number | undefined;
-  for (const item of raw.slice(0, 8)) {
-    const v = typeof item === 'string' ? parse(item) : undefined;
-    if (v !== undefined && (best === undefined || v < best)) best = v;
+  for (const item of raw.slice(0, MAX_VALUES)) {
+    if (typeof item === 'string') best = earliest(item, parse, best);
   }
   return best;
 }

@@ -48,7 +48,7 @@ describe('deadline header parsers', () => {
 
   it('property: formatGrpcTimeout round-trips, never above the input, within one unit', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 3.5e14, noNaN: true }), (ms) => {
+      fc.property(fc.double({ min: 1e-6, max: 3.5e14, noNaN: true }), (ms) => {
         const text = formatGrpcTimeout(ms);
         const back = parseGrpcTimeout(text);
         expect(back).toBeDefined();
@@ -59,12 +59,34 @@ describe('deadline header parsers', () => {
             ? 60_000
             : text.endsWith('S')
               ? 1_000
-              : 1;
-        expect(ms - back!).toBeLessThan(unit);
+              : text.endsWith('m')
+                ? 1
+                : text.endsWith('u')
+                  ? 1e-3
+                  : 1e-6;
+        expect(ms - back!).toBeLessThan(unit * (1 + 1e-9));
       }),
       { numRuns: 10_000 },
     );
-    expect(formatGrpcTimeout(Number.NaN)).toBe('0m');
-    expect(formatGrpcTimeout(-4)).toBe('0m');
+    expect(formatGrpcTimeout(Number.NaN)).toBe('1n');
+    expect(formatGrpcTimeout(-4)).toBe('1n');
+    expect(formatGrpcTimeout(0)).toBe('1n');
+  });
+
+  it('writes what is below 1 ms in u or n: a positive integer of at most 8 digits, rounded down (#14)', () => {
+    expect(formatGrpcTimeout(0.5)).toBe('500u'); // before: '0m', which says "expired"
+    expect(formatGrpcTimeout(0.999)).toBe('999u');
+    expect(formatGrpcTimeout(0.0015)).toBe('1u');
+    expect(formatGrpcTimeout(0.0009)).toBe('900n');
+    expect(formatGrpcTimeout(1e-9)).toBe('1n');
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1e13, noNaN: true }), (ms) => {
+        const text = formatGrpcTimeout(ms);
+        expect(text).toMatch(/^[1-9][0-9]{0,7}[HMSmun]$/);
+        const back = parseGrpcTimeout(text)!;
+        if (ms >= 1e-6 && ms < 3.6e14) expect(back).toBeLessThanOrEqual(ms * (1 + 1e-12));
+      }),
+      { numRuns: 10_000 },
+    );
   });
 });

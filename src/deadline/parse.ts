@@ -44,21 +44,31 @@ export function parseGrpcTimeout(value: string): number | undefined {
   return Number(match[1]) * GRPC_UNIT_MS[match[2]!]!;
 }
 
+const COARSER: ReadonlyArray<readonly [string, number]> = [
+  ['m', 1],
+  ['S', 1_000],
+  ['M', 60_000],
+  ['H', 3_600_000],
+];
+
 /**
- * Encodes a duration as `grpc-timeout`, in the finest unit whose value fits in 8 digits, rounding
- * down: telling the next hop it has a little less time than it does is safe, a little more is not.
+ * Encodes a duration as `grpc-timeout` (gRPC over HTTP/2: TimeoutValue is a *positive* integer of at
+ * most 8 digits, TimeoutUnit one of H M S m u n), rounding down: telling the next hop it has a little
+ * less time than it does is safe, a little more is not. Whole ms in the finest of m, S, M, H whose
+ * value fits 8 digits (`250m`, `100000S`); below 1 ms, the first of u, n that keeps a positive value
+ * (`500u` for 0.5 ms, never `0m`, which says "expired"). Nothing left (or NaN) is `1n`, the least the
+ * grammar can say; past 99999999 hours, that.
  */
 export function formatGrpcTimeout(ms: number): string {
-  const safe = ms > 0 && Number.isFinite(ms) ? ms : 0;
-  const units: Array<[string, number]> = [
-    ['m', 1],
-    ['S', 1_000],
-    ['M', 60_000],
-    ['H', 3_600_000],
-  ];
-  for (const [unit, size] of units) {
-    const amount = Math.floor(safe / size);
-    if (amount < 100_000_000) return `${amount}${unit}`;
+  if (!(ms > 0)) return '1n';
+  if (ms >= 1) {
+    for (const [unit, size] of COARSER) {
+      const amount = Math.floor(ms / size);
+      if (amount < 100_000_000) return `${amount}${unit}`;
+    }
+    return '99999999H';
   }
-  return '99999999H';
+  const us = Math.floor(ms * 1_000);
+  if (us >= 1) return `${us}u`;
+  return `${Math.max(1, Math.floor(ms * 1_000_000))}n`;
 }

@@ -119,6 +119,92 @@ describe('deadlines (SPEC D1, D5)', () => {
   });
 });
 
+describe('the deadline a call brings (#14)', () => {
+  const EPOCH = 1_700_000_000_000;
+
+  it('is capped by the ambient deadline: a callee never extends its caller', async () => {
+    const clock = new FakeClock();
+    // Attempt timeout ceil(1500 × 1.4) = 2100 ms: longer than what the caller has left.
+    const fast = createDependency({ name: 'fast', p99Ms: 1_500, attempts: 1, clock, defaultDeadlineMs: 60_000 });
+    let sent: Readonly<Record<string, string>> = {};
+    const op = (ctx: AttemptContext) => {
+      sent = ctx.headers;
+      return fakeCall(clock, ctx, 1, () => 'ok');
+    };
+    // Before: inside a 2 s request, a call with its own 28 s deadline sent 28 s onward.
+    const p = runWithDeadline(Deadline.after(2_000, { clock }), () =>
+      fast.execute(op, { idempotent: true, deadline: Deadline.after(28_000, { clock }) }),
+    );
+    await clock.runAllAsync();
+    await p;
+    expect(Number(sent['x-deadline-epoch-ms'])).toBe(EPOCH + 2_000);
+    // ... and did not refuse a dependency whose p99 (20 s) cannot fit what the caller has left.
+    const slow = createDependency({ name: 'slow', p99Ms: 20_000, clock, defaultDeadlineMs: 60_000 });
+    let called = 0;
+    const refused = runWithDeadline(Deadline.after(2_000, { clock }), () =>
+      slow.execute(
+        () => {
+          called += 1;
+          return Promise.resolve('late');
+        },
+        { idempotent: true, deadline: Deadline.after(28_000, { clock }) },
+      ),
+    );
+    await expect(refused).rejects.toMatchObject({ code: 'DEADLINE_INSUFFICIENT', remainingMs: 2_000 });
+    expect(called).toBe(0);
+    // An explicit deadline shorter than the ambient one is kept.
+    const q = runWithDeadline(Deadline.after(4_000, { clock }), () =>
+      fast.execute(op, { idempotent: true, deadline: Deadline.after(1_800, { clock }) }),
+    );
+    await clock.runAllAsync();
+    await q;
+    expect(Number(sent['x-deadline-epoch-ms'])).toBe(EPOCH + 1 + 1_800);
+  });
+
+  it('accepts a number of ms, and refuses anything else with INVALID_OPTIONS, never a TypeError', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 10, clock });
+    let left = 0;
+    // Before: `deadline: 1000` threw `TypeError: remainingMsAt is not a function`.
+    const p = dep.execute(
+      (ctx) => {
+        left = ctx.deadline.remainingMs();
+        return fakeCall(clock, ctx, 1, () => 'ok');
+      },
+      { idempotent: true, deadline: 1_000 },
+    );
+    await clock.runAllAsync();
+    await expect(p).resolves.toBe('ok');
+    expect(left).toBe(14); // min(1000 ms, the attempt's 14 ms slice)
+    const capped = runWithDeadline(Deadline.after(300, { clock }), () =>
+      dep.execute((ctx) => Promise.resolve(ctx.deadline.remainingMs()), {
+        idempotent: true,
+        deadline: 5_000,
+      }),
+    );
+    await expect(capped).resolves.toBeLessThanOrEqual(300);
+    for (const bad of [-1, Number.NaN, 2 ** 31, '1000', {}, { remainingMs: 5 }, null]) {
+      const call = dep.execute(() => Promise.resolve(1), { idempotent: true, deadline: bad as never });
+      await expect(call, String(bad)).rejects.toMatchObject({
+        code: 'INVALID_OPTIONS',
+        problems: [expect.stringMatching(/^`deadline` must be a Deadline or a number of ms/)],
+      });
+    }
+  });
+
+  it('rejects a misspelt per-call option with the name it was meant to be', async () => {
+    const dep = createDependency({ name: 'x', p99Ms: 10 });
+    const call = dep.execute(() => Promise.resolve(1), {
+      idempotent: true,
+      retryResponseTimeouts: true,
+    } as never);
+    await expect(call).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      problems: ['unknown option `retryResponseTimeouts`; did you mean `retryResponseTimeout`?'],
+    });
+  });
+});
+
 describe('events and the recorder', () => {
   it('records every attempt latency and outcome', async () => {
     const clock = new FakeClock();

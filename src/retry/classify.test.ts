@@ -104,10 +104,25 @@ describe('isRetryable (SPEC R2, R4)', () => {
     expect(isRetryable(loop)).toBe(false);
   });
 
-  it('reads Retry-After from a 429/503 error when given the wall clock', () => {
+  it('reads Retry-After from a 429/503 error, against the clock it is given or the system clock (#14)', () => {
     const error = Object.assign(new Error('busy'), { statusCode: 429, headers: { 'retry-after': '2' } });
     expect(classifyFailure(error, { nowEpochMs: 0 })).toMatchObject({ retryable: true, retryAfterMs: 2_000 });
-    expect(classifyFailure(error).retryAfterMs).toBeUndefined();
+    // Before: undefined without nowEpochMs, though delay-seconds need no clock at all.
+    expect(classifyFailure({ statusCode: 429, headers: { 'retry-after': '1' } }).retryAfterMs).toBe(1_000);
+    expect(classifyFailure(error).retryAfterMs).toBe(2_000);
+    const date = new Date(Date.now() + 10_000).toUTCString(); // whole seconds: 9-10 s ahead
+    const wait = classifyFailure({ status: 503, headers: { 'retry-after': date } }).retryAfterMs!;
+    expect(wait).toBeGreaterThan(5_000);
+    expect(wait).toBeLessThanOrEqual(10_000);
+  });
+
+  it('rejects a misspelt option with the name it was meant to be (#14)', () => {
+    expect(() => classifyFailure(new Error('x'), { nowEpochMS: 0 } as never)).toThrow(
+      /unknown option `nowEpochMS`; did you mean `nowEpochMs`\?/,
+    );
+    expect(() => isRetryable(new Error('x'), { retryResponseTimeouts: true } as never)).toThrow(
+      /did you mean `retryResponseTimeout`/,
+    );
   });
 
   it('retries gRPC UNAVAILABLE only', () => {

@@ -1,3 +1,4 @@
+import { systemClock } from '../clock/system.js';
 import { PrazoError } from '../errors/base.js';
 import { ErrorCode } from '../errors/codes.js';
 import {
@@ -10,6 +11,8 @@ import {
   RESPONSE_TIMEOUT_CODES,
   RETRYABLE_STATUS,
 } from './constants.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { checkOptionKeys } from '../options/validator.js';
 import { retryAfterMs } from './retry-after.js';
 
 /**
@@ -41,15 +44,21 @@ export interface FailureVerdict {
   readonly status?: number;
 }
 
-export interface ClassifyOptions {
+/** Options of {@link classifyFailure} and {@link isRetryable}, declared once. */
+export const CLASSIFY_OPTIONS = defineOptions({
   /**
    * Retry a response (or body) timeout. Only sound for idempotent requests: the server may have done
    * the work. Default false (SPEC R4).
    */
-  readonly retryResponseTimeout?: boolean;
-  /** Wall-clock epoch ms to read `Retry-After` dates against. Default: dates are ignored. */
-  readonly nowEpochMs?: number;
-}
+  retryResponseTimeout: option.boolean({ default: false }),
+  /**
+   * Wall-clock epoch ms to read a `Retry-After` HTTP-date against. Default: the system clock's
+   * `epochNow()` (delay-seconds need no clock at all).
+   */
+  nowEpochMs: option.number({ unit: 'ms' }),
+});
+
+export type ClassifyOptions = OptionsOf<typeof CLASSIFY_OPTIONS>;
 
 const RESPONSE_STARTED = Symbol.for('prazo.responseStarted');
 
@@ -127,8 +136,7 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
   if (status !== undefined) {
     if (!RETRYABLE_STATUS.has(status))
       return Object.freeze({ retryable: false, immediate: false, kind: 'status', status });
-    const wait =
-      options.nowEpochMs === undefined ? undefined : retryAfterMs(status, x.headers, options.nowEpochMs);
+    const wait = retryAfterMs(status, x.headers, options.nowEpochMs ?? systemClock.epochNow());
     return Object.freeze({ retryable: true, immediate: false, kind: 'status', status, retryAfterMs: wait });
   }
   if (typeof x.code === 'string') {
@@ -155,10 +163,12 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
  *   anything unknown → no. `cause` chains (fetch's "fetch failed") and AggregateErrors are followed.
  */
 export function classifyFailure(failure: unknown, options: ClassifyOptions = {}): FailureVerdict {
+  checkOptionKeys('classifyFailure', CLASSIFY_OPTIONS, options);
   return classify(failure, options, 0);
 }
 
 /** True when {@link classifyFailure} says another attempt is worth it (SPEC R2). */
 export function isRetryable(errorOrResponse: unknown, options: ClassifyOptions = {}): boolean {
+  checkOptionKeys('isRetryable', CLASSIFY_OPTIONS, options);
   return classify(errorOrResponse, options, 0).retryable;
 }

@@ -30,6 +30,22 @@ describe('parseRetryAfter (SPEC R3)', () => {
     expect(parseRetryAfter('Fri, 01 Jan 9999 00:00:00 GMT', NOW)).toBe(2 ** 31 - 1);
   });
 
+  it('reads delay-seconds too large to represent as the largest wait, 17 digits and more like 16 (#14)', () => {
+    // Before: 16 digits were capped but 17+ were refused, and the client retried after its own ~25 ms.
+    for (const digits of [16, 17, 20, 40, 64]) {
+      expect(parseRetryAfter('9'.repeat(digits), NOW), `${digits} digits`).toBe(2 ** 31 - 1);
+    }
+    expect(parseRetryAfter(`1${'0'.repeat(30)}`, NOW)).toBe(2 ** 31 - 1);
+    expect(parseRetryAfter('0'.repeat(40), NOW)).toBe(0);
+    expect(parseRetryAfter('9'.repeat(65), NOW)).toBeUndefined(); // past the length bound: malformed
+    fc.assert(
+      fc.property(fc.stringMatching(/^[0-9]{1,64}$/), (digits) => {
+        const wait = parseRetryAfter(digits, NOW);
+        expect(wait).toBe(Math.min(Number(digits) * 1000, 2 ** 31 - 1));
+      }),
+    );
+  });
+
   it('round-trips any whole number of seconds up to the cap', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2_147_483 }), (s) => {

@@ -7,7 +7,8 @@ import { parseHttpDate } from './http-date.js';
  * backoff: the server knows its recovery better than a random jitter does.
  */
 
-const SECONDS = /^\d{1,16}$/;
+/** delay-seconds: any run of digits (the 64-character bound applies first); one too large to represent is the largest wait. */
+const SECONDS = /^\d+$/;
 
 /**
  * The wait a `Retry-After` value asks for, in ms, or `undefined` when the value is malformed (then
