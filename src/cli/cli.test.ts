@@ -155,23 +155,32 @@ describe('prazo check', () => {
     });
     const bad = await runCli(['check', 'bad.yaml'], dir);
     expect(bad.code).toBe(2);
-    expect(bad.out).toContain(
+    // Exit 2: everything on stderr, nothing on stdout (docs/cli.md; before: all of it on stdout).
+    expect(bad.out).toBe('');
+    expect(bad.err).toContain(
       'bad.yaml:3:5: error: dependencies[0].p99Ms: must be a finite number in (0, 86400000], got 0',
     );
-    expect(bad.out).toContain(
+    expect(bad.err).toContain(
       'bad.yaml:6:5: error: dependencies[1].atempts: unknown key; did you mean `attempts`?',
     );
-    expect(bad.out).toContain('2 error(s), 0 warning(s)');
+    expect(bad.err).toContain('2 error(s), 0 warning(s)');
+    const badJson = await runCli(['check', 'bad.yaml', '--json'], dir);
+    expect([badJson.code, JSON.parse(badJson.out).errors]).toEqual([2, 2]);
+    expect(badJson.err).toBe('prazo check: bad.yaml: 2 error(s), 0 warning(s)\n');
+    const warned = await runCli(['check', 'warn.yaml'], dir);
+    expect(warned.err).toContain('warning: dependencies[0].defaultDeadlineMs: deadline of 600 ms fits 2');
+    expect(warned.out).toContain('warn.yaml: ok');
     expect((await runCli(['check', 'warn.yaml'], dir)).code).toBe(0);
     expect((await runCli(['check', 'warn.yaml', '--strict'], dir)).code).toBe(1);
     const degraded = await runCli(['check', 'degraded.yaml'], dir);
     expect(degraded.code).toBe(2);
-    expect(degraded.out).toContain(
+    expect(degraded.err).toContain(
       'degraded.yaml:3:5: error: dependencies[0].histogram: h.prom: degraded window (error rate 10.0% above 2.0%)',
     );
     const missing = await runCli(['check', 'missing.yaml'], dir);
     expect(missing.code).toBe(2);
-    expect(missing.out).toContain('missing.yaml: error: cannot read');
+    expect(missing.err).toContain('missing.yaml: error: cannot read');
+    expect(missing.out).toBe('');
   });
 
   it('prints help and version with exit 0', async () => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createDependency } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/index.js';
+import { jsonErrorOffset } from './document.js';
 import { checkConfigFile, checkConfigText, formatProblem, loadConfig } from './index.js';
 
 const EXAMPLE = new URL('../../examples/prazo.config.yaml', import.meta.url).pathname;
@@ -97,6 +98,45 @@ describe('the central config (SPEC C7)', () => {
     expect(found.some((l) => l.includes('p99Ms'))).toBe(true);
     expect(found.some((l) => l.includes('unknown dependency a '))).toBe(false);
     expect(found.some((l) => l.includes('unknown dependency ghost'))).toBe(true);
+  });
+
+  it('parses a .json file as JSON: what is not strict JSON is an error at its line (#14)', () => {
+    const json = (text: string) =>
+      checkConfigText(text, { ...noFiles, file: 'x.json' }).problems.map(formatProblem);
+    // Before: YAML read these as valid config (unquoted keys, a trailing comma, a comment).
+    expect(json('{\n  dependencies: [ { "name": "a", "p99Ms": 10 } ]\n}\n')[0]).toMatch(
+      /^x\.json:2:1: error: not valid JSON: /,
+    );
+    expect(json('{"dependencies": [\n  {"name": "a", "p99Ms": 10},\n]}')[0]).toMatch(
+      /^x\.json:3:1: error: not valid JSON/,
+    );
+    expect(json('# comment\n{"dependencies": []}')[0]).toMatch(/^x\.json:1:1: error: not valid JSON/);
+    expect(json('{"dependencies": [{"name": "a", "p99Ms": 10}]}')).toEqual([]);
+    expect(json('{"dependencies": [],\n "dependencies": []}')).toEqual([
+      'x.json:2:1: error: Map keys must be unique: `dependencies` is given twice',
+    ]);
+    expect(json('{"__proto__": {"polluted": 1}}')[0]).toContain('`__proto__` is not allowed');
+    // The format can be forced, and a YAML file name stays YAML.
+    expect(
+      checkConfigText('dependencies: []', { ...noFiles, file: 'x.json', format: 'yaml' }).problems,
+    ).toEqual([]);
+    expect(checkConfigText('dependencies: []', { ...noFiles, file: 'x.yaml' }).problems).toEqual([]);
+  });
+
+  it('finds duplicate keys in linear time: 90,000 keys (the 1 MB limit) are one pass (#14)', () => {
+    // Before: yaml's uniqueKeys compared each key with every earlier one (40k keys: 21 s).
+    const keys = Array.from({ length: 90_000 }, (_, i) => `k${i}: 1`);
+    keys.push('k5: 2');
+    const text = `dependencies: []\n${keys.join('\n')}\n`;
+    expect(text.length).toBeLessThan(1024 * 1024);
+    const found = lines(text);
+    expect(found[0]).toBe('prazo.config.yaml:90002:1: error: Map keys must be unique: `k5` is given twice');
+    // Every problem with its line, the unknown keys bounded to a readable report.
+    const unknown = lines('dependencies: []\n' + keys.slice(0, -1).join('\n'));
+    expect(unknown).toHaveLength(21);
+    expect(unknown[0]).toBe(
+      'prazo.config.yaml:1:1: error: the options hold 89980 more unknown key(s), not listed',
+    );
   });
 
   it('accepts JSON, with line numbers too', () => {
@@ -278,5 +318,33 @@ describe('the central config (SPEC C7)', () => {
       { numRuns: 1000 },
     );
     expect(accepted).toBeGreaterThan(5);
+  });
+});
+
+describe('strict JSON', () => {
+  it('property: a text JSON.parse accepts has no error before its end; one found before the end, it refuses', () => {
+    const valid = (text: string): boolean => {
+      try {
+        JSON.parse(text);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const texts = fc.oneof(
+      fc.json({ maxDepth: 4 }),
+      fc.json({ maxDepth: 3 }).map((t) => `${t.slice(0, -1)},${t.slice(-1)}`),
+      fc.string({ maxLength: 40 }),
+      fc.stringMatching(/^[{}[\]",:0-9a-z\\ .+-eE]{0,40}$/),
+    );
+    fc.assert(
+      fc.property(texts, (text) => {
+        const offset = jsonErrorOffset(text);
+        expect(offset).toBeLessThanOrEqual(text.length);
+        if (valid(text)) expect(offset, text).toBe(text.length);
+        if (offset < text.length) expect(valid(text), text).toBe(false);
+      }),
+      { numRuns: 5_000 },
+    );
   });
 });

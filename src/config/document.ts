@@ -1,13 +1,30 @@
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument, visit } from 'yaml';
+import {
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  type Pair,
+  parseDocument,
+  visit,
+} from 'yaml';
 import { CONFIG_LIMITS } from './constants.js';
 import type { Path, RawProblem } from './problem.js';
 
 /**
- * The config file as YAML (JSON is YAML 1.2, so `.json` files go through the same parser and get the
- * same line numbers). Parsed with `yaml`'s `parseDocument` + `LineCounter` so every problem can point
- * at its line; bounded in size and alias expansion; duplicate keys and prototype keys (`__proto__`,
- * `constructor`, `prototype`) are refused before any value reaches a JS object.
+ * The config file as YAML or JSON. YAML is parsed with `yaml`'s `parseDocument` + `LineCounter` so
+ * every problem can point at its line; JSON is parsed as JSON (`JSON.parse`: what is not strict JSON
+ * is an error at its line, not YAML that happens to read), and its tree is located through the same
+ * YAML parser (JSON is YAML 1.2). Bounded in size and alias expansion; duplicate keys and prototype
+ * keys (`__proto__`, `constructor`, `prototype`) are refused before any value reaches a JS object.
+ *
+ * Duplicate keys are found here, with one `Set` per mapping: `yaml`'s own `uniqueKeys` compares every
+ * key with every earlier one (40,000 keys took 21 s), so it is off.
  */
+
+/** Which language a config file is written in. */
+export type ConfigFormat = 'yaml' | 'json';
 export interface ParsedDocument {
   /** The plain data, or undefined when the file is not usable YAML. */
   readonly data: unknown;
@@ -16,7 +33,7 @@ export interface ParsedDocument {
   locate(path: Path): { line: number; col: number };
 }
 
-export function parseConfigText(text: string): ParsedDocument {
+export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): ParsedDocument {
   const problems: RawProblem[] = [];
   const lineCounter = new LineCounter();
   const atOffset = (offset: number | undefined) => {
@@ -45,17 +62,35 @@ export function parseConfigText(text: string): ParsedDocument {
   // logLevel silent: the parser must not print to the host's stderr; its warnings become problems.
   const doc = parseDocument(text, {
     lineCounter,
-    uniqueKeys: true,
+    uniqueKeys: false,
     merge: false,
     prettyErrors: true,
     logLevel: 'silent',
   });
   const located: Array<{ line: number; message: string }> = [];
-  for (const e of [...doc.errors, ...doc.warnings]) {
-    located.push({ line: e.linePos?.[0]?.line ?? 0, message: e.message.split('\n')[0]! });
+  let json: { data: unknown } | undefined;
+  if (format === 'json') {
+    json = parseJson(text, located);
+  } else {
+    for (const e of [...doc.errors, ...doc.warnings]) {
+      located.push({ line: e.linePos?.[0]?.line ?? 0, message: e.message.split('\n')[0]! });
+    }
   }
   const forbidden = new Set<string>(CONFIG_LIMITS.forbiddenKeys);
   visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const key = String(pair.key.value);
+        if (!seen.has(key)) {
+          seen.add(key);
+          continue;
+        }
+        const { line } = atOffset(pair.key.range?.[0]);
+        located.push({ line, message: `Map keys must be unique: \`${key.slice(0, 64)}\` is given twice` });
+      }
+    },
     Pair(_, pair) {
       if (pair.key !== null && !isScalar(pair.key)) {
         const { line } = atOffset((pair.key as Node).range?.[0]);
@@ -74,6 +109,7 @@ export function parseConfigText(text: string): ParsedDocument {
     for (const l of located) problems.push({ path: [], line: l.line, message: l.message, severity: 'error' });
     return { data: undefined, problems, locate };
   }
+  if (json !== undefined) return { data: json.data, problems, locate };
   try {
     const data = doc.toJS({ maxAliasCount: CONFIG_LIMITS.maxAliasCount });
     return { data, problems, locate };
@@ -87,15 +123,129 @@ export function parseConfigText(text: string): ParsedDocument {
   }
 }
 
+/** JSON.parse's verdict: the data, or the syntax error at its line (undefined then). */
+function parseJson(
+  text: string,
+  located: Array<{ line: number; message: string }>,
+): { data: unknown } | undefined {
+  try {
+    return { data: JSON.parse(text) as unknown };
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0]!.slice(0, 200);
+    located.push({ line: lineOf(text, jsonErrorOffset(text)), message: `not valid JSON: ${message}` });
+    return undefined;
+  }
+}
+
+const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+/**
+ * Where strict JSON (RFC 8259) first goes wrong in `text`: `JSON.parse` says why but, on Node 20, not
+ * always where. One linear pass; nesting is already bounded (64 levels) before this runs.
+ */
+export function jsonErrorOffset(text: string): number {
+  let i = 0;
+  const space = (): void => {
+    while (i < text.length && WS.has(text.charCodeAt(i))) i += 1;
+  };
+  const fail = (): never => {
+    throw i;
+  };
+  const string = (): void => {
+    i += 1;
+    for (;;) {
+      if (i >= text.length) fail();
+      const c = text.charCodeAt(i);
+      if (c === 0x22) {
+        i += 1;
+        return;
+      }
+      if (c < 0x20) fail();
+      if (c !== 0x5c) i += 1;
+      else if ('"\\/bfnrt'.includes(text[i + 1] ?? 'x')) i += 2;
+      else if (text[i + 1] === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) i += 6;
+      else fail();
+    }
+  };
+  const number = (): void => {
+    const m = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i, i + 400));
+    if (m === null) fail();
+    i += m![0].length;
+  };
+  const word = (w: string): void => {
+    if (!text.startsWith(w, i)) fail();
+    i += w.length;
+  };
+  const sequence = (close: string, item: () => void): void => {
+    i += 1;
+    space();
+    if (text[i] === close) {
+      i += 1;
+      return;
+    }
+    for (;;) {
+      item();
+      space();
+      if (text[i] === close) {
+        i += 1;
+        return;
+      }
+      if (text[i] !== ',') fail();
+      i += 1;
+    }
+  };
+  const member = (): void => {
+    space();
+    if (text[i] !== '"') fail();
+    string();
+    space();
+    if (text[i] !== ':') fail();
+    i += 1;
+    value();
+  };
+  function value(): void {
+    space();
+    const c = text[i];
+    if (c === '{') sequence('}', member);
+    else if (c === '[') sequence(']', value);
+    else if (c === '"') string();
+    else if (c === 't') word('true');
+    else if (c === 'f') word('false');
+    else if (c === 'n') word('null');
+    else if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) number();
+    else fail();
+  }
+  try {
+    value();
+    space();
+    return i;
+  } catch (offset) {
+    return Math.min(offset as number, text.length);
+  }
+}
+
+/** Each mapping's pairs by key, built on first use: locating many problems stays linear. */
+const indexes = new WeakMap<object, Map<string, Pair>>();
+
+function pairOf(map: { items: readonly unknown[] }, key: string): Pair | undefined {
+  let index = indexes.get(map);
+  if (index === undefined) {
+    index = new Map();
+    for (const p of map.items) {
+      if (isPair(p) && isScalar(p.key) && !index.has(String(p.key.value))) index.set(String(p.key.value), p);
+    }
+    indexes.set(map, index);
+  }
+  return index.get(key);
+}
+
 /** Offset of the key (for map entries) or the item (for list entries) at `path`, else the deepest found. */
 function nodeAt(root: Node | null, path: Path): number | undefined {
   let node: unknown = root;
   let offset = (root as Node | null)?.range?.[0];
   for (const seg of path) {
     if (isMap(node)) {
-      const pair = node.items.find(
-        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
-      );
+      const pair = pairOf(node, String(seg));
       if (pair === undefined) return offset;
       offset = (pair.key as Node).range?.[0] ?? offset;
       node = pair.value;

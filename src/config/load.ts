@@ -1,10 +1,12 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { InvalidOptionsError } from '../errors/options.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import { type EndpointConfig, type MeshDefaults, readBody, type ServiceConfig } from './body.js';
 import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from './constants.js';
 import type { DependencyConfig, ReadText } from './dependency.js';
-import { parseConfigText } from './document.js';
+import { type ConfigFormat, parseConfigText } from './document.js';
 import { type ConfigProblem, formatPath, formatProblem } from './problem.js';
 
 /**
@@ -29,12 +31,19 @@ export interface ConfigCheck {
   readonly problems: readonly ConfigProblem[];
 }
 
-export interface CheckOptions {
-  /** Name shown in problems. Default `prazo.config.yaml`. */
-  readonly file?: string;
+/** Options of {@link checkConfigText}, declared once. */
+export const CHECK_OPTIONS = defineOptions({
+  /** Name shown in problems; a name ending in `.json` is read as JSON. Default `prazo.config.yaml`. */
+  file: option.string({ maxLength: 4096 }),
   /** Reads a histogram file named in the config (paths relative to the config's directory). */
-  readonly readText?: ReadText;
-}
+  readText: option.fn<ReadText>(),
+  /** The file's language. Default: `json` for a `.json` file name, else `yaml`. */
+  format: option.oneOf<ConfigFormat, object>(['yaml', 'json']),
+});
+
+export type CheckOptions = OptionsOf<typeof CHECK_OPTIONS>;
+
+const formatOf = (file: string): ConfigFormat => (/\.json$/i.test(file) ? 'json' : 'yaml');
 
 /** Reads a text file with a size bound, without reading past it. */
 export function readBoundedText(path: string, maxBytes: number): string {
@@ -56,9 +65,10 @@ export function readBoundedText(path: string, maxBytes: number): string {
 
 /** Validates config text; never throws on bad content (problems are returned). */
 export function checkConfigText(text: string, options: CheckOptions = {}): ConfigCheck {
-  const file = options.file ?? DEFAULT_CONFIG_FILE;
-  const readText = options.readText ?? ((f: string) => readBoundedText(f, 16 * 1024 * 1024));
-  const doc = parseConfigText(text);
+  const o = readOptions('checkConfigText', CHECK_OPTIONS, options);
+  const file = o.file ?? DEFAULT_CONFIG_FILE;
+  const readText = o.readText ?? ((f: string) => readBoundedText(f, 16 * 1024 * 1024));
+  const doc = parseConfigText(text, o.format ?? formatOf(file));
   const raw = [...doc.problems];
   const body = doc.data === undefined ? undefined : readBody(doc.data, raw, readText);
   const problems = raw

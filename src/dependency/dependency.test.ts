@@ -125,7 +125,13 @@ describe('the deadline a call brings (#14)', () => {
   it('is capped by the ambient deadline: a callee never extends its caller', async () => {
     const clock = new FakeClock();
     // Attempt timeout ceil(1500 × 1.4) = 2100 ms: longer than what the caller has left.
-    const fast = createDependency({ name: 'fast', p99Ms: 1_500, attempts: 1, clock, defaultDeadlineMs: 60_000 });
+    const fast = createDependency({
+      name: 'fast',
+      p99Ms: 1_500,
+      attempts: 1,
+      clock,
+      defaultDeadlineMs: 60_000,
+    });
     let sent: Readonly<Record<string, string>> = {};
     const op = (ctx: AttemptContext) => {
       sent = ctx.headers;

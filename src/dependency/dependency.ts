@@ -51,9 +51,10 @@ function invalid(name: string, key: 'deadline' | 'idempotencyKey', value: unknow
 /**
  * The deadline a call runs under (SPEC D1, D5): the one given (a `Deadline`, or ms from now), else the
  * ambient one, else the default — and never later than the ambient one, so a callee cannot extend
- * the time its caller has (an explicit 28 s inside a 2 s request still gets 2 s).
+ * the time its caller has (an explicit 28 s inside a 2 s request still gets 2 s). Throws
+ * `InvalidOptionsError` for a `given` that is neither. For integrations that start calls of their own.
  */
-function callDeadline(
+export function callDeadline(
   given: Deadline | number | undefined,
   name: string,
   defaultDeadlineMs: number,

@@ -65,6 +65,9 @@ const range = (rule: { min?: number; max?: number; exclusiveMin?: boolean }): st
 
 const DEFAULT_MAX_LENGTH = 200;
 
+/** Unknown keys of one object reported one by one; past this, one line counts the rest. */
+const MAX_UNKNOWN_REPORTED = 20;
+
 /** The keys of `schema` and of the schemas nested in it, as dotted paths (for "did you mean"). */
 function nestedKeys(schema: OptionsSchema<Specs>, prefix: string, out: string[], depth: number): string[] {
   for (const key of schema.keys) {
@@ -138,9 +141,18 @@ export class OptionsValidator {
       const what = this.#mode === 'data' ? 'a mapping' : 'an object';
       this.problem(`${at.length === 0 ? 'options ' : ''}must be ${what}, got ${describe(raw)}`, at);
     }
+    let unknown = 0;
     for (const key of Object.keys(given)) {
-      if (!Object.hasOwn(schema.specs, key))
-        this.#unknown(schema as unknown as OptionsSchema<Specs>, key, at);
+      if (Object.hasOwn(schema.specs, key)) continue;
+      unknown += 1;
+      if (unknown <= MAX_UNKNOWN_REPORTED) this.#unknown(schema as unknown as OptionsSchema<Specs>, key, at);
+    }
+    if (unknown > MAX_UNKNOWN_REPORTED) {
+      const more = unknown - MAX_UNKNOWN_REPORTED;
+      this.problem(
+        `${at.length === 0 ? 'the options hold' : 'holds'} ${more} more unknown key(s), not listed`,
+        at,
+      );
     }
     const values: Record<string, unknown> = {};
     const failed = new Set<string>();

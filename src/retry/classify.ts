@@ -1,6 +1,8 @@
 import { systemClock } from '../clock/system.js';
 import { PrazoError } from '../errors/base.js';
 import { ErrorCode } from '../errors/codes.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { checkOptionKeys } from '../options/validator.js';
 import {
   BODY_TIMEOUT_CODES,
   CONNECT_FAILURE_CODES,
@@ -11,8 +13,6 @@ import {
   RESPONSE_TIMEOUT_CODES,
   RETRYABLE_STATUS,
 } from './constants.js';
-import { defineOptions, type OptionsOf, option } from '../options/declare.js';
-import { checkOptionKeys } from '../options/validator.js';
 import { retryAfterMs } from './retry-after.js';
 
 /**

@@ -29,6 +29,16 @@ describe('sample lists and CSV', () => {
     });
   });
 
+  it('CSV: a quoted field may hold a line break (RFC 4180), and errors name the line its record starts on (#14)', () => {
+    // Before: the record was cut at the break and failed with "unbalanced quote".
+    const d = parseCsv('latency_ms,note\n12,"first line\nsecond line"\n30,"a ""quote"", a comma"\n7,plain\n');
+    expect(d).toMatchObject({ successes: 3, p99: 30 });
+    expect(parseCsv('latency_ms,note\r\n5,"a\r\nb\r\n\r\nc"\r\n6,x\r\n')).toMatchObject({ successes: 2 });
+    expect(parseCsv('"latency\nms",x\n5,1\n', { column: 'latency\nms' }).successes).toBe(1);
+    expect(() => parseCsv('latency_ms,note\n12,"never\nends\n')).toThrow('line 2: unbalanced quote');
+    expect(() => parseCsv('latency_ms,note\n12,ok\nfast,"a\nb"\n')).toThrow(/^line 3: column latency_ms/);
+  });
+
   it('CSV errors point at the line and the column', () => {
     expect(() => parseCsv('a,b\n1,2\n')).toThrow(/line 1: no latency column/);
     expect(() => parseCsv('latency_ms\n5\nfast\n')).toThrow(

@@ -18,7 +18,7 @@ import {
  * optional outcome/status column for the healthy-window guard. The latency column is `column` when
  * given, else the first header that names a latency; its unit comes from the name (`_ms`, `_s`,
  * `_seconds`, `_us`), else from `unit` (default ms). Comma, semicolon or tab separated; RFC 4180
- * quoting within a line.
+ * quoting: a quoted field may hold the separator, `""` and line breaks.
  */
 export const CSV_OPTIONS = pickOptions(SOURCE_OPTIONS, ['column', 'unit']);
 
@@ -34,30 +34,59 @@ function unitOf(name: string): LatencyUnit | undefined {
   return undefined;
 }
 
-/** Splits one CSV line; throws on an unbalanced quote. */
-export function splitCsvLine(line: string, separator: string, lineNo: number): string[] {
-  const fields: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i += 1) {
-    const ch = line[i]!;
-    if (quoted) {
-      if (ch === '"' && line[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else if (ch === '"') quoted = false;
-      else field += ch;
-    } else if (ch === '"' && field.trim() === '') {
-      quoted = true;
-      field = '';
-    } else if (ch === separator) {
-      fields.push(field);
-      field = '';
-    } else field += ch;
+/**
+ * RFC 4180 records from lines: a quoted field may hold the separator, `""` for a quote, and line
+ * breaks (the record then goes on on the next line). One pass over the text, whatever the breaks.
+ */
+class CsvRecords {
+  readonly #separator: string;
+  #fields: string[] = [];
+  #field = '';
+  #quoted = false;
+  /** Line number (1-based) the record being read starts at, or 0 between records. */
+  start = 0;
+
+  constructor(separator: string) {
+    this.#separator = separator;
   }
-  if (quoted) throw new SourceError(lineNo, 'unbalanced quote');
-  fields.push(field);
-  return fields;
+
+  /** True while a record is open (a quoted field crossed a line break). */
+  get open(): boolean {
+    return this.start !== 0;
+  }
+
+  /** Feeds one line; returns the record's fields when the line completes it. */
+  feed(line: string, lineNo: number): string[] | undefined {
+    if (this.start === 0) this.start = lineNo;
+    else this.#field += '\n'; // the break was inside a quoted field
+    for (let i = 0; i < line.length; i += 1) {
+      const ch = line[i]!;
+      if (this.#quoted) {
+        if (ch === '"' && line[i + 1] === '"') {
+          this.#field += '"';
+          i += 1;
+        } else if (ch === '"') this.#quoted = false;
+        else this.#field += ch;
+      } else if (ch === '"' && this.#field.trim() === '') {
+        this.#quoted = true;
+        this.#field = '';
+      } else if (ch === this.#separator) {
+        this.#fields.push(this.#field);
+        this.#field = '';
+      } else this.#field += ch;
+    }
+    if (this.#quoted) return undefined;
+    const fields = [...this.#fields, this.#field];
+    this.#fields = [];
+    this.#field = '';
+    this.start = 0;
+    return fields;
+  }
+
+  /** Throws when the text ended inside a quoted field. */
+  end(): void {
+    if (this.open) throw new SourceError(this.start, 'unbalanced quote: the quoted field never ends');
+  }
 }
 
 export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistribution {
@@ -73,7 +102,15 @@ export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistrib
       : headerLine.includes(';')
         ? ';'
         : ',';
-  const header = splitCsvLine(headerLine, separator, headerIndex + 1).map((h) => h.trim().toLowerCase());
+  const records = new CsvRecords(separator);
+  let at = headerIndex;
+  let headerFields = records.feed(headerLine, headerIndex + 1);
+  while (headerFields === undefined && at + 1 < lines.length) {
+    at += 1;
+    headerFields = records.feed(lines[at]!, at + 1);
+  }
+  records.end();
+  const header = headerFields!.map((h) => h.trim().toLowerCase());
   const wanted = options.column?.trim().toLowerCase();
   const col = wanted !== undefined ? header.indexOf(wanted) : header.findIndex((h) => LATENCY_NAMES.test(h));
   if (col < 0) {
@@ -95,14 +132,16 @@ export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistrib
   const success: number[] = [];
   let errors = 0;
   let timeouts = 0;
-  for (let i = headerIndex + 1; i < lines.length; i += 1) {
+  for (let i = at + 1; i < lines.length; i += 1) {
     const line = lines[i]!;
-    if (line.trim() === '' || line.startsWith('#')) continue;
-    const fields = splitCsvLine(line, separator, i + 1);
+    if (!records.open && (line.trim() === '' || line.startsWith('#'))) continue;
+    const first = records.open ? records.start : i + 1;
+    const fields = records.feed(line, i + 1);
+    if (fields === undefined) continue;
     const value = parseLatency(fields[col] ?? '');
     if (value === undefined || !(value * UNIT_TO_MS[unit] <= SOURCE_LIMITS.maxLatencyMs)) {
       throw new SourceError(
-        i + 1,
+        first,
         `column ${header[col]} is not a latency: ${JSON.stringify((fields[col] ?? '').slice(0, 40))}`,
       );
     }
@@ -111,6 +150,7 @@ export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistrib
     else if (outcome === 'timeout') timeouts += 1;
     else errors += 1;
   }
+  records.end();
   if (success.length + errors + timeouts === 0) throw new SourceError(0, 'no data rows in CSV');
   return fromSamples('csv', Float64Array.from(success), errors, timeouts, notes);
 }

@@ -8,7 +8,8 @@ import { cliContext, ExitCode } from '../context.js';
 /**
  * `prazo check [file]`: validates the central config (SPEC C7) and its budgets (SPEC B1, B2), printing
  * every problem as `file:line:col: severity: key: message`, then what the file yields: each
- * dependency's calibrated timeouts and each endpoint's slices. Exit 2 on errors, 1 on warnings with
+ * dependency's calibrated timeouts and each endpoint's slices. Problems go to stderr, what the file
+ * yields to stdout (`--json`: the whole report on stdout). Exit 2 on errors, 1 on warnings with
  * `--strict`, else 0.
  */
 export function register(program: Command): void {
@@ -24,11 +25,18 @@ export function register(program: Command): void {
       const problems = result.problems.map((p) => ({ ...p, file }));
       const errors = problems.filter((p) => p.severity === 'error').length;
       const warnings = problems.length - errors;
-      if (flags.json)
+      const counts = `${errors} error(s), ${warnings} warning(s)`;
+      if (flags.json) {
         context.io.stdout(
           `${JSON.stringify({ file, errors, warnings, problems, summary: summary(result) }, null, 2)}\n`,
         );
-      else context.io.stdout(render(file, { ...result, problems }, errors, warnings));
+        if (errors > 0) context.io.stderr(`prazo check: ${file}: ${counts}\n`);
+      } else {
+        // Diagnostics on stderr (an exit-2 run prints nothing on stdout); what the file yields on stdout.
+        for (const p of problems) context.io.stderr(`${formatProblem(p)}\n`);
+        if (result.config !== undefined) context.io.stdout(render(file, result, counts));
+        else context.io.stderr(`\n${counts}\n`);
+      }
       context.exitCode =
         errors > 0 ? ExitCode.badInput : flags.strict && warnings > 0 ? ExitCode.warnings : ExitCode.ok;
     });
@@ -50,9 +58,8 @@ function summary(result: ConfigCheck) {
   };
 }
 
-function render(file: string, result: ConfigCheck, errors: number, warnings: number): string {
+function render(file: string, result: ConfigCheck, counts: string): string {
   let out = '';
-  for (const p of result.problems) out += `${formatProblem(p)}\n`;
   if (result.config !== undefined) {
     out += `${file}: ok\n\ndependencies (p99 → connect / response × attempts)\n`;
     for (const d of result.config.dependencies.values()) {
@@ -69,7 +76,7 @@ function render(file: string, result: ConfigCheck, errors: number, warnings: num
       }
     }
   }
-  out += `\n${errors} error(s), ${warnings} warning(s)\n`;
+  out += `\n${counts}\n`;
   return out;
 }
 
