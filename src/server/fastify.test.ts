@@ -138,7 +138,8 @@ describe('fastifyDeadline (real Fastify 5 on 127.0.0.1)', () => {
     }, {});
     const late = await request(`${url}/late`);
     expect(late.statusCode).toBe(504);
-    expect(await late.body.json()).toMatchObject({ error: 'DEADLINE_INSUFFICIENT' });
+    expect(late.headers['cache-control']).toBe('no-store');
+    expect(await late.body.json()).toMatchObject({ statusCode: 504, code: 'DEADLINE_INSUFFICIENT' });
     const bad = await request(`${url}/bad`);
     expect(bad.statusCode).toBe(409);
     expect(await bad.body.json()).toMatchObject({ message: 'nope' });
@@ -147,7 +148,49 @@ describe('fastifyDeadline (real Fastify 5 on 127.0.0.1)', () => {
     await boom.body.dump();
   });
 
-  it('refuses invalid options at register time', async () => {
+  it('takes no error handler: registers after the app set its own, even with allowErrorHandlerOverride: false (#14)', async () => {
+    const app = Fastify({ allowErrorHandlerOverride: false });
+    apps.push(app);
+    app.setErrorHandler((error, _req, reply) => {
+      void reply.send({ mine: true, message: (error as Error).message });
+    });
+    // Before: FST_ERR_ERROR_HANDLER_ALREADY_SET at start-up (the plugin set the root error handler).
+    await app.register(fastifyDeadline, { prefix: '/ignored', logLevel: 'warn' } as never);
+    app.get('/late', async () => {
+      throw new DeadlineInsufficientError({ dependency: 'supplier', remainingMs: 10, neededMs: 250 });
+    });
+    app.get('/boom', async () => {
+      throw new Error('boom');
+    });
+    await app.register(async (child) => {
+      child.setErrorHandler((error, _req, reply) => {
+        void reply.send({ child: true, code: (error as { code?: string }).code });
+      });
+      child.get('/child-late', async () => {
+        throw new DeadlineInsufficientError({ dependency: 'x', remainingMs: 1, neededMs: 2 });
+      });
+    });
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    const late = await request(`${url}/late`);
+    expect([late.statusCode, await late.body.json()]).toEqual([
+      504,
+      { mine: true, message: expect.any(String) },
+    ]);
+    const boom = await request(`${url}/boom`);
+    expect([boom.statusCode, await boom.body.json()]).toEqual([200, { mine: true, message: 'boom' }]); // the app's own handler decides (it set no code)
+    const child = await request(`${url}/child-late`);
+    expect([child.statusCode, await child.body.json()]).toEqual([
+      504,
+      { child: true, code: 'DEADLINE_INSUFFICIENT' },
+    ]);
+  });
+
+  it('refuses invalid options at register time, a misspelt one with the name it was meant to be', async () => {
+    const misspelt = Fastify();
+    apps.push(misspelt);
+    await expect(misspelt.register(fastifyDeadline, { maxMS: 2_000 } as never)).rejects.toThrow(
+      /unknown option `maxMS`; did you mean `maxMs`\?/,
+    );
     const app = Fastify();
     apps.push(app);
     await expect(app.register(fastifyDeadline, { maxMs: -1, defaultMs: 0 })).rejects.toSatisfy(

@@ -5,7 +5,10 @@ import { EXPIRED_STATUS_CODE } from './constants.js';
 import { attachFields, type DeadlineFields } from './fields.js';
 import { type ResolvedServerOptions, resolveServerOptions, type ServerDeadlineOptions } from './options.js';
 import { admitRequest } from './request.js';
-import { errorAnswer, expiredBody, isDeadlineError } from './respond.js';
+import { expiredBody, isDeadlineError } from './respond.js';
+
+/** Keys of Fastify's own register options, which reach the plugin's options too. */
+const REGISTER_OPTIONS = ['prefix', 'logLevel', 'logSerializers'] as const;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,7 +44,14 @@ const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
 ) => {
   let resolved: ResolvedServerOptions;
   try {
-    resolved = resolveServerOptions('fastifyDeadline', 'fastify', options);
+    // Fastify hands a plugin its register options too (`prefix`, `logLevel`...): not ours to judge.
+    const {
+      prefix: _p,
+      logLevel: _l,
+      logSerializers: _s,
+      ...own
+    } = options as ServerDeadlineOptions & Record<(typeof REGISTER_OPTIONS)[number], unknown>;
+    resolved = resolveServerOptions('fastifyDeadline', 'fastify', own);
   } catch (error) {
     done(error as Error);
     return;
@@ -49,15 +59,15 @@ const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
   instance.decorateRequest('deadline', null as unknown as Deadline);
   instance.decorateRequest('prazoSignal', null as unknown as AbortSignal);
   instance.addHook('onRequest', onRequest(resolved));
-  // Deadline errors thrown by routes become 504 with the same small body (SPEC D6); anything else is
-  // sent on to Fastify's own handler unchanged. A handler the user sets later replaces this one.
-  instance.setErrorHandler((error, _request, reply) => {
-    if (!isDeadlineError(error)) {
-      void reply.send(error);
-      return;
-    }
-    const { status, body } = errorAnswer(error);
-    void reply.code(status).header('cache-control', 'no-store').send(body);
+  // A route failing with a deadline error is answered 504 (SPEC D6) without taking the error handler:
+  // `onError` runs before whichever handler applies (the app's own, in any encapsulation context, or
+  // Fastify's default), and a status set there is the one that handler answers with. Setting the root
+  // error handler instead broke apps with `allowErrorHandlerOverride: false` (FST_ERR_ERROR_HANDLER_
+  // ALREADY_SET) and was silently replaced by any handler set after it.
+  instance.addHook('onError', (_request, reply, error, next) => {
+    if (isDeadlineError(error) && !reply.sent)
+      void reply.code(EXPIRED_STATUS_CODE).header('cache-control', 'no-store');
+    next();
   });
   done();
 };
@@ -68,7 +78,9 @@ const plugin: FastifyPluginCallback<ServerDeadlineOptions> = (
  * without depending on it), so register it before the routes. Every request gets `request.deadline`
  * and `request.prazoSignal` and runs inside the ambient deadline; an already expired request is
  * answered 504 from the `onRequest` hook, before body parsing and without running the handler, and a
- * route failing with a deadline error (exceeded or insufficient) is answered 504 instead of 500.
+ * route failing with a deadline error (exceeded or insufficient) is answered 504 instead of 500, in
+ * the format of whichever error handler applies (Fastify's default: `{ statusCode: 504, code:
+ * 'DEADLINE_EXCEEDED', error: 'Gateway Timeout', message }`). It sets no error handler of its own.
  */
 export const fastifyDeadline: FastifyPluginCallback<ServerDeadlineOptions> = Object.assign(plugin, {
   [Symbol.for('skip-override')]: true,
