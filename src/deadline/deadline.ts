@@ -47,6 +47,11 @@ export function isDeadline(value: unknown): value is Deadline {
  * and into a relative delay only when a timer is armed (grpc-js's `deadline.ts` does the same).
  */
 export class Deadline {
+  /** `instanceof Deadline` holds for a deadline of another installed copy of prazo too (its methods). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return isDeadline(value);
+  }
+
   /** Monotonic instant (the clock's `now()` scale) at which the deadline passes. */
   readonly at: number;
   readonly clock: Clock;

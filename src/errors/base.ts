@@ -1,10 +1,38 @@
 import type { ErrorCode } from './codes.js';
 
 /**
+ * The brand every prazo error carries, under a registry symbol (`Symbol.for`, as undici's errors do):
+ * the same symbol in every installed copy of prazo, so an error thrown by one copy (a library's
+ * dependency) is recognised by another's guards and `instanceof` — two copies of a class never are
+ * `instanceof` each other otherwise.
+ */
+const BRAND = Symbol.for('prazo.error');
+
+const hasBrand = (value: unknown): value is PrazoError =>
+  value !== null &&
+  typeof value === 'object' &&
+  (value as Record<symbol, unknown>)[BRAND] === true &&
+  typeof (value as { code?: unknown }).code === 'string';
+
+/**
  * The one base class of every prazo failure. Match on `code` (stable strings) or on the subclass;
  * never on `message`, which is for humans and may be reworded.
+ *
+ * `instanceof` works across installed copies: `x instanceof DeadlineExceededError` is true for a
+ * branded error whose `code` is that class's, whichever copy made it (a class declares its codes in
+ * `prazoCodes`; a subclass of your own that declares none is matched the ordinary way).
  */
 export class PrazoError extends Error {
+  /** The codes this class stands for, for `instanceof` across copies. */
+  protected static readonly prazoCodes: readonly string[] | undefined = undefined;
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this === PrazoError) return hasBrand(value);
+    if (!Object.hasOwn(this, 'prazoCodes')) return Function.prototype[Symbol.hasInstance].call(this, value);
+    const codes = (this as unknown as { prazoCodes: readonly string[] }).prazoCodes;
+    return hasBrand(value) && codes.includes(value.code);
+  }
+
   readonly code: ErrorCode;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
@@ -14,7 +42,9 @@ export class PrazoError extends Error {
   }
 }
 
-/** True for any error prazo produced. */
+Object.defineProperty(PrazoError.prototype, BRAND, { value: true });
+
+/** True for any error prazo produced, by this installed copy or another (its brand, not `instanceof`). */
 export function isPrazoError(error: unknown): error is PrazoError {
-  return error instanceof PrazoError;
+  return hasBrand(error);
 }

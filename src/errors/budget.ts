@@ -16,6 +16,7 @@ export interface RetryBudgetExhaustedDetails {
  * budget doing its job in an incident, not a bug. `cause` holds the failure that was not retried.
  */
 export class RetryBudgetExhaustedError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.RETRY_BUDGET_EXHAUSTED];
   readonly dependency: string;
   readonly originals: number;
   readonly extras: number;

@@ -9,6 +9,8 @@ export const ErrorCode = Object.freeze({
   BODY_TIMEOUT: 'BODY_TIMEOUT',
   RETRY_BUDGET_EXHAUSTED: 'RETRY_BUDGET_EXHAUSTED',
   INVALID_OPTIONS: 'INVALID_OPTIONS',
+  /** A latency file (histogram, CSV, samples) that cannot be read as one. */
+  INVALID_SOURCE: 'INVALID_SOURCE',
 } as const);
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

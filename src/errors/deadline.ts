@@ -16,6 +16,7 @@ export interface DeadlineExceededDetails {
  * Distinct from a caller aborting on its own, which rejects with the caller's own reason.
  */
 export class DeadlineExceededError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.DEADLINE_EXCEEDED];
   readonly phase = 'deadline' as const;
   readonly dependency: string | undefined;
   readonly elapsedMs: number | undefined;
@@ -46,6 +47,7 @@ export interface DeadlineInsufficientDetails {
  * would be thrown away turns into an instant error.
  */
 export class DeadlineInsufficientError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.DEADLINE_INSUFFICIENT];
   readonly dependency: string;
   readonly remainingMs: number;
   readonly neededMs: number;

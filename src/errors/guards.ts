@@ -1,4 +1,4 @@
-import { PrazoError } from './base.js';
+import { isPrazoError, type PrazoError } from './base.js';
 import type { RetryBudgetExhaustedError } from './budget.js';
 import { ErrorCode } from './codes.js';
 import type { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
@@ -10,10 +10,11 @@ import type {
   ResponseTimeoutError,
 } from './timeout.js';
 
+/** A guard by stable code over the brand: true for an error of another installed copy of prazo too. */
 const hasCode =
   <T extends PrazoError>(code: ErrorCode) =>
   (error: unknown): error is T =>
-    error instanceof PrazoError && error.code === code;
+    isPrazoError(error) && error.code === code;
 
 export const isDeadlineExceeded = hasCode<DeadlineExceededError>(ErrorCode.DEADLINE_EXCEEDED);
 export const isDeadlineInsufficient = hasCode<DeadlineInsufficientError>(ErrorCode.DEADLINE_INSUFFICIENT);
@@ -40,4 +41,9 @@ export function isTimeoutError(
     isResponseTimeout(error) ||
     isBodyTimeout(error)
   );
+}
+
+/** True for the errors that mean "out of time" for the whole call (exceeded or insufficient): a 504, not a 500. */
+export function isDeadlineError(error: unknown): error is DeadlineExceededError | DeadlineInsufficientError {
+  return isDeadlineExceeded(error) || isDeadlineInsufficient(error);
 }

@@ -6,6 +6,7 @@ import { ErrorCode } from './codes.js';
  * them in one pass ("`attempts` must be an integer in [1, 10], got 0").
  */
 export class InvalidOptionsError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.INVALID_OPTIONS];
   /** Where the options were given (a function name, or `file:line`). */
   readonly context: string;
   readonly problems: readonly string[];

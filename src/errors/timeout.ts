@@ -22,6 +22,12 @@ type PhaseCode =
  * server took the work and is slow (do not pile on); body = the stream stalled mid-way.
  */
 export abstract class PhaseTimeoutError extends PrazoError {
+  protected static override readonly prazoCodes: readonly string[] = [
+    ErrorCode.QUEUE_TIMEOUT,
+    ErrorCode.CONNECT_TIMEOUT,
+    ErrorCode.RESPONSE_TIMEOUT,
+    ErrorCode.BODY_TIMEOUT,
+  ];
   abstract readonly phase: 'queue' | 'connect' | 'response' | 'body';
   readonly dependency: string;
   readonly elapsedMs: number;
@@ -46,6 +52,7 @@ export abstract class PhaseTimeoutError extends PrazoError {
  * (kept out of the recorder) and another attempt is safe whatever the method.
  */
 export class QueueTimeoutError extends PhaseTimeoutError {
+  protected static override readonly prazoCodes = [ErrorCode.QUEUE_TIMEOUT];
   readonly phase = 'queue' as const;
   constructor(details: PhaseTimeoutDetails) {
     super(ErrorCode.QUEUE_TIMEOUT, 'queue', details);
@@ -54,6 +61,7 @@ export class QueueTimeoutError extends PhaseTimeoutError {
 
 /** No connection within the connect timeout: treat the instance as down. */
 export class ConnectTimeoutError extends PhaseTimeoutError {
+  protected static override readonly prazoCodes = [ErrorCode.CONNECT_TIMEOUT];
   readonly phase = 'connect' as const;
   constructor(details: PhaseTimeoutDetails) {
     super(ErrorCode.CONNECT_TIMEOUT, 'connect', details);
@@ -62,6 +70,7 @@ export class ConnectTimeoutError extends PhaseTimeoutError {
 
 /** Connected and sent, but no response head within the response timeout. */
 export class ResponseTimeoutError extends PhaseTimeoutError {
+  protected static override readonly prazoCodes = [ErrorCode.RESPONSE_TIMEOUT];
   readonly phase = 'response' as const;
   constructor(details: PhaseTimeoutDetails) {
     super(ErrorCode.RESPONSE_TIMEOUT, 'response', details);
@@ -70,6 +79,7 @@ export class ResponseTimeoutError extends PhaseTimeoutError {
 
 /** The response body stopped flowing for longer than the body timeout. */
 export class BodyTimeoutError extends PhaseTimeoutError {
+  protected static override readonly prazoCodes = [ErrorCode.BODY_TIMEOUT];
   readonly phase = 'body' as const;
   constructor(details: PhaseTimeoutDetails) {
     super(ErrorCode.BODY_TIMEOUT, 'body', details);

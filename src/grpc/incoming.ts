@@ -29,7 +29,12 @@ export function readCallDeadline(
 ): IncomingDeadline {
   const headers: Record<string, string> = {};
   const epoch = grpcDeadlineEpochMs(call.getDeadline());
-  if (epoch !== undefined) headers[DeadlineHeaders.grpcTimeout] = formatGrpcTimeout(epoch - clock.epochNow());
+  if (epoch !== undefined) {
+    // Read here, never sent: a call already out of time must read as expired (`0m`), which the wire
+    // format cannot say (`formatGrpcTimeout` writes at least `1n`).
+    const left = epoch - clock.epochNow();
+    headers[DeadlineHeaders.grpcTimeout] = left > 0 ? formatGrpcTimeout(left) : '0m';
+  }
   for (const name of [DeadlineHeaders.epochMs, DeadlineHeaders.envoyExpected]) {
     const value = firstString(call.metadata, name);
     if (value !== undefined) headers[name] = value;

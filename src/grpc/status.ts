@@ -1,6 +1,6 @@
 import { Metadata, type StatusObject, status } from '@grpc/grpc-js';
 import { isPrazoError, type PrazoError } from '../errors/base.js';
-import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
+import { isDeadlineError } from '../errors/guards.js';
 import { DETAILS_PREFIX } from './constants.js';
 
 /**
@@ -13,11 +13,6 @@ import { DETAILS_PREFIX } from './constants.js';
 
 /** A status object carrying the prazo error that produced it. */
 export type PrazoStatusObject = StatusObject & { readonly cause: PrazoError };
-
-/** True for prazo's deadline errors (exceeded or insufficient). */
-export function isDeadlineFailure(error: unknown): error is PrazoError {
-  return isDeadlineExceeded(error) || isDeadlineInsufficient(error);
-}
 
 /** The `DEADLINE_EXCEEDED` status for a prazo deadline error. */
 export function deadlineStatus(error: PrazoError): PrazoStatusObject {
@@ -34,7 +29,7 @@ export function deadlineStatus(error: PrazoError): PrazoStatusObject {
  * (grpc-js would otherwise report prazo's string `code` as UNKNOWN); anything else is returned as is.
  */
 export function toGrpcError<E>(error: E): E | PrazoStatusObject {
-  return isDeadlineFailure(error) ? deadlineStatus(error) : error;
+  return isDeadlineError(error) ? deadlineStatus(error) : error;
 }
 
 /** The prazo error behind a gRPC error the caller received, when there is one. */

@@ -1,5 +1,5 @@
 import { systemClock } from '../clock/system.js';
-import { PrazoError } from '../errors/base.js';
+import { isPrazoError, type PrazoError } from '../errors/base.js';
 import { ErrorCode } from '../errors/codes.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { checkOptionKeys } from '../options/validator.js';
@@ -130,7 +130,7 @@ function fromAggregate(errors: readonly unknown[], options: ClassifyOptions, dep
 
 function classify(failure: unknown, options: ClassifyOptions, depth: number): FailureVerdict {
   if (failure === null || typeof failure !== 'object' || depth > MAX_CAUSE_DEPTH) return NO;
-  if (failure instanceof PrazoError) return fromPrazo(failure, options);
+  if (isPrazoError(failure)) return fromPrazo(failure, options);
   const x = failure as Record<string, unknown>;
   const status = statusOf(x);
   if (status !== undefined) {

@@ -1,7 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { DeadlineSource } from '../deadline/headers.js';
 import { ErrorCode } from '../errors/codes.js';
-import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
+import { isDeadlineError } from '../errors/guards.js';
+
+export { isDeadlineError } from '../errors/guards.js';
+
 import { EXPIRED_STATUS_CODE, HANDLER_ERROR_STATUS_CODE } from './constants.js';
 
 /** The small JSON body of a deadline answer: a machine-readable code and a line for humans. */
@@ -38,11 +41,6 @@ export function expiredBody(source: DeadlineSource): DeadlineErrorBody {
 /** Answers 504 to a request that arrived with its deadline gone (SPEC D2): no handler work. */
 export function writeExpired(res: ServerResponse, source: DeadlineSource): void {
   writeJson(res, EXPIRED_STATUS_CODE, expiredBody(source));
-}
-
-/** True for the errors that mean "out of time" and deserve a 504 rather than a 500. */
-export function isDeadlineError(error: unknown): boolean {
-  return isDeadlineExceeded(error) || isDeadlineInsufficient(error);
 }
 
 /** Status and body for an error a handler failed with: 504 for deadline errors, else 500. */

@@ -1,3 +1,5 @@
+import { PrazoError } from '../../errors/base.js';
+import { ErrorCode } from '../../errors/codes.js';
 import type { LatencySnapshot } from '../../latency/types.js';
 import { defineOptions, option } from '../../options/declare.js';
 
@@ -42,11 +44,13 @@ export const SOURCE_OPTIONS = defineOptions({
 export const UNIT_TO_MS: Readonly<Record<LatencyUnit, number>> = Object.freeze({ s: 1000, ms: 1, us: 0.001 });
 
 /** Bad input, with the 1-based line it was found on (0 when it concerns the whole file). */
-export class SourceError extends Error {
+/** A latency file that cannot be read as one (code `INVALID_SOURCE`), naming its line when it has one. */
+export class SourceError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.INVALID_SOURCE];
+  /** 1-based line of the problem, 0 for the file as a whole. */
   readonly line: number;
   constructor(line: number, message: string) {
-    super(line > 0 ? `line ${line}: ${message}` : message);
-    this.name = 'SourceError';
+    super(ErrorCode.INVALID_SOURCE, line > 0 ? `line ${line}: ${message}` : message);
     this.line = line;
   }
 }
