@@ -26,13 +26,6 @@ export class PrazoError extends Error {
   /** The codes this class stands for, for `instanceof` across copies. */
   protected static readonly prazoCodes: readonly string[] | undefined = undefined;
 
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    if (this === PrazoError) return hasBrand(value);
-    if (!Object.hasOwn(this, 'prazoCodes')) return Function.prototype[Symbol.hasInstance].call(this, value);
-    const codes = (this as unknown as { prazoCodes: readonly string[] }).prazoCodes;
-    return hasBrand(value) && codes.includes(value.code);
-  }
-
   readonly code: ErrorCode;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
@@ -43,6 +36,20 @@ export class PrazoError extends Error {
 }
 
 Object.defineProperty(PrazoError.prototype, BRAND, { value: true });
+
+/**
+ * `instanceof` for PrazoError and its subclasses (inherited as a static): the brand for PrazoError
+ * itself, the brand and one of its `prazoCodes` for a class that declares them, the prototype chain
+ * for a subclass that declares none.
+ */
+function matches(this: typeof PrazoError, value: unknown): boolean {
+  if (this === PrazoError) return hasBrand(value);
+  if (!Object.hasOwn(this, 'prazoCodes')) return Function.prototype[Symbol.hasInstance].call(this, value);
+  const codes = (this as unknown as { prazoCodes: readonly string[] }).prazoCodes;
+  return hasBrand(value) && codes.includes(value.code);
+}
+
+Object.defineProperty(PrazoError, Symbol.hasInstance, { value: matches });
 
 /** True for any error prazo produced, by this installed copy or another (its brand, not `instanceof`). */
 export function isPrazoError(error: unknown): error is PrazoError {

@@ -129,7 +129,9 @@ describe('errors across two installed copies of prazo (#14 item 4)', () => {
     const [a, b] = copies;
     const deadline = (a!.root.Deadline as { after(ms: number): object }).after(5_000);
     expect(deadline instanceof (b!.root.Deadline as new () => object)).toBe(true);
-    const dependency = (b!.root.createDependency as (o: unknown) => { execute: Function })({
+    const dependency = (
+      b!.root.createDependency as (o: unknown) => { execute: (op: unknown, o: unknown) => Promise<number> }
+    )({
       name: 'x',
       p99Ms: 10,
     });
