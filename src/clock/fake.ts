@@ -1,12 +1,17 @@
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import { type Clock, clampDelay, type Timer } from './clock.js';
 import { type HeapTimer, TimerHeap } from './timer-heap.js';
 
-export interface FakeClockOptions {
-  /** Initial monotonic reading in ms. Default 0. */
-  readonly now?: number;
-  /** Initial wall-clock epoch in ms. Default 1_700_000_000_000 (2023-11-14T22:13:20Z). */
-  readonly epoch?: number;
-}
+/** Options of {@link FakeClock}, declared once. */
+export const FAKE_CLOCK_OPTIONS = defineOptions({
+  /** Initial monotonic reading in ms. Default 0; any finite number. */
+  now: option.number({ default: 0, unit: 'ms' }),
+  /** Initial wall-clock epoch in ms. Default 1_700_000_000_000 (2023-11-14T22:13:20Z); >= 0. */
+  epoch: option.number({ default: 1_700_000_000_000, unit: 'ms', min: 0 }),
+});
+
+export type FakeClockOptions = OptionsOf<typeof FAKE_CLOCK_OPTIONS>;
 
 /**
  * A clock that only moves when told to. Timers fire in due order (ties in arming order) and, while
@@ -29,8 +34,9 @@ export class FakeClock implements Clock {
   #io: Array<() => void> = [];
 
   constructor(options: FakeClockOptions = {}) {
-    this.#now = options.now ?? 0;
-    this.#epochOffset = (options.epoch ?? 1_700_000_000_000) - this.#now;
+    const { now, epoch } = readOptions('FakeClock', FAKE_CLOCK_OPTIONS, options);
+    this.#now = now;
+    this.#epochOffset = epoch - now;
   }
 
   now(): number {

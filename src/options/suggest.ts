@@ -3,13 +3,17 @@
  * meant to be. Case, `_`, `-` and `.` are ignored (`maxratio`, `max_ratio`, `windowMS`), then the closest
  * name by edit distance (insertions, deletions, substitutions and swaps of neighbours count one each)
  * wins if it is close enough for the name's length: none below 4 characters, one edit up to 7, two
- * from 8 on; a name cut short (`slice` for `slice_ms`) counts as one edit.
+ * from 8 on; a name cut short (`slice` for `slice_ms`) or in the other number (`dependency`) counts as
+ * one edit.
  * Inputs are bounded (64 characters), so a hostile key costs O(64²) per candidate at most.
  */
 
 const MAX_LENGTH = 64;
 
 const normalise = (name: string): string => name.toLowerCase().replace(/[_.-]/g, '');
+
+/** `dependencies` → `dependency`, `attempts` → `attempt`: the name in the singular, roughly. */
+const singular = (name: string): string => name.replace(/ies$/, 'y').replace(/s$/, '');
 
 /** Most edits a name of `length` characters may be away from its suggestion (none below 4: noise). */
 const allowance = (length: number): number => (length >= 8 ? 2 : length >= 4 ? 1 : 0);
@@ -46,13 +50,16 @@ export function closestName(given: string, candidates: Iterable<string>): string
   const target = normalise(given);
   const limit = allowance(target.length);
   let best: string | undefined;
-  let bestDistance = limit + 1;
+  let bestDistance = Number.POSITIVE_INFINITY;
   for (const candidate of candidates) {
     if (candidate.length > MAX_LENGTH) continue;
     const near = normalise(candidate);
-    // A name cut short (`slice` for `slice_ms`, `attempt` for `attempts`) is one edit away.
-    const cut = target.length >= 4 && near.startsWith(target) ? 1 : Number.POSITIVE_INFINITY;
-    const d = Math.min(cut, editDistance(target, near, Math.min(limit, bestDistance - 1)));
+    // A name cut short (`p99` for `p99Ms`, `slice` for `slice_ms`) or in the other number
+    // (`dependency` for `dependencies`) is one edit away.
+    const cut = target.length >= 3 && near.startsWith(target) ? 1 : Number.POSITIVE_INFINITY;
+    const plural = target.length >= 4 && singular(target) === singular(near) ? 1 : Number.POSITIVE_INFINITY;
+    const edits = editDistance(target, near, limit);
+    const d = Math.min(cut, plural, edits <= limit ? edits : Number.POSITIVE_INFINITY);
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;

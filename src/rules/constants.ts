@@ -48,9 +48,6 @@ export const RULE_DEFAULTS = Object.freeze({
   sliceFor: '15m',
 });
 
-/** Defaults for a dependency whose config omits its budget (the retry budget's own defaults, SPEC R1). */
-export const DEPENDENCY_DEFAULTS = Object.freeze({ maxRatio: 0.1, minPerSecond: 3 });
-
 /** Alert names: stable, so silences and routes keep matching across regenerations. */
 export const ALERTS = Object.freeze({
   retryRatioHigh: 'PrazoRetryRatioHigh',

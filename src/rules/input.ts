@@ -1,5 +1,7 @@
+import { RETRY_BUDGET_OPTIONS } from '../budget/options.js';
+import { CALIBRATE_TIMEOUT_OPTIONS } from '../calibrate/options.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
-import { DEPENDENCY_DEFAULTS } from './constants.js';
 import { NAMING_SCHEMES, type NamingScheme } from './names.js';
 
 /**
@@ -8,36 +10,63 @@ import { NAMING_SCHEMES, type NamingScheme } from './names.js';
  * generators can be fed by anything (a test, another config format).
  */
 
-export interface RulesDependency {
-  readonly name: string;
-  /** The retry budget's ratio: extra attempts allowed per original request. Default 0.1; [0, 10]. */
-  readonly maxRatio?: number;
-  /** The budget's floor, extra attempts per second. Default 3; >= 0. */
-  readonly minPerSecond?: number;
-  /** Whether the dependency hedges (hedges spend the same budget, SPEC H3). Default false. */
-  readonly hedging?: boolean;
-  /**
-   * Attempts per call, the original included. Default 2. With 1 and no hedging nothing ever draws on
-   * the budget, so its rules (ratio, refusals) are left out rather than watching a constant 0.
-   */
-  readonly attempts?: number;
-}
+const names = option.matching<readonly string[]>(
+  'a non-empty list of component names',
+  (v) => Array.isArray(v) && v.length > 0 && v.every((c) => typeof c === 'string' && c.length > 0),
+);
 
-export interface RulesEndpoint {
-  readonly name: string;
-  /** Names of the components (slices) of the endpoint's latency budget (SPEC B1). */
-  readonly components: readonly string[];
-}
+/** One dependency the rules watch: its retry budget (the budget's own declarations), attempts, hedging. */
+export const RULES_DEPENDENCY = defineOptions({
+  /** The dependency's name, as in its metrics. Required. */
+  name: option.string({ required: true }),
+  /** The retry budget's ratio: extra attempts allowed per original request. Default 0.1; [0, 10]. */
+  maxRatio: RETRY_BUDGET_OPTIONS.specs.maxRatio,
+  /** The budget's floor, extra attempts per second. Default 3; [0, 1000000]. */
+  minPerSecond: RETRY_BUDGET_OPTIONS.specs.minPerSecond,
+  /** Whether the dependency hedges (hedges spend the same budget, SPEC H3). Default false. */
+  hedging: option.boolean({ default: false }),
+  /**
+   * Attempts per call, the original included. Default 2; integer [1, 10]. With 1 and no hedging
+   * nothing ever draws on the budget, so its rules (ratio, refusals) are left out rather than watching
+   * a constant 0.
+   */
+  attempts: CALIBRATE_TIMEOUT_OPTIONS.specs.attempts,
+});
+
+export type RulesDependency = OptionsOf<typeof RULES_DEPENDENCY>;
+
+/** One endpoint and the components (slices) of its latency budget (SPEC B1). */
+export const RULES_ENDPOINT = defineOptions({
+  /** The endpoint, e.g. `POST /pedidos`. Required. */
+  name: option.string({ required: true }),
+  /** Names of the components (slices) of the endpoint's latency budget. Required, non-empty. */
+  components: option.required(names),
+});
+
+export type RulesEndpoint = OptionsOf<typeof RULES_ENDPOINT>;
+
+const list = option.matching<readonly object[]>('an array', Array.isArray);
+
+/** What the generators read: the dependencies and endpoints (`rulesInputFromConfig` makes it from a config). */
+export const RULES_INPUT = defineOptions({
+  /** The dependencies. Required. */
+  dependencies: option.required(list),
+  /** The endpoints. Default none. */
+  endpoints: list,
+});
 
 export interface RulesInput {
   readonly dependencies: readonly RulesDependency[];
   readonly endpoints?: readonly RulesEndpoint[];
 }
 
-export interface RulesOptions {
+/** Options of the generators. */
+export const RULES_OPTIONS = defineOptions({
   /** How metric names look in the user's Prometheus (see `names.ts`). Default `exporter`. */
-  readonly naming?: NamingScheme;
-}
+  naming: option.oneOf(NAMING_SCHEMES, { default: 'exporter' }),
+});
+
+export type RulesOptions = OptionsOf<typeof RULES_OPTIONS>;
 
 export interface ResolvedDependency {
   readonly name: string;
@@ -53,9 +82,6 @@ export interface ResolvedInput {
   readonly naming: NamingScheme;
 }
 
-const name = (v: OptionsValidator, where: string, value: unknown): string =>
-  v.string(`${where}.name`, value ?? '', '?');
-
 function unique(v: OptionsValidator, what: string, names: readonly string[]): void {
   const seen = new Set<string>();
   for (const n of names) {
@@ -67,52 +93,24 @@ function unique(v: OptionsValidator, what: string, names: readonly string[]): vo
 /** Checks the generators' input once; every problem is reported together (INVALID_OPTIONS). */
 export function resolveInput(input: RulesInput, options: RulesOptions, context: string): ResolvedInput {
   const v = new OptionsValidator(context);
-  const given = (input ?? {}) as Partial<RulesInput>;
-  const deps = Array.isArray(given.dependencies) ? given.dependencies : [];
-  if (!Array.isArray(given.dependencies)) v.problem('`dependencies` must be an array');
-  const dependencies = deps.map((d, i): ResolvedDependency => {
-    const at = `dependencies[${i}]`;
-    const dep = (d ?? {}) as Partial<RulesDependency>;
-    return {
-      name: name(v, at, dep.name),
-      maxRatio: v.number(`${at}.maxRatio`, dep.maxRatio, {
-        default: DEPENDENCY_DEFAULTS.maxRatio,
-        min: 0,
-        max: 10,
-      }),
-      minPerSecond: v.number(`${at}.minPerSecond`, dep.minPerSecond, {
-        default: DEPENDENCY_DEFAULTS.minPerSecond,
-        min: 0,
-      }),
-      hedging: v.boolean(`${at}.hedging`, dep.hedging, false),
-      attempts: v.number(`${at}.attempts`, dep.attempts, { default: 2, min: 1, max: 10, integer: true }),
-    };
-  });
+  const top = v.read(RULES_INPUT, input);
+  const dependencies = (top.dependencies ?? []).map(
+    (d, i): ResolvedDependency => v.read(RULES_DEPENDENCY, d, ['dependencies', i]),
+  );
   unique(
     v,
     'dependency',
     dependencies.map((d) => d.name),
   );
-  const eps = given.endpoints === undefined ? [] : Array.isArray(given.endpoints) ? given.endpoints : [];
-  if (given.endpoints !== undefined && !Array.isArray(given.endpoints))
-    v.problem('`endpoints` must be an array');
-  const endpoints = eps.map((e, i): RulesEndpoint => {
-    const at = `endpoints[${i}]`;
-    const ep = (e ?? {}) as Partial<RulesEndpoint>;
-    const components = Array.isArray(ep.components) ? ep.components : [];
-    if (!Array.isArray(ep.components) || components.length === 0)
-      v.problem(`\`${at}.components\` must list at least one component`);
-    return {
-      name: name(v, at, ep.name),
-      components: components.map((c, j) => v.string(`${at}.components[${j}]`, c, '?')),
-    };
-  });
+  const endpoints = (top.endpoints ?? []).map(
+    (e, i): RulesEndpoint => v.read(RULES_ENDPOINT, e, ['endpoints', i]),
+  );
   unique(
     v,
     'endpoint',
     endpoints.map((e) => e.name),
   );
-  const naming = v.oneOf('naming', options?.naming, NAMING_SCHEMES, 'exporter');
+  const { naming } = v.read(RULES_OPTIONS, options);
   v.done();
   return { dependencies, endpoints, naming };
 }

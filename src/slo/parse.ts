@@ -83,6 +83,7 @@ export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
       `\`${sloKey}\` must be a number of ms in (0, ${LATENCY_BUDGET_LIMITS.maxTotalSloMs}]`,
     );
   const [listKey, list] = field(raw, 'components', 'componentes');
+  unknownKeys(raw, at, [endpointKey, sloKey, listKey], problems, ENDPOINT_KEYS);
   if (!Array.isArray(list) || list.length === 0 || list.length > LATENCY_BUDGET_LIMITS.maxComponents) {
     error(
       [...at, listKey],
@@ -90,7 +91,6 @@ export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
     );
     return { budget: undefined, problems };
   }
-  unknownKeys(raw, at, [endpointKey, sloKey, listKey], problems, ENDPOINT_KEYS);
   const components: BudgetComponent[] = [];
   const seen = new Set<string>();
   list.forEach((item, i) => {
