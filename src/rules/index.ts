@@ -9,6 +9,15 @@
 export { generateAlertRules, renderAlertRules } from './alerts.js';
 export { type GrafanaDashboard, generateDashboard } from './dashboard.js';
 export { rulesInputFromConfig } from './from-config.js';
-export type { RulesDependency, RulesEndpoint, RulesInput, RulesOptions } from './input.js';
+export {
+  RULES_DEPENDENCY,
+  RULES_ENDPOINT,
+  RULES_INPUT,
+  RULES_OPTIONS,
+  type RulesDependency,
+  type RulesEndpoint,
+  type RulesInput,
+  type RulesOptions,
+} from './input.js';
 export type { NamingScheme } from './names.js';
 export type { AlertRule, RuleFile, RuleGroup } from './types.js';

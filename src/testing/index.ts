@@ -7,5 +7,5 @@
  * @module prazo/testing
  */
 export type { Timer, TimerOptions } from '../clock/clock.js';
-export { FakeClock, type FakeClockOptions } from '../clock/fake.js';
+export { FAKE_CLOCK_OPTIONS, FakeClock, type FakeClockOptions } from '../clock/fake.js';
 export { seededRandom } from './random.js';
