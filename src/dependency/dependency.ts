@@ -23,7 +23,7 @@ import type { Disposable, ExecuteOptions, Operation } from './types.js';
  */
 export interface Dependency {
   readonly name: string;
-  /** The configured healthy p99, in ms: an attempt with less time left is not started. */
+  /** The healthy p99 planned with, in ms: an attempt with less time left is not started. */
   readonly p99Ms: number;
   /** Calibrated timeouts (`calibrateTimeout` against `defaultDeadlineMs`), with any warning. */
   readonly timeouts: TimeoutCalibration;
@@ -38,6 +38,14 @@ export interface Dependency {
   execute<T>(operation: Operation<T>, options?: ExecuteOptions<T>): Promise<T>;
   /** Subscribes to every decision (attempt, retry, hedge, budget refused, deadline insufficient). */
   on(listener: DependencyListener): Disposable;
+  /**
+   * Plans with a new healthy p99 from now on (live calibration, SPEC X2): the same dependency —
+   * its name, budget, recorder, listeners and identity — with its timeouts (and the hedge ceiling that
+   * follows them) recalibrated from `p99Ms` and the options it was made with. Calls in flight keep the
+   * plan they started with. Throws `InvalidOptionsError` for a p99 the options do not allow (the plan
+   * is then unchanged).
+   */
+  recalibrate(p99Ms: number): void;
 }
 
 const NOT_IDEMPOTENT = Object.freeze({ idempotent: false });
@@ -83,12 +91,16 @@ export function callDeadline(
  * );
  */
 export function createDependency(options: DependencyOptions): Dependency {
-  const { core, timeouts } = resolveDependency(options);
+  let { core, timeouts } = resolveDependency(options);
   const { clock, defaultDeadlineMs } = core;
   const dependency: Dependency = Object.freeze({
     name: core.name,
-    p99Ms: core.p99Ms,
-    timeouts,
+    get p99Ms() {
+      return core.p99Ms;
+    },
+    get timeouts() {
+      return timeouts;
+    },
     budget: core.budget,
     recorder: core.recorder,
     execute<T>(operation: Operation<T>, callOptions: ExecuteOptions<T> = NOT_IDEMPOTENT): Promise<T> {
@@ -115,6 +127,13 @@ export function createDependency(options: DependencyOptions): Dependency {
     },
     on(listener: DependencyListener): Disposable {
       return core.events.add(listener);
+    },
+    recalibrate(p99Ms: number): void {
+      const given = { ...options, p99Ms, retryBudget: core.budget, recorder: core.recorder };
+      const next = resolveDependency(given, core.events);
+      core = next.core;
+      timeouts = next.timeouts;
+      registerCore(dependency, core);
     },
   });
   registerCore(dependency, core);

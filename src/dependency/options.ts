@@ -130,7 +130,10 @@ export const EXECUTE_OPTIONS = defineOptions({
 });
 
 /** Validates every option (all problems reported together) and builds what the executions share. */
-export function resolveDependency(options: DependencyOptions): {
+export function resolveDependency(
+  options: DependencyOptions,
+  events: Listeners = new Listeners(),
+): {
   core: DependencyCore;
   timeouts: TimeoutCalibration;
 } {
@@ -181,7 +184,7 @@ export function resolveDependency(options: DependencyOptions): {
     retryResponseTimeout: o.retryResponseTimeout,
     classifyError: o.classifyError ?? classifyFailure,
     headerFormat: o.headerFormat,
-    events: new Listeners(),
+    events,
   };
   return { core, timeouts };
 }

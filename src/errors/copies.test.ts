@@ -65,6 +65,7 @@ const CASES: ReadonlyArray<readonly [string, string, string, unknown]> = [
     { dependency: 'x', elapsedMs: 1, timeoutMs: 1 },
   ],
   ['BodyTimeoutError', 'BODY_TIMEOUT', 'isBodyTimeout', { dependency: 'x', elapsedMs: 1, timeoutMs: 1 }],
+  ['QueueTimeoutError', 'QUEUE_TIMEOUT', 'isQueueTimeout', { dependency: 'x', elapsedMs: 1, timeoutMs: 1 }],
   [
     'RetryBudgetExhaustedError',
     'RETRY_BUDGET_EXHAUSTED',
@@ -99,6 +100,7 @@ describe('errors across two installed copies of prazo (#14 item 4)', () => {
       }
       const timeout = code.endsWith('_TIMEOUT') && code !== 'DEADLINE_EXCEEDED';
       expect(error instanceof (b!.root.PhaseTimeoutError as ErrorClass)).toBe(timeout);
+      expect(error instanceof (b!.root.ConnectFailedError as ErrorClass)).toBe(false);
       expect(error instanceof (b!.root.InvalidOptionsError as ErrorClass)).toBe(false);
     },
   );
@@ -112,6 +114,14 @@ describe('errors across two installed copies of prazo (#14 item 4)', () => {
       timeoutMs: 400,
     });
     expect(classify(connect)).toMatchObject({ kind: 'connect', retryable: true });
+    const refused = new (a!.root.ConnectFailedError as new (d: unknown) => Error)({
+      dependency: 'x',
+      elapsedMs: 1,
+      cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }),
+    });
+    expect(refused instanceof (b!.root.ConnectFailedError as ErrorClass)).toBe(true);
+    expect(refused instanceof (b!.root.ConnectTimeoutError as ErrorClass)).toBe(false);
+    expect(classify(refused)).toMatchObject({ retryable: true });
     const late = new (a!.root.DeadlineExceededError as new () => Error)();
     expect(classify(late)).toMatchObject({ kind: 'prazo', retryable: false });
     expect((b!.server.isDeadlineError as (e: unknown) => boolean)(late)).toBe(true);

@@ -99,6 +99,7 @@ export interface ConnectFailedDetails {
  * the instance is down or absent (SPEC R4). The socket error is the `cause`, its code in `reason`.
  */
 export class ConnectFailedError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.CONNECT_FAILED];
   readonly phase = 'connect' as const;
   readonly dependency: string;
   readonly elapsedMs: number;

@@ -12,7 +12,7 @@ import { createLiveP99, type LiveCalibrationOptions, type LiveP99 } from './live
 /**
  * The executor a client runs its calls through: the one given (`dependency`), or one built from the
  * executor options. With `live`, the client owns the recorder (it must hear every window close) and
- * can rebuild the executor around a new p99, keeping the same retry budget and recorder.
+ * recalibrates the executor in place around a new p99 (same budget, recorder and listeners).
  */
 
 /** Options that configure the executor (passed to `createDependency`). */
@@ -89,12 +89,11 @@ function readLive(
     onWindow: () => {},
     rebuild: (p99Ms, current) => {
       try {
-        return createDependency({
-          ...options,
-          p99Ms,
-          retryBudget: current.budget,
-          recorder: current.recorder,
-        });
+        // The same executor, recalibrated in place: whoever holds `client.dependency` (prazo/otel's
+        // instrumentation, a second client sharing it) keeps hearing its events and reading its
+        // timeouts (#14).
+        current.recalibrate(p99Ms);
+        return current;
       } catch (error) {
         process.emitWarning(
           `prazo: live calibration of ${options.name} kept p99 ${current.p99Ms} ms: ${String(error)}`,

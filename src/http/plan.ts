@@ -7,8 +7,9 @@ import { HTTP_DEFAULTS } from './constants.js';
 
 /**
  * What a client plans with right now: its executor and the phase timeouts derived from it (those not
- * given explicitly). Live calibration replaces the executor; in-flight calls keep the one they
- * started with. Event listeners are held here, so they survive the replacement.
+ * given explicitly). Live calibration recalibrates the executor in place (`adopt` with the same one
+ * re-derives the timeouts); in-flight calls keep the plan they started with. Event listeners are held
+ * here, so they also survive an executor replaced by another.
  */
 export class CurrentPlan {
   dependency: Dependency;
@@ -33,9 +34,10 @@ export class CurrentPlan {
 
   /** Plans with `dependency` from now on. */
   adopt(dependency: Dependency): void {
+    const same = dependency === this.dependency; // recalibrated in place: its listeners are the same
     this.dependency = dependency;
     this.#derive();
-    if (this.#listeners.size > 0) this.#forward();
+    if (!same && this.#listeners.size > 0) this.#forward();
   }
 
   /** Subscribes to the events of every executor this client uses. */

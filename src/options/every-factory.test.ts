@@ -185,6 +185,13 @@ const CASES: Record<string, readonly [Call, string]> = {
   // prazo/testing
   FakeClock: [(m) => new (m.FakeClock as unknown as new (o: unknown) => unknown)({ epoc: 1 }), 'epoch'],
   // prazo/http (#13 adapts its validation to the shared declarations: the suggestion comes with it)
+  interceptor: [
+    (m) =>
+      m.interceptor!({
+        dependencies: { 'http://127.0.0.1:1': { name: 'x', p99Ms: 10, atempts: 2 } },
+      } as never),
+    'attempts',
+  ],
   createHttpClient: [
     (m) =>
       m.createHttpClient!({
@@ -212,6 +219,7 @@ const NO_OPTIONS: Record<string, string> = {
   isInvalidOptions: 'a guard',
   isDeadlineError: 'a guard',
   isQueryCanceled: 'a guard',
+  isQueueTimeout: 'a guard',
   PrazoError: 'an error class: a code and a message',
   DeadlineExceededError: 'an error class: its details',
   DeadlineInsufficientError: 'an error class: its details',
@@ -219,6 +227,8 @@ const NO_OPTIONS: Record<string, string> = {
   ConnectTimeoutError: 'an error class: its details',
   ResponseTimeoutError: 'an error class: its details',
   BodyTimeoutError: 'an error class: its details',
+  QueueTimeoutError: 'an error class: its details',
+  ConnectFailedError: 'an error class: its details',
   RetryBudgetExhaustedError: 'an error class: its details',
   InvalidOptionsError: 'an error class: a context and problems',
   SourceError: 'an error class: a line and a message',
@@ -252,7 +262,7 @@ const NO_OPTIONS: Record<string, string> = {
 };
 
 /** prazo/http's validation is issue 13's: until it reads the shared declarations, the key is named without a suggestion. */
-const PENDING_SUGGESTION = new Set(['createHttpClient']);
+const PENDING_SUGGESTION = new Set(['createHttpClient', 'interceptor']);
 
 async function refusal(call: Call, module: Record<string, Fn>): Promise<string> {
   let outcome: unknown;

@@ -3,21 +3,35 @@ import { AttributeCache, type DependencyAttributes, dependencyAttributes } from 
 import { MS_PER_S, OTEL_LIMITS } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
 
-/**
- * What prazo/otel needs from a dependency: `createDependency(...)` satisfies it, and so does anything
- * else that emits {@link DependencyEvent}s (a user's own executor). Only `name` and `on` are required;
- * each optional part feeds one observable gauge and is read at collection time, never per request.
- */
-export interface InstrumentableDependency {
-  readonly name: string;
-  /** Subscribes to every decision the executor makes. */
-  on(listener: (event: DependencyEvent) => void): Disposable;
+/** What the gauges read of a dependency: each part feeds one observable gauge. */
+export interface GaugeSource {
   /** The retry budget: its `ratio` is the retry-ratio gauge (SPEC R7). */
   readonly budget?: { state(): { readonly ratio: number } };
   /** The latency recorder: its live p99 (`quantile(0.99)`, ms) is the p99 gauge (SPEC C5, V1). */
   readonly recorder?: { quantile(q: number): number | undefined };
   /** Per-attempt timeouts in force, in ms (a getter when they follow live calibration, SPEC X2). */
   readonly timeouts?: { readonly connectMs?: number; readonly responseMs?: number };
+}
+
+/**
+ * What prazo/otel needs from a dependency: `createDependency(...)` satisfies it, so does a client
+ * built on one (`createHttpClient(...)`: its `on` and its current `dependency`), and anything else
+ * that emits {@link DependencyEvent}s (a user's own executor). Only `name` and `on` are required; the
+ * gauge parts are read at collection time, never per request — from `dependency` when there is one
+ * (the executor a client runs through *now*), else from the object itself.
+ */
+export interface InstrumentableDependency extends GaugeSource {
+  readonly name: string;
+  /** Subscribes to every decision the executor makes. */
+  on(listener: (event: DependencyEvent) => void): Disposable;
+  /** The executor the gauges read, read anew at each collection (a client's current one). */
+  readonly dependency?: GaugeSource;
+}
+
+/** Where the gauges of `source` are read now: its current executor when it has one. */
+export function gaugeSourceOf(source: InstrumentableDependency): GaugeSource {
+  const current = source.dependency;
+  return current !== null && typeof current === 'object' ? current : source;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { BatchObservableResult, Meter } from '@opentelemetry/api';
 import type { Disposable } from '../dependency/types.js';
 import { type DependencyAttributes, dependencyAttributes } from './attributes.js';
 import { MS_PER_S } from './constants.js';
-import type { InstrumentableDependency } from './dependency.js';
+import { gaugeSourceOf, type InstrumentableDependency } from './dependency.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /**
@@ -44,9 +44,10 @@ export class DependencyGauges implements Disposable {
 
   #observe(result: BatchObservableResult): void {
     const I = this.#instruments;
-    for (const [dependency, a] of this.#entries) {
+    for (const [instrumented, a] of this.#entries) {
       // One dependency whose getter throws must not blank the others' gauges for this collection.
       try {
+        const dependency = gaugeSourceOf(instrumented);
         const ratio = dependency.budget?.state().ratio;
         if (isGaugeValue(ratio)) result.observe(I.retryRatio, ratio, a.base);
         const timeouts = dependency.timeouts;
