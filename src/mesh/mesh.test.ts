@@ -333,7 +333,8 @@ describe('Istio: VirtualService and DestinationRule', () => {
     expect(once).toMatchObject({ timeout: '119ms', retries: { attempts: 0 } });
     const dr = byName(docs, 'DestinationRule', 'inventory-prazo')!;
     expect(dr.spec.trafficPolicy).toEqual({
-      connectionPool: { tcp: { connectTimeout: '119ms' } },
+      // the client's connect timeout: min(cap 400, ceil(119 / 2)) = 60 ms (SPEC C2)
+      connectionPool: { tcp: { connectTimeout: '60ms' } },
       outlierDetection: {
         consecutive5xxErrors: EJECTION_DEFAULTS.consecutiveFailures,
         baseEjectionTime: '30s',
@@ -465,7 +466,7 @@ describe('Envoy v3: route and cluster, in the protos’ field names and units', 
     const [bootstrap] = documentsOf(result, 'envoy-clusters.yaml') as Doc[];
     const cluster = bootstrap.static_resources.clusters.find((c: { name: string }) => c.name === 'inventory');
     expect(cluster).toMatchObject({
-      connect_timeout: '0.119s',
+      connect_timeout: '0.06s', // min(cap 400, ceil(119 / 2)) ms, as the client arms it
       circuit_breakers: {
         thresholds: [
           { priority: 'DEFAULT', retry_budget: { budget_percent: { value: 10 }, min_retry_concurrency: 1 } },
