@@ -19,7 +19,7 @@ export const INCOMING_DEADLINE_OPTIONS = defineOptions(
   {
     /**
      * Deadline of a request that brings none (or only malformed ones), in ms (SPEC D3). Default 2000
-     * (or `maxMs` when that is smaller); (0, maxMs].
+     * (or `maxMs` when that is smaller); (0, 2^31-1], at most `maxMs`.
      */
     defaultMs: option.number({
       default: 2_000,
