@@ -52,19 +52,24 @@ export interface Widen {
  * One option. `T` is its type, `Req` whether it is required, `Def` whether it has a fixed default
  * (then `default` holds it, and a read returns it for an absent value).
  */
-export interface OptionSpec<T = unknown, Req extends boolean = boolean, Def extends boolean = boolean> {
-  readonly kind: OptionKind;
-  readonly required: Req;
-  readonly default: Def extends true ? T : undefined;
-  /** Unit of a number, for documentation ("ms", "req/s"). */
+/** What a number option says of its values. */
+export interface NumberRules {
+  /** Unit, for documentation ("ms", "req/s"). */
   readonly unit?: string;
   readonly min?: number;
   readonly max?: number;
   /** `min` itself is not allowed (an open lower bound). */
   readonly exclusiveMin?: boolean;
   readonly integer?: boolean;
-  /** Numbers: a wider band allowed when the boolean option `when` is true (`slack` with `forceSlack`). */
+  /** A wider band allowed when the boolean option `when` is true (`slack` with `forceSlack`). */
   readonly widen?: Widen;
+}
+
+export interface OptionSpec<T = unknown, Req extends boolean = boolean, Def extends boolean = boolean>
+  extends NumberRules {
+  readonly kind: OptionKind;
+  readonly required: Req;
+  readonly default: Def extends true ? T : undefined;
   /** Strings: longest accepted. Default 200. */
   readonly maxLength?: number;
   /** Strings: a further rule, with its words ("a valid header name"). */
@@ -179,14 +184,8 @@ interface Common {
 type Req<O> = O extends { readonly required: true } ? true : false;
 type Def<O> = O extends { readonly default: infer D } ? (undefined extends D ? false : true) : false;
 
-export interface NumberInit extends Common {
+export interface NumberInit extends Common, NumberRules {
   readonly default?: number;
-  readonly unit?: string;
-  readonly min?: number;
-  readonly max?: number;
-  readonly exclusiveMin?: boolean;
-  readonly integer?: boolean;
-  readonly widen?: Widen;
 }
 
 export interface StringInit extends Common {

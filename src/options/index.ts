@@ -39,6 +39,7 @@ export type {
   CheckContext,
   Defaults,
   IsRequired,
+  NumberRules,
   OptionKind,
   OptionPath,
   OptionSpec,

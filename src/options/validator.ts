@@ -2,6 +2,7 @@ import { InvalidOptionsError } from '../errors/options.js';
 import {
   type AnySpec,
   isOptionsObject,
+  type NumberRules,
   type OptionPath,
   type OptionsSchema,
   type Resolved,
@@ -37,15 +38,11 @@ export function formatOptionPath(path: OptionPath): string {
   return out;
 }
 
-export interface NumberRule<D extends number | undefined> {
+/** A single number's rule (a value outside a declared schema), its default with it. */
+export interface NumberRule<D extends number | undefined>
+  extends Pick<NumberRules, 'min' | 'max' | 'integer' | 'exclusiveMin'> {
   /** Used when the value is `undefined`. */
   readonly default: D;
-  readonly min?: number;
-  readonly max?: number;
-  /** When true, the value must be an integer. */
-  readonly integer?: boolean;
-  /** When true, `min` itself is not allowed (an open lower bound). */
-  readonly exclusiveMin?: boolean;
 }
 
 const describe = (value: unknown): string => {
