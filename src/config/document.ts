@@ -224,19 +224,29 @@ export function jsonErrorOffset(text: string): number {
   }
 }
 
-/** Each mapping's pairs by key, built on first use: locating many problems stays linear. */
-const indexes = new WeakMap<object, Map<string, Pair>>();
+/**
+ * Finding a key in a mapping: a scan for the first few lookups (a file with a handful of problems
+ * does not pay for an index of 100,000 keys), then an index of the mapping's pairs, so that locating
+ * many problems stays linear.
+ */
+const SCANS_BEFORE_INDEX = 8;
+const lookups = new WeakMap<object, { scans: number; index?: Map<string, Pair> }>();
 
 function pairOf(map: { items: readonly unknown[] }, key: string): Pair | undefined {
-  let index = indexes.get(map);
-  if (index === undefined) {
-    index = new Map();
+  let state = lookups.get(map);
+  if (state === undefined) lookups.set(map, (state = { scans: 0 }));
+  if (state.index === undefined && state.scans < SCANS_BEFORE_INDEX) {
+    state.scans += 1;
+    return map.items.find((p): p is Pair => isPair(p) && isScalar(p.key) && String(p.key.value) === key);
+  }
+  if (state.index === undefined) {
+    const index = new Map<string, Pair>();
     for (const p of map.items) {
       if (isPair(p) && isScalar(p.key) && !index.has(String(p.key.value))) index.set(String(p.key.value), p);
     }
-    indexes.set(map, index);
+    state.index = index;
   }
-  return index.get(key);
+  return state.index.get(key);
 }
 
 /** Offset of the key (for map entries) or the item (for list entries) at `path`, else the deepest found. */
