@@ -234,7 +234,10 @@ const lookups = new WeakMap<object, { scans: number; index?: Map<string, Pair> }
 
 function pairOf(map: { items: readonly unknown[] }, key: string): Pair | undefined {
   let state = lookups.get(map);
-  if (state === undefined) lookups.set(map, (state = { scans: 0 }));
+  if (state === undefined) {
+    state = { scans: 0 };
+    lookups.set(map, state);
+  }
   if (state.index === undefined && state.scans < SCANS_BEFORE_INDEX) {
     state.scans += 1;
     return map.items.find((p): p is Pair => isPair(p) && isScalar(p.key) && String(p.key.value) === key);

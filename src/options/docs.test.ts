@@ -122,7 +122,7 @@ describe('each option documents its default and range, as declared (src/options)
     const wrong = found
       .filter((d) => d.defaultValue !== undefined)
       .filter(
-        (d) => !spellings(d.defaultValue!).some((s) => new RegExp(`Default ${escape(s)}\\b`).test(d.doc)),
+        (d) => !spellings(d.defaultValue!).some((s) => new RegExp(`Default ${literal(s)}\\b`).test(d.doc)),
       )
       .map((d) => `${d.where}: Default ${d.defaultValue} not said in "${d.doc.slice(0, 120)}"`);
     expect(wrong).toEqual([]);
@@ -145,6 +145,6 @@ describe('each option documents its default and range, as declared (src/options)
   });
 });
 
-function escape(s: string): string {
+function literal(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
