@@ -29,13 +29,17 @@ export interface RetryBudgetState {
 }
 
 export interface RetryBudget {
-  /** Counts one original request (call it once per request, before its first attempt). O(1). */
-  recordOriginal(): void;
+  /**
+   * Counts one original request (call it once per request, before its first attempt). O(1). `now`:
+   * a reading of `clock` the caller just took (a hot path saves a clock read when it is the budget's
+   * own clock; with another clock the budget reads its own).
+   */
+  recordOriginal(now?: number, clock?: Clock): void;
   /**
    * Authorises one extra attempt and spends it in the same call, so two requests cannot spend the
-   * same balance. `false` is a valid, fast answer: do not retry. O(1).
+   * same balance. `false` is a valid, fast answer: do not retry. O(1). `now`, `clock`: as above.
    */
-  tryConsume(): boolean;
+  tryConsume(now?: number, clock?: Clock): boolean;
   state(): RetryBudgetState;
 }
 
@@ -84,12 +88,12 @@ export function createRetryBudget(options: RetryBudgetOptions = {}): RetryBudget
   const { windowMs, buckets, ratioNum, ratioDen, floor, clock } = resolve(options);
   const window = new BucketWindow(windowMs, buckets, clock.now());
   return {
-    recordOriginal(): void {
-      window.advance(clock.now());
+    recordOriginal(now?: number, from?: Clock): void {
+      window.advance(from === clock && now !== undefined ? now : clock.now());
       window.addOriginal();
     },
-    tryConsume(): boolean {
-      window.advance(clock.now());
+    tryConsume(now?: number, from?: Clock): boolean {
+      window.advance(from === clock && now !== undefined ? now : clock.now());
       const after = window.extras() + 1;
       if (after > floor && after * ratioDen > window.originals() * ratioNum) return false;
       window.addExtra();

@@ -1,4 +1,5 @@
 import { type Clock, LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
+import type { TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
@@ -9,6 +10,8 @@ import type { AttemptContext, AttemptKind, Operation } from './types.js';
 export interface AttemptOwner<T> {
   readonly name: string;
   readonly clock: Clock;
+  /** The dependency's queue of calibrated attempt bounds (one clock timer for all of them). */
+  readonly attemptTimers: TimerQueue | undefined;
   readonly deadline: Deadline;
   readonly idempotencyKey: string | undefined;
   outgoingHeaders(deadline: Deadline): Record<string, string>;
@@ -42,6 +45,11 @@ export abstract class Attempt<T> implements AttemptContext {
   readonly started: number;
   /** True when the remaining deadline, not the attempt timeout, sets this attempt's limit. */
   readonly byDeadline: boolean;
+  /**
+   * The instant its outcome arrived, when the attempt read the clock itself at that moment (NaN
+   * otherwise): the execution records the latency from it instead of reading the clock again.
+   */
+  endedAt = Number.NaN;
   protected readonly owner: AttemptOwner<T>;
   #over = false;
   #controller: AbortController | undefined;
@@ -148,6 +156,8 @@ export abstract class Attempt<T> implements AttemptContext {
 export class OperationAttempt<T> extends Attempt<T> {
   readonly #operation: Operation<T>;
   #timer: Timer | undefined;
+  /** Its place in the dependency's queue of bounds, when the bound is the calibrated timeout. */
+  #queued = -1;
   #lateChecked = false;
 
   constructor(
@@ -166,7 +176,12 @@ export class OperationAttempt<T> extends Attempt<T> {
 
   /** Arms the timer and runs the operation. Settlement is always asynchronous. */
   start(): void {
-    this.#timer = this.owner.clock.setTimer(() => this.#expire(), this.timeoutMs, { unref: true });
+    const queue = this.owner.attemptTimers;
+    if (queue !== undefined && queue.delayMs === this.timeoutMs) {
+      this.#queued = queue.add(() => this.#expire(), this.started);
+    } else {
+      this.#timer = this.owner.clock.setTimer(() => this.#expire(), this.timeoutMs, { unref: true });
+    }
     let pending: Promise<T>;
     try {
       pending = this.#operation(this);
@@ -193,6 +208,7 @@ export class OperationAttempt<T> extends Attempt<T> {
 
   #expire(): void {
     this.#timer = undefined;
+    this.#queued = -1;
     if (this.done) return;
     const owner = this.owner;
     const elapsedMs = owner.clock.now() - this.started;
@@ -216,6 +232,9 @@ export class OperationAttempt<T> extends Attempt<T> {
     if (this.#timer !== undefined) {
       this.owner.clock.clearTimer(this.#timer);
       this.#timer = undefined;
+    } else if (this.#queued >= 0) {
+      this.owner.attemptTimers?.cancel(this.#queued);
+      this.#queued = -1;
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { RetryBudget } from '../budget/budget.js';
 import type { Clock } from '../clock/clock.js';
+import type { TimerQueue } from '../clock/timer-queue.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { HedgePolicy } from '../hedge/policy.js';
 import type { LatencySource } from '../latency/types.js';
@@ -31,6 +32,11 @@ export interface DependencyCore {
   readonly classifyError: ErrorClassifier;
   readonly headerFormat: HeaderFormat | undefined;
   readonly events: Listeners;
+  /**
+   * The bounds of attempts that run the calibrated `responseMs` (most of them: those not cut by the
+   * deadline), behind one clock timer. Undefined when there is no such bound.
+   */
+  readonly attemptTimers: TimerQueue | undefined;
 }
 
 const cores = new WeakMap<object, DependencyCore>();

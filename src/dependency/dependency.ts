@@ -67,13 +67,14 @@ export function callDeadline(
   name: string,
   defaultDeadlineMs: number,
   clock: Clock,
+  now: number,
 ): Deadline {
   const ambient = currentDeadline();
-  if (given === undefined) return ambient ?? Deadline.after(defaultDeadlineMs, { clock });
+  if (given === undefined) return ambient ?? Deadline.afterAt(now, defaultDeadlineMs, clock);
   let own: Deadline;
   if (typeof given === 'number') {
     if (!(given >= 0 && given <= MAX_TIMER_DELAY_MS)) invalid(name, 'deadline', given);
-    own = Deadline.after(given, { clock });
+    own = Deadline.afterAt(now, given, clock);
   } else if (isDeadline(given)) own = given;
   else invalid(name, 'deadline', given);
   return own.min(ambient);
@@ -111,6 +112,7 @@ export function createDependency(options: DependencyOptions): Dependency {
       }
       let key: string | undefined;
       let deadline: Deadline;
+      const now = clock.now(); // the call's one reading at its start
       try {
         if (callOptions !== NOT_IDEMPOTENT)
           checkOptionKeys(`${core.name}.execute`, EXECUTE_OPTIONS, callOptions);
@@ -119,11 +121,11 @@ export function createDependency(options: DependencyOptions): Dependency {
           key = given === true ? generateIdempotencyKey() : given;
           if (!isValidIdempotencyKey(key)) invalid(core.name, 'idempotencyKey', given);
         }
-        deadline = callDeadline(callOptions.deadline, core.name, defaultDeadlineMs, clock);
+        deadline = callDeadline(callOptions.deadline, core.name, defaultDeadlineMs, clock, now);
       } catch (error) {
         return Promise.reject(error);
       }
-      return new OperationExecution(core, operation, callOptions, deadline, key).run();
+      return new OperationExecution(core, operation, callOptions, deadline, key).run(now);
     },
     on(listener: DependencyListener): Disposable {
       return core.events.add(listener);

@@ -66,6 +66,10 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     return this.core.clock;
   }
 
+  get attemptTimers() {
+    return this.core.attemptTimers;
+  }
+
   outgoingHeaders(deadline: Deadline): Record<string, string> {
     return deadline.toHeaders(this.core.headerFormat);
   }
@@ -100,7 +104,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       this.finish(false, insufficient(core, remaining, 1));
       return;
     }
-    core.budget.recordOriginal();
+    core.budget.recordOriginal(now, core.clock);
     this.#start('original', now);
   }
 
@@ -127,7 +131,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   }
 
   #armHedge(timeoutMs: number, now: number): void {
-    const delay = this.core.hedge?.delayMs();
+    const delay = this.core.hedge?.delayMs(now, this.core.clock);
     if (delay === undefined || delay >= timeoutMs || this.#primary === undefined) return;
     this.#hedgeDue = now + delay;
     this.timer = this.core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
@@ -145,17 +149,18 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       return;
     }
     if (!fitsDeadline(this.deadline.remainingMsAt(now, core.clock), core.p99Ms)) return;
-    if (core.budget.tryConsume()) this.#start('hedge', now);
+    if (core.budget.tryConsume(now, core.clock)) this.#start('hedge', now);
     else notify.budgetRefused(core, 'hedge');
   }
 
   ended(attempt: Attempt<T>, ok: boolean, value: unknown, timedOut: boolean): void {
     const core = this.core;
-    const latencyMs = core.clock.now() - attempt.started;
+    const now = Number.isNaN(attempt.endedAt) ? core.clock.now() : attempt.endedAt;
+    const latencyMs = now - attempt.started;
     const verdict = ok ? this.classify(value as T) : undefined;
     const outcome = outcomeOf(ok, verdict, value, timedOut);
     // A request that waited for a connection and was never written says nothing about the dependency.
-    if (ok || !isQueueTimeout(value)) core.recorder.record(latencyMs, outcome);
+    if (ok || !isQueueTimeout(value)) core.recorder.record(latencyMs, outcome, now, core.clock);
     if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, outcome, value));
     this.#detach(attempt);
     if (this.settled) {
@@ -177,7 +182,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       }
       this.#raceVerdict = undefined;
       this.clearTimer(); // a hedge not sent yet: the retry plan takes over
-      this.#afterFailure(merged);
+      this.#afterFailure(merged, now);
     }
   }
 
@@ -204,9 +209,9 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     else if (attempt === this.#hedge) this.#hedge = undefined;
   }
 
-  #afterFailure(verdict: FailureVerdict): void {
+  #afterFailure(verdict: FailureVerdict, now: number): void {
     const core = this.core;
-    const remaining = this.deadline.remainingMs();
+    const remaining = this.deadline.remainingMsAt(now, core.clock);
     const decision = planRetry({
       verdict,
       idempotent: this.#idempotent,
@@ -219,7 +224,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     });
     if (decision.action === 'stop') {
       this.#stop(decision.reason, remaining, decision.waitMs);
-    } else if (!core.budget.tryConsume()) {
+    } else if (!core.budget.tryConsume(now, core.clock)) {
       notify.budgetRefused(core, 'retry');
       this.#stop('budget', remaining);
     } else {
@@ -228,7 +233,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
         this.timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
       } else {
         this.releaseHeld();
-        this.#start('retry');
+        this.#start('retry', now);
       }
     }
   }
@@ -304,7 +309,8 @@ export class OperationExecution<T> extends Execution<T> {
     this.#options = options;
   }
 
-  run(): Promise<T> {
+  /** Runs the call; `now` is the executor clock's reading at its start. */
+  run(now: number): Promise<T> {
     const signal = this.#options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const promise = new Promise<T>((resolve, reject) => {
@@ -315,7 +321,7 @@ export class OperationExecution<T> extends Execution<T> {
       this.#onCallerAbort = () => this.abandon(signal.reason);
       subscribeAbort(signal, this.#onCallerAbort);
     }
-    this.begin(this.core.clock.now());
+    this.begin(now);
     return promise;
   }
 

@@ -4,6 +4,7 @@ import { CALIBRATE_TIMEOUT_OPTIONS } from '../calibrate/options.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
+import { TimerQueue } from '../clock/timer-queue.js';
 import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from '../deadline/deadline.js';
 import { HEDGE_OPTIONS } from '../hedge/options.js';
 import { createHedgePolicy, type HedgePolicy } from '../hedge/policy.js';
@@ -185,6 +186,7 @@ export function resolveDependency(
     classifyError: o.classifyError ?? classifyFailure,
     headerFormat: o.headerFormat,
     events,
+    attemptTimers: new TimerQueue(clock, timeouts.responseMs),
   };
   return { core, timeouts };
 }

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock/clock.js';
 import type { LatencySource } from '../latency/types.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HEDGE_OPTIONS, type HedgeOptions } from './options.js';
@@ -24,7 +25,7 @@ export interface HedgePolicy {
   readonly minDelayMs: number;
   readonly maxDelayMs: number | undefined;
   /** The delay after which to hedge now, in ms, or `undefined`: do not hedge. Cheap (cached quantile). */
-  delayMs(): number | undefined;
+  delayMs(now?: number, clock?: Clock): number | undefined;
 }
 
 /** Validates hedge options (every problem reported together) and binds them to a latency source. */
@@ -39,8 +40,8 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
     percentile,
     minDelayMs,
     maxDelayMs,
-    delayMs(): number | undefined {
-      const q = source.quantile(percentile);
+    delayMs(now?: number, clock?: Clock): number | undefined {
+      const q = source.quantile(percentile, now, clock);
       if (q === undefined || !(q >= 0)) return undefined;
       const delay = q > minDelayMs ? q : minDelayMs;
       return delay > ceiling ? undefined : delay;

@@ -1,6 +1,12 @@
 import type { AttemptKind } from '../dependency/types.js';
 import type { HttpCall } from './call.js';
-import type { DispatchController, DispatchHandler, ResponseHeaders } from './handler.js';
+import {
+  type DispatchController,
+  type DispatchHandler,
+  LegacyController,
+  parseRawHeaders,
+  type ResponseHeaders,
+} from './handler.js';
 import { BODY, DONE, PhaseTimer, QUEUED, RESPONSE } from './phase-timer.js';
 import type { WrittenHeadersOwner } from './written.js';
 
@@ -130,7 +136,9 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     this.responseHeaders = headers;
     this.statusMessage = statusMessage ?? '';
     this.phase = BODY;
-    this.guardBody();
+    const now = this.owner.clock.now();
+    this.endedAt = now; // the executor records the latency from this same reading
+    this.guardBody(now);
     this.report(true, this); // the call decides now: answer, held (a retryable status), or released
     if (this.held) {
       this.paused = true;
@@ -173,6 +181,47 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     if (this.#role === RACING) this.report(false, reported);
     else if (this.#role === WON) this.#call.forwardError(reported);
     else if (this.#role === HELD) this.#failure = reported;
+  }
+
+  // ── the legacy handler API, for a dispatcher that still calls it (undici 7's MockPool, a
+  // dispatcher built on undici 6): the same attempt behind a controller made of its functions ──────
+
+  #legacy: LegacyController | undefined;
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.#legacy = new LegacyController(abort);
+    this.onRequestStart(this.#legacy);
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
+    const controller = this.#legacy ?? new LegacyController(() => {});
+    this.#legacy = controller;
+    controller.rawHeaders = raw;
+    controller.resumeFn = resume;
+    this.onResponseStart(controller, statusCode, parseRawHeaders(raw), statusText);
+    return !controller.paused;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const controller = this.#legacy!;
+    this.onResponseData(controller, chunk);
+    return !controller.paused;
+  }
+
+  onComplete(raw: Buffer[] | string[] | null): void {
+    const controller = this.#legacy!;
+    controller.rawTrailers = raw as Buffer[] | null;
+    this.onResponseEnd(controller, parseRawHeaders(raw));
+  }
+
+  onError(error: Error): void {
+    this.onResponseError(this.#legacy ?? null, error);
+  }
+
+  onUpgrade(statusCode: number, raw: Buffer[] | string[] | null, socket: unknown): void {
+    const controller = this.#legacy ?? new LegacyController(() => {});
+    controller.rawHeaders = raw as Buffer[] | null;
+    this.onRequestUpgrade(controller, statusCode, parseRawHeaders(raw), socket);
   }
 
   /** A bound was reached: report it (when no verdict was given yet), then stop the request. */

@@ -41,3 +41,53 @@ export function rawHeaders(
   }
   return raw;
 }
+
+/** undici's legacy `[name, value, ...]` header list (Buffers or strings) as the current API's object. */
+export function parseRawHeaders(raw: readonly (Buffer | string)[] | null | undefined): ResponseHeaders {
+  const out: Record<string, string | string[]> = {};
+  if (raw == null) return out;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toString().toLowerCase();
+    const value = raw[i + 1]!.toString();
+    const seen = out[name];
+    if (seen === undefined) out[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [seen, value];
+  }
+  return out as ResponseHeaders;
+}
+
+/**
+ * The controller of a request a legacy dispatcher started (`onConnect(abort)`): what the current API's
+ * handler expects, built on the `abort` and `resume` functions the legacy calls hand over.
+ */
+export class LegacyController implements DispatchController {
+  aborted = false;
+  paused = false;
+  reason: Error | null = null;
+  rawHeaders: Buffer[] | null = null;
+  rawTrailers: Buffer[] | null = null;
+  #abort: (reason?: Error) => void;
+  resumeFn: (() => void) | undefined;
+
+  constructor(abort: (reason?: Error) => void) {
+    this.#abort = abort;
+  }
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.#abort(reason);
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.resumeFn?.();
+  }
+}

@@ -327,7 +327,9 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
       if (isManaged(found)) return callOn(found.route, own, handler, dispatch, call);
       // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it.
       const deadline: Deadline | undefined =
-        call?.deadline === undefined ? currentDeadline() : resolveDeadline(call.deadline, found);
+        call?.deadline === undefined
+          ? currentDeadline()
+          : resolveDeadline(call.deadline, found, found.clock.now());
       if (deadline === undefined) return dispatch(own, handler);
       if (deadline.remainingMs() <= 0) {
         return fail(

@@ -41,12 +41,13 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
   protected lastDataAt = 0;
   protected paused = false;
   #timer: Timer | undefined;
+  /** Its place in the dependency's queue of bounds, when the bound armed is the calibrated one. */
+  #queued = -1;
   #due = Number.POSITIVE_INFINITY;
   #deferred = false;
   #deferredPhase = QUEUED;
+  /** The timer's callback (the after-I/O one is made when needed). */
   readonly #fire = (): void => this.#onTimer();
-  readonly #startBody = (): void => this.#onBodyStart();
-  readonly #afterIo = (): void => this.#onAfterIo();
 
   protected constructor(
     owner: AttemptOwner<T>,
@@ -83,18 +84,20 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
   }
 
   /**
-   * The head arrived: the body is guarded from the end of the current socket read (a microtask, where
-   * the clock is read once), so a body that completes in that read, as most do, never arms a timer
-   * and never reads the clock at all.
+   * The head arrived at `now`: the body's silence is counted from here. The timer already armed (the
+   * attempt's limit, or the deadline) stays when the body's own bound is later (the default: the body
+   * timeout is the attempt timeout): a body that completes before it, as most do, costs no timer of
+   * its own, and one still flowing when it fires is given its bound then. A tighter body timeout
+   * re-arms it earlier.
    */
-  protected guardBody(): void {
-    this.stopTimer();
-    queueMicrotask(this.#startBody);
+  protected guardBody(now: number): void {
+    this.lastDataAt = now;
+    this.#armBy(Math.min(now + this.bodyMs, this.deadlineAt), now);
   }
 
-  /** A body chunk arrived: only a guarded body needs its time (before that, the head's instant holds). */
+  /** A body chunk arrived: its instant restarts the body's silence (read only while a bound is armed). */
   protected progressed(): void {
-    if (this.#timer !== undefined) this.lastDataAt = this.owner.clock.now();
+    if (this.#due !== Number.POSITIVE_INFINITY) this.lastDataAt = this.owner.clock.now();
   }
 
   /** The consumer reads again: the body's silence is counted from now. */
@@ -105,20 +108,16 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
 
   protected stopTimer(): void {
     if (this.#timer !== undefined) this.owner.clock.clearTimer(this.#timer);
+    else if (this.#queued >= 0) this.owner.attemptTimers?.cancel(this.#queued);
     this.#timer = undefined;
+    this.#queued = -1;
     this.#due = Number.POSITIVE_INFINITY;
-  }
-
-  #onBodyStart(): void {
-    if (this.phase !== BODY || this.#timer !== undefined) return;
-    const now = this.owner.clock.now();
-    this.lastDataAt = now; // the head's read ended just now: the body's clock starts here
-    this.#decide(now);
   }
 
   #onTimer(): void {
     const due = this.#due;
     this.#timer = undefined;
+    this.#queued = -1;
     this.#due = Number.POSITIVE_INFINITY;
     if (this.phase === DONE) return;
     const now = this.owner.clock.now();
@@ -127,7 +126,7 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
       this.#deferred = true;
       this.#deferredPhase = this.phase;
       this.owner.timerLate(now - due);
-      runAfterIo(this.owner.clock, this.#afterIo);
+      runAfterIo(this.owner.clock, () => this.#onAfterIo());
       return;
     }
     this.#decide(now);
@@ -135,7 +134,7 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
 
   #onAfterIo(): void {
     // The phase moved on meanwhile (the head arrived, the attempt ended): its own guard decides.
-    if (this.phase !== this.#deferredPhase || this.#timer !== undefined) return;
+    if (this.phase !== this.#deferredPhase || this.#due !== Number.POSITIVE_INFINITY) return;
     this.#decide(this.owner.clock.now());
   }
 
@@ -166,12 +165,18 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
   /** Makes sure the timer fires no later than `at`: one timer, re-armed only when `at` is earlier. */
   #armBy(at: number, now: number): void {
     if (at === Number.POSITIVE_INFINITY) return;
-    if (this.#timer !== undefined) {
+    if (this.#due !== Number.POSITIVE_INFINITY) {
       if (this.#due <= at) return;
-      this.owner.clock.clearTimer(this.#timer);
+      this.stopTimer();
     }
     this.#due = at;
     this.#deferred = false;
-    this.#timer = this.owner.clock.setTimer(this.#fire, at - now, { unref: true });
+    const queue = this.owner.attemptTimers;
+    // The attempt's own calibrated limit (most attempts': not cut by the deadline): the shared queue.
+    if (at === this.attemptEndAt && queue !== undefined && queue.delayMs === this.timeoutMs) {
+      this.#queued = queue.add(this.#fire, this.started);
+    } else {
+      this.#timer = this.owner.clock.setTimer(this.#fire, at - now, { unref: true });
+    }
   }
 }

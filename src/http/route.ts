@@ -84,11 +84,14 @@ export function routeHeaders(
   };
 }
 
-/** The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default. */
-export function resolveDeadline(given: Deadline | number | undefined, route: Route): Deadline {
+/**
+ * The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default.
+ * `now` is the route clock's reading at the call's start.
+ */
+export function resolveDeadline(given: Deadline | number | undefined, route: Route, now: number): Deadline {
   const ambient = currentDeadline();
-  if (given === undefined) return ambient ?? Deadline.after(route.defaultDeadlineMs, { clock: route.clock });
-  const own = typeof given === 'number' ? Deadline.after(given, { clock: route.clock }) : given;
+  if (given === undefined) return ambient ?? Deadline.afterAt(now, route.defaultDeadlineMs, route.clock);
+  const own = typeof given === 'number' ? Deadline.afterAt(now, given, route.clock) : given;
   return ambient === undefined ? own : own.min(ambient);
 }
 
@@ -104,6 +107,11 @@ export function callOn(
   dispatch: Dispatch,
   given: CallInput | undefined,
 ): boolean {
+  // The wall clock first, then the monotonic one: the offset between them errs low, so a deadline
+  // header written from it is never later than the caller's deadline (SPEC D5).
+  const clock = route.clock;
+  const epochNow = clock.epochNow();
+  const now = clock.now();
   const method = options.method ?? 'GET';
   const headers: string[] = [];
   let key: string | true | undefined;
@@ -130,7 +138,7 @@ export function callOn(
   }
   const idempotent = repeatable && (given?.idempotent ?? isIdempotentMethod(method));
   const terms: CallTerms = {
-    deadline: resolveDeadline(given?.deadline, route),
+    deadline: resolveDeadline(given?.deadline, route, now),
     idempotent,
     key,
     retryResponseTimeout: given?.retryResponseTimeout,
@@ -155,10 +163,7 @@ export function callOn(
     speaksCurrentApi(handler),
     dispatch,
   );
-  // The wall clock first, then the monotonic one: the offset between them errs low, so a deadline
-  // header written from it is never later than the caller's deadline (SPEC D5).
-  const epochNow = route.clock.epochNow();
-  return call.run(route.clock.now(), epochNow);
+  return call.run(now, epochNow);
 }
 
 /** Fails a dispatch before any attempt, through whichever handler API the caller speaks. */
@@ -211,6 +216,7 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
     classifyError: () => ({ retryable: false, immediate: false, kind: 'unknown' }),
     headerFormat,
     events: new Listeners(),
+    attemptTimers: undefined,
   };
   return Object.freeze({
     core,

@@ -61,10 +61,10 @@ class RotatingRecorder implements LatencyRecorder {
     this.#last = new LatencyWindow(s.relativeAccuracy, now - s.windowMs);
   }
 
-  record(latencyMs: number, outcome: Outcome): void {
+  record(latencyMs: number, outcome: Outcome, at?: number, clock?: Clock): void {
     // Kept flat (no helper calls with the double): V8 boxes a double passed to a call it did not inline.
     if (Number.isNaN(latencyMs)) return; // nothing to learn from it
-    const now = this.#clock.now();
+    const now = clock === this.#clock && at !== undefined ? at : this.#clock.now();
     if (now - this.#current.startedAt >= this.windowMs) this.#rotateIfDue(now);
     const w = this.#current;
     if (outcome === 'success') {
@@ -79,8 +79,8 @@ class RotatingRecorder implements LatencyRecorder {
     }
   }
 
-  quantile(q: number): number | undefined {
-    this.#rotateIfDue(this.#clock.now());
+  quantile(q: number, at?: number, clock?: Clock): number | undefined {
+    this.#rotateIfDue(clock === this.#clock && at !== undefined ? at : this.#clock.now());
     if (!this.#lastTrusted || !(q > 0 && q < 1)) return undefined;
     const keys = this.#cacheQ;
     for (let i = 0; i < this.#cacheSize; i += 1) {

@@ -1,3 +1,5 @@
+import type { Clock } from '../clock/clock.js';
+
 /**
  * The contract between whoever measures latency (the recorder, `src/latency/`) and whoever reads it
  * (calibration, hedging, drift checks, metrics). Kept in its own file so readers do not depend on
@@ -28,14 +30,18 @@ export interface LatencySnapshot {
 
 /** What readers need from a latency recorder. */
 export interface LatencySource {
-  /** Records one call's latency (ms) and how it ended. O(1), allocation-free. */
-  record(latencyMs: number, outcome: Outcome): void;
+  /**
+   * Records one call's latency (ms) and how it ended. O(1), allocation-free. `now`: a reading of
+   * `clock` the caller just took (a hot path saves a clock read when it is the recorder's own clock;
+   * with another clock the recorder reads its own).
+   */
+  record(latencyMs: number, outcome: Outcome, now?: number, clock?: Clock): void;
   /**
    * The latency quantile `q` (0 < q < 1) of successful calls in the last **full** window, in ms, or
    * `undefined` while that window holds fewer samples than the recorder's minimum. Cheap: cached
-   * per window rotation, safe to call on every request.
+   * per window rotation, safe to call on every request. `now`, `clock`: as for `record`.
    */
-  quantile(q: number): number | undefined;
+  quantile(q: number, now?: number, clock?: Clock): number | undefined;
   /** The last full window (tower-style: reads see a complete window, never a half-filled one). */
   lastWindow(): LatencySnapshot | undefined;
   /** The window being filled now. */
