@@ -47,3 +47,19 @@ export function cliContext(command: Command): CliContext {
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
+
+/**
+ * Loads a command's implementation when the command runs, not when the CLI starts: `prazo demo` and
+ * `prazo drill` drive HTTP through undici, an optional peer of the package, so `prazo check`,
+ * `calibrate`, `rules` and `export` must run without it. A missing undici is said in one line.
+ */
+export async function loadWithUndici<T>(command: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const e = error as { code?: string; message?: string };
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && /'undici'/.test(e.message ?? ''))
+      throw new UsageError(`prazo ${command} needs undici, an optional peer of prazo: npm install undici`);
+    throw error;
+  }
+}

@@ -12,7 +12,27 @@ import type { Dispatcher } from 'undici';
 
 export type DispatchOptions = Dispatcher.DispatchOptions;
 export type DispatchController = Dispatcher.DispatchController;
-export type DispatchHandler = Dispatcher.DispatchHandler;
+/**
+ * undici's legacy handler callbacks, which undici 7's types declare on `DispatchHandler` and
+ * undici 8's no longer do: a handler above a call may still carry them (see above).
+ */
+export interface LegacyHandlerMethods {
+  onConnect?(abort: (reason?: Error) => void, context?: object): void;
+  onError?(error: Error): void;
+  onUpgrade?(statusCode: number, headers: Buffer[] | string[] | null, socket: unknown): void;
+  onHeaders?(
+    statusCode: number,
+    headers: Buffer[],
+    resume: () => void,
+    statusText: string,
+  ): boolean | undefined;
+  onData?(chunk: Buffer): boolean | undefined;
+  onComplete?(trailers: string[] | null): void;
+  onBodySent?(chunkSize: number, totalBytesSent: number): void;
+}
+
+/** A handler as undici's types say (7 or 8), with the legacy callbacks it may also carry. */
+export type DispatchHandler = Dispatcher.DispatchHandler & LegacyHandlerMethods;
 export type Dispatch = Dispatcher['dispatch'];
 export type ResponseHeaders = IncomingHttpHeaders;
 

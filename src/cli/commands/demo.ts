@@ -5,10 +5,9 @@ import { systemClock } from '../../clock/system.js';
 import { renderHtml } from '../../demo/report/html.js';
 import { createProgressPrinter } from '../../demo/report/progress.js';
 import { renderTable } from '../../demo/report/table.js';
-import { runDemo } from '../../demo/run/demo.js';
 import type { DemoOptions } from '../../demo/run/options.js';
 import type { StackName } from '../../demo/types.js';
-import { cliContext } from '../context.js';
+import { cliContext, loadWithUndici } from '../context.js';
 import { runInterruptible } from '../interruptible.js';
 import { numberArg } from '../parse-args.js';
 
@@ -70,6 +69,7 @@ export function register(program: Command): void {
         context,
         'prazo demo: interrupted; every demo process was stopped',
         async (signal) => {
+          const { runDemo } = await loadWithUndici('demo', () => import('../../demo/run/demo.js'));
           const result = await runDemo({ ...options(flags), signal, onProgress: progress.onProgress });
           progress.finish();
           if (flags.json) io.stdout(`${JSON.stringify(result, null, 2)}\n`);

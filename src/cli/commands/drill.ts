@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import { DRILL_DEFAULTS, DrillExit } from '../../drill/constants.js';
 import type { DrillOptions } from '../../drill/options.js';
 import { renderReport } from '../../drill/report.js';
-import { runDrill } from '../../drill/run.js';
-import { cliContext } from '../context.js';
+import { cliContext, loadWithUndici } from '../context.js';
 import { runInterruptible } from '../interruptible.js';
 import { choiceArg, numberArg } from '../parse-args.js';
 
@@ -103,6 +102,7 @@ export function register(program: Command): void {
         context,
         'prazo drill: interrupted; the double and every process it started were stopped',
         async (signal) => {
+          const { runDrill } = await loadWithUndici('drill', () => import('../../drill/run.js'));
           const report = await runDrill({
             ...options(flags),
             cwd: io.cwd,
