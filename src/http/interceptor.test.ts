@@ -5,6 +5,7 @@ import { systemClock } from '../clock/system.js';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import type { DependencyEvent } from '../dependency/types.js';
+import { isPrazoError } from '../errors/base.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import { interceptor } from './interceptor.js';
@@ -123,6 +124,20 @@ describe('global fetch through setGlobalDispatcher(agent.compose(interceptor(...
     const { server } = await install(faults.ok());
     const code = await runWithDeadline(Deadline.after(50), () => fetchOutcome(`${server.origin}/x`));
     expect(code).toBe('DEADLINE_INSUFFICIENT');
+    expect(server.connections).toBe(0);
+  });
+
+  it('a prazo failure rejects fetch as WHATWG fetch reports network errors: TypeError, the typed error as cause', async () => {
+    const { server } = await install(faults.ok());
+    const error = await runWithDeadline(Deadline.after(50), () =>
+      fetch(`${server.origin}/x`).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
+    expect(error).toBeInstanceOf(TypeError);
+    expect(isPrazoError((error as { cause?: unknown }).cause)).toBe(true);
+    expect((error as { cause: { code: string } }).cause.code).toBe('DEADLINE_INSUFFICIENT');
     expect(server.connections).toBe(0);
   });
 
