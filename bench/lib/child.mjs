@@ -8,6 +8,25 @@ import { spawn } from 'node:child_process';
 
 export const RESULT_MARK = '@@prazo-bench ';
 
+/** The env var by which a child knows its parent's pid (set by {@link runChild} and {@link startChild}). */
+const PARENT_ENV = 'PRAZO_BENCH_PARENT';
+
+// A child whose parent is gone (killed, crashed, its terminal closed) exits instead of running on:
+// a load generator orphaned that way was seen spinning at 50% CPU for an hour. Linux re-parents an
+// orphan (to init or a subreaper), so a changed ppid is the signal; the check is unref'd and never
+// keeps a child alive by itself.
+const parent = Number(process.env[PARENT_ENV]);
+if (parent > 0 && parent !== process.pid) {
+  const watch = setInterval(() => {
+    if (process.ppid !== parent) process.exit(70);
+  }, 500);
+  watch.unref();
+}
+
+function childEnv(env) {
+  return { ...(env ?? process.env), [PARENT_ENV]: String(process.pid) };
+}
+
 /** Called by a child: prints its result where the parent looks for it. */
 export function report(result) {
   process.stdout.write(`${RESULT_MARK}${JSON.stringify(result)}\n`);
@@ -21,7 +40,7 @@ export function runChild(script, args = [], { nodeArgs = [], timeoutMs = 120_000
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: env ?? process.env,
+      env: childEnv(env),
     });
     let stdout = '';
     let stderr = '';
@@ -62,7 +81,10 @@ export function runChild(script, args = [], { nodeArgs = [], timeoutMs = 120_000
  */
 export function startChild(script, args = [], { timeoutMs = 20_000 } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [script, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: childEnv(),
+    });
     let buffer = '';
     let stderr = '';
     const timer = setTimeout(() => {
