@@ -1,4 +1,4 @@
-import { Agent, getGlobalDispatcher, request, setGlobalDispatcher } from 'undici';
+import { Agent, type Dispatcher, getGlobalDispatcher, request, setGlobalDispatcher } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { systemClock } from '../clock/system.js';
@@ -195,6 +195,35 @@ describe('undici.request through agent.compose(interceptor(...))', () => {
     expect(server.seen).toHaveLength(2);
     const epoch = Number(server.seen[0]!.headers['x-deadline-epoch-ms']);
     expect(epoch).toBeLessThanOrEqual(Date.now() + 1_500);
+  });
+
+  it('the dispatchers below never see `prazo`: each attempt of a managed call, and a dispatch passed through', async () => {
+    server = await startServer(faults.sequence(faults.status(503), faults.ok('second')));
+    const other = await startServer(faults.ok('other'));
+    const seen: Record<string, unknown>[] = [];
+    const below: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+      seen.push({ ...opts });
+      return dispatch(opts, handler);
+    };
+    const prazo = interceptor({ dependencies: { [server.origin]: { name: 'inventory', p99Ms: 100 } } });
+    const dispatcher = new Agent().compose(below).compose(prazo);
+    cleanup.push(
+      () => server.close(),
+      () => other.close(),
+      () => dispatcher.destroy(),
+    );
+    const res = await request(`${server.origin}/a`, {
+      dispatcher,
+      headers: { 'x-mine': '1' },
+      prazo: { deadline: 1_500 },
+    } as never);
+    expect(await res.body.text()).toBe('second');
+    const passed = await request(`${other.origin}/b`, { dispatcher, prazo: { deadline: 1_500 } } as never);
+    expect(await passed.body.text()).toBe('other');
+    expect(seen).toHaveLength(3); // two attempts (the 503 retried), one call passed through
+    for (const opts of seen) expect(Object.keys(opts)).not.toContain('prazo');
+    expect(seen.map((o) => o.path)).toEqual(['/a', '/a', '/b']);
+    expect(server.seen.map((r) => r.headers['x-mine'])).toEqual(['1', '1']);
   });
 
   it('rejects an unknown per-call option and a bad value, before any socket', async () => {

@@ -247,8 +247,9 @@ function callOptionsOf(given: unknown): CallOptions | Error {
   return given as CallOptions;
 }
 
-/** The dispatch options without `prazo` (not undici's: the dispatchers below never see it). */
-function withoutPrazo(options: DispatchOptions): DispatchOptions {
+/** The dispatch options without `prazo`, for a dispatch passed through (the same object without one). */
+function withoutPrazo(options: DispatchOptions, given: unknown): DispatchOptions {
+  if (given === undefined) return options;
   const { prazo: _prazo, ...rest } = options as DispatchOptions & { prazo?: unknown };
   return rest as DispatchOptions;
 }
@@ -313,31 +314,31 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
     function prazo(options: DispatchOptions, handler: DispatchHandler): boolean {
       const given = (options as { prazo?: unknown }).prazo;
       let call: CallOptions | undefined;
-      let own = options;
       if (given !== undefined) {
         const checked = callOptionsOf(given);
         if (checked instanceof Error) return fail(handler, checked);
         call = checked;
-        own = withoutPrazo(options);
       }
+      // A call's attempts are dispatched without `prazo` (see HttpCall); a dispatch passed straight
+      // through drops it here.
       const origin = originOf(options.origin);
-      if (origin === undefined) return dispatch(own, handler); // no origin: nothing to know it by
+      if (origin === undefined) return dispatch(withoutPrazo(options, given), handler); // nothing to know it by
       const found = table.find(origin);
       if (found instanceof Error) return fail(handler, found);
-      if (isManaged(found)) return callOn(found.route, own, handler, dispatch, call);
+      if (isManaged(found)) return callOn(found.route, options, handler, dispatch, call);
       // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it.
       const deadline: Deadline | undefined =
         call?.deadline === undefined
           ? currentDeadline()
           : resolveDeadline(call.deadline, found, found.clock.now());
-      if (deadline === undefined) return dispatch(own, handler);
+      if (deadline === undefined) return dispatch(withoutPrazo(options, given), handler);
       if (deadline.remainingMs() <= 0) {
         return fail(
           handler,
           new DeadlineExceededError({ dependency: origin, deadlineEpochMs: deadline.epochMs() }),
         );
       }
-      return callOn(found, own, handler, dispatch, { deadline });
+      return callOn(found, options, handler, dispatch, { deadline });
     };
 
   const view = (managed: Managed): DependencyView => ({
