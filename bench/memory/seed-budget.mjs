@@ -1,6 +1,7 @@
 /**
- * The seed's retry budget (`resiliencia/orcamento-retry.js` in seeds/000), re-typed as it is, names
- * and all, to serve as the baseline prazo's budget is measured against. One timestamp per event in
+ * The retry budget of the project's source document (the sketch behind SPEC R1, see
+ * docs/requirements.md; the document itself is not part of this repository), re-typed as it is, its
+ * Portuguese names and all, to serve as the baseline prazo's budget is measured against. One timestamp per event in
  * two arrays, pruned with `shift()`: memory grows with the event rate (one number per event in the
  * window) and pruning a large array costs a copy of it. Not used by prazo; kept only for comparison.
  */
