@@ -27,7 +27,7 @@ export interface Clock {
   /** Wall-clock epoch milliseconds, for headers that cross hosts. */
   epochNow(): number;
   /**
-   * Calls `fn` once after `delayMs`. Delays are clamped to [0, {@link MAX_TIMER_DELAY_MS}] like
+   * Calls `fn` once after `delayMs`. Delays are clamped to [0, `MAX_TIMER_DELAY_MS` (2^31 − 1 ms)] like
    * grpc-js does; callers needing longer re-arm (see `Deadline.signal`).
    */
   setTimer(fn: () => void, delayMs: number, options?: TimerOptions): Timer;
@@ -37,7 +37,7 @@ export interface Clock {
    * Calls `fn` once the I/O already waiting has been read (Node: `setImmediate`, which runs after the
    * loop's poll phase). Node runs expired timers *before* it reads sockets, so after the loop was
    * blocked a timer fires late with the answer it waits for already in the socket, unread: a timer
-   * that fires late passes its verdict through here (see {@link LATE_TIMER_MS}). Optional: a clock
+   * that fires late passes its verdict through here (see `LATE_TIMER_MS`, 2 ms). Optional: a clock
    * without it has no I/O of its own, and `fn` runs at once.
    */
   afterIo?(fn: () => void): void;

@@ -2,7 +2,7 @@ import type { Clock } from '../clock/clock.js';
 
 /**
  * The one declaration of a component's options (after Polly v8's options + constants): each option
- * is written once, as a property of a {@link defineOptions} literal — its name (the key), its type,
+ * is written once, as a property of a `defineOptions` literal — its name (the key), its type,
  * unit, default and range (the spec), and its documentation (the TSDoc comment on the key, which the
  * derived option type carries to the caller's editor). Everything else is read from that literal:
  *
@@ -14,7 +14,7 @@ import type { Clock } from '../clock/clock.js';
  *   data mode: options only code can give — a clock, a function — are refused there);
  * - composition: a component built on another reuses its declarations. `createDependency` nests
  *   the budget's, hedge's and recorder's schemas and spreads the calibration's specs; a client on top
- *   of the executor spreads `DEPENDENCY_OPTIONS.specs` (or picks from it with {@link pickOptions})
+ *   of the executor spreads `DEPENDENCY_OPTIONS.specs` (or picks from it with `pickOptions`)
  *   and adds its own, so a bound or a default changes in one place for every entry point.
  *
  * A spec is plain data (kind, unit, default, bounds) plus a phantom type; it never runs code of its

@@ -24,11 +24,11 @@
 export const ATTR = Object.freeze({
   /** The dependency's name, as given to `createDependency({ name })`. */
   dependency: 'prazo.dependency',
-  /** Why an attempt exists: {@link ATTEMPT_KINDS}. */
+  /** Why an attempt exists: `original`, `retry` or `hedge`. */
   attemptKind: 'prazo.attempt.kind',
-  /** Where the time ran out: {@link TIMEOUT_PHASES}. */
+  /** Where the time ran out: `queue`, `connect`, `response`, `body`, `deadline`, `unknown`. */
   timeoutPhase: 'prazo.timeout.phase',
-  /** How an attempt ended: {@link OUTCOMES}. */
+  /** How an attempt ended: `success`, `error`, `timeout` or `cancelled`. */
   outcome: 'prazo.outcome',
   /** The server's name, as given to `instrumentPrazo({ servers })`. */
   server: 'prazo.server',
