@@ -62,7 +62,9 @@ export class DeadlineInsufficientError extends PrazoError {
         `needs ${details.neededMs} ms (p99); not called`,
     );
     this.dependency = details.dependency;
-    this.remainingMs = details.remainingMs;
+    // To the microsecond: `(now + 300) - now` is 300.00000000000006 in floating point, and an error
+    // must not report more time left than the caller gave.
+    this.remainingMs = Math.round(details.remainingMs * 1_000) / 1_000;
     this.neededMs = details.neededMs;
     this.attempt = details.attempt;
   }

@@ -92,3 +92,16 @@ describe('errors', () => {
     expect(error.message).toContain('`b` must be true or false, got 3');
   });
 });
+
+describe('DeadlineInsufficientError numbers', () => {
+  it('reports the time left to the microsecond, never a float artifact above what was given', () => {
+    const now = 1877.1185000000003;
+    const e = new DeadlineInsufficientError({
+      dependency: 'd',
+      remainingMs: now + 300 - now,
+      neededMs: 1000,
+    });
+    expect(now + 300 - now).toBeGreaterThan(300);
+    expect(e.remainingMs).toBe(300);
+  });
+});
