@@ -10,6 +10,7 @@ import { prazoErrorOf } from './status.js';
 
 /** A plain grpc-js server (no prazo) reporting the deadline each call arrived with. */
 let calls = 0;
+let lastEpochMetadata: unknown[] = [];
 let echo: Awaited<ReturnType<typeof startEcho>>;
 beforeAll(async () => {
   echo = await startEcho({
@@ -18,6 +19,9 @@ beforeAll(async () => {
       cb: (e: null, r: SayReply) => void,
     ) => {
       calls += 1;
+      lastEpochMetadata = (call as unknown as { metadata: { get(k: string): unknown[] } }).metadata.get(
+        'x-deadline-epoch-ms',
+      );
       const epoch = grpcDeadlineEpochMs(call.getDeadline());
       const reply = () =>
         cb(null, {
@@ -42,6 +46,16 @@ describe('deadlineInterceptor (real grpc-js client and server on 127.0.0.1)', ()
     expect(Math.abs(reply.deadlineEpochMs - deadline.epochMs())).toBeLessThan(50);
     expect(reply.remainingMs).toBeGreaterThan(500);
     expect(reply.remainingMs).toBeLessThanOrEqual(800);
+    c.close();
+  });
+
+  it('sends the absolute deadline too (x-deadline-epoch-ms), which no transit lag stretches (SPEC D1, D5)', async () => {
+    const c = client();
+    const deadline = Deadline.after(800);
+    await runWithDeadline(deadline, () => say(c, {}));
+    expect(lastEpochMetadata).toEqual([String(Math.floor(deadline.epochMs()))]);
+    await say(c, {});
+    expect(lastEpochMetadata).toEqual([]); // no deadline, nothing sent
     c.close();
   });
 

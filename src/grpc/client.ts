@@ -11,6 +11,7 @@ import {
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
+import { DeadlineHeaders } from '../deadline/constants.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -69,7 +70,7 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): I
     const onDeadline = (): DeadlineExceededError =>
       new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });
     const next = nextCall(epoch === own ? callOptions : { ...callOptions, deadline: epoch });
-    return new InterceptingCall(next, explain(onDeadline));
+    return new InterceptingCall(next, explain(onDeadline, epoch));
   };
 }
 
@@ -84,15 +85,27 @@ function refuse(failure: StatusObject): Requester {
   };
 }
 
-/** Attaches a DeadlineExceededError as `cause` to a DEADLINE_EXCEEDED status (SPEC D6). */
-function explain(onDeadline: () => DeadlineExceededError): Requester {
+/**
+ * Attaches a DeadlineExceededError as `cause` to a DEADLINE_EXCEEDED status (SPEC D6), and sends the
+ * deadline as an absolute `x-deadline-epoch-ms` beside grpc-js's relative `grpc-timeout` (SPEC D1,
+ * D5): a receiver reads a relative timeout from when it *reads* the call, so a busy receiver (or a
+ * slow network) stretches it by the transit; the absolute instant does not stretch, and prazo's
+ * reader takes the earlier of the two. A value the caller set itself is left as it is.
+ */
+function explain(onDeadline: () => DeadlineExceededError, epoch: number): Requester {
   const listener: Listener = {
     onReceiveStatus: (received, next) => {
       if (received.code !== status.DEADLINE_EXCEEDED || 'cause' in received) return next(received);
       next(Object.assign({}, received, { cause: onDeadline() }));
     },
   };
-  return { start: (metadata, _listener, next) => next(metadata, listener) };
+  return {
+    start: (metadata, _listener, next) => {
+      if (metadata.get(DeadlineHeaders.epochMs).length === 0)
+        metadata.set(DeadlineHeaders.epochMs, String(Math.floor(epoch)));
+      next(metadata, listener);
+    },
+  };
 }
 
 /** Stands in for the channel call when a call is refused: nothing reaches the network. */
