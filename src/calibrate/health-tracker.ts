@@ -20,6 +20,17 @@ export interface HealthyWindowTracker<W extends WindowStats> {
   baselineP99(): number | undefined;
 }
 
+/**
+ * The guard's baseline from healthy windows' p99s: their median (undefined for none). A median, not a
+ * mean, so one odd window does not move it; the live tracker and fleet calibration both use it.
+ */
+export function baselineP99Of(p99s: readonly number[]): number | undefined {
+  if (p99s.length === 0) return undefined;
+  const sorted = [...p99s].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 export function createHealthyWindowTracker<W extends WindowStats>(
   options: HealthyWindowTrackerOptions = {},
 ): HealthyWindowTracker<W> {
@@ -31,12 +42,7 @@ export function createHealthyWindowTracker<W extends WindowStats>(
   const p99s: number[] = [];
   let healthy: W | undefined;
 
-  const baselineP99 = (): number | undefined => {
-    if (p99s.length === 0) return undefined;
-    const sorted = [...p99s].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  };
+  const baselineP99 = (): number | undefined => baselineP99Of(p99s);
 
   return {
     observe(window: W): WindowVerdict {

@@ -2,6 +2,9 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { type Check, defineOptions, type OptionsOf, option, pickOptions } from '../options/declare.js';
 import type { DriftResult } from './drift.js';
 import type { WindowStats } from './health.js';
+import { LABEL_NAME, METRIC_NAME, parseSelector } from './promql.js';
+import { unitFromName } from './sources/prometheus.js';
+import type { LatencyUnit } from './sources/types.js';
 
 /**
  * The options of calibration (SPEC C1–C6), declared once each: timeouts from a p99, the
@@ -177,3 +180,97 @@ export const POOL_CHECK_OPTIONS = defineOptions({
 });
 
 export type PoolCheckInput = OptionsOf<typeof POOL_CHECK_OPTIONS>;
+
+/**
+ * Where one dependency's latency histogram lives in the fleet's Prometheus (SPEC X8): the
+ * `histogram.prometheus` key of a dependency in `prazo.config.yaml`, read by `prazo calibrate
+ * --prometheus`, `prazo rules` and the dashboard. Every key is optional: the default is the histogram
+ * prazo/otel itself exports for the dependency.
+ */
+export const PROMETHEUS_SERIES_OPTIONS = defineOptions(
+  {
+    /**
+     * The histogram's name, without `_bucket` (written with it, it is cut). Default: prazo/otel's
+     * attempt-duration histogram under the naming scheme in use (`--naming`). At most 200 characters.
+     */
+    metric: option.string({
+      maxLength: 200,
+      pattern: {
+        describe: 'a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)',
+        test: (v) => typeof v === 'string' && METRIC_NAME.test(v),
+      },
+    }),
+    /**
+     * PromQL label matchers of the dependency's series: `{job="orders", service="inventory"}` (the
+     * braces may be left out). With prazo's own histogram the dependency's `prazo_dependency` matcher is
+     * added unless the selector names that label. Default: none (prazo's: the dependency's name). At
+     * most 4096 characters; `le` and `__name__` cannot be matched.
+     */
+    selector: option.string({ maxLength: 4096 }),
+    /**
+     * The label that says how each call ended: outcome words (`prazo_outcome`, `outcome`, `result`:
+     * success/error/timeout) or a status (`http_response_status_code`, `grpc_code`: 5xx errors, 408/504
+     * timeouts). The p99 is taken over successes, the rest feed the error and timeout rates (SPEC C4).
+     * Default: `prazo_outcome` with prazo's histogram; none with another (every call counts as a
+     * success: only the p99 jump and the sample count are judged).
+     */
+    outcomeLabel: option.string({
+      maxLength: 200,
+      pattern: {
+        describe: 'a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)',
+        test: (v) => typeof v === 'string' && LABEL_NAME.test(v),
+      },
+    }),
+    /** Unit of the buckets' `le`. Default: from the metric's name (`_seconds`...), `s` for prazo's. */
+    unit: option.oneOf<LatencyUnit, object>(['s', 'ms', 'us']),
+  },
+  (values, report, { valid }) => {
+    if (values.selector !== undefined && valid('selector')) {
+      const read = parseSelector(values.selector);
+      if ('problem' in read) report('selector', `is not PromQL label matchers: ${read.problem}`);
+    }
+    if (values.metric !== undefined && values.unit === undefined && valid('metric')) {
+      if (unitFromName(values.metric.replace(/_bucket$/, '')) === undefined) {
+        report('unit', `cannot tell the unit of ${values.metric} from its name: give \`unit\` (s, ms or us)`);
+      }
+    }
+  },
+);
+
+export type PrometheusSeries = OptionsOf<typeof PROMETHEUS_SERIES_OPTIONS>;
+
+/** The longest window a fleet calibration reads: Prometheus keeps 15 days by default, long-term stores more. */
+const MAX_WINDOW_MS = 400 * 86_400_000;
+
+/**
+ * The window a fleet calibration reads and its sub-windows (SPEC X8, C4): `windowMs` ending now (at
+ * a multiple of `stepMs`), cut into `windowMs / stepMs` sub-windows, each judged by the healthy-window
+ * guard on its own.
+ */
+export const FLEET_WINDOW_OPTIONS = defineOptions(
+  {
+    /** How far back to read, in ms. Default 7 days; [1 s, 400 days]. */
+    windowMs: option.integer({ default: 7 * 86_400_000, unit: 'ms', min: 1_000, max: MAX_WINDOW_MS }),
+    /**
+     * One sub-window, in ms: each is judged on its own, and rates read over it (`[step]`). At least
+     * twice the scrape interval. Default 1 hour; [1 s, 31 days], at most `windowMs`, and at most
+     * 10,000 sub-windows.
+     */
+    stepMs: option.integer({ default: 3_600_000, unit: 'ms', min: 1_000, max: 31 * 86_400_000 }),
+    /** End of the window, epoch ms (rounded down to a multiple of `stepMs`). Default: now. */
+    endEpochMs: option.number({ unit: 'ms', min: 0, max: 8.64e15 }),
+  },
+  (o, report, { valid }) => {
+    if (!valid('windowMs', 'stepMs')) return;
+    if (o.stepMs > o.windowMs)
+      report('stepMs', `(${o.stepMs} ms) must not exceed \`windowMs\` (${o.windowMs} ms)`);
+    else if (o.windowMs / o.stepMs > 10_000) {
+      report(
+        'stepMs',
+        `makes ${Math.floor(o.windowMs / o.stepMs)} sub-windows; at most 10000 (a longer step)`,
+      );
+    }
+  },
+);
+
+export type FleetWindowOptions = OptionsOf<typeof FLEET_WINDOW_OPTIONS>;

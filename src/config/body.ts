@@ -32,6 +32,8 @@ export interface ConfigBody {
   readonly service: ServiceConfig | undefined;
   /** The top-level `mesh:` as given, or undefined. */
   readonly mesh?: MeshDefaults;
+  /** The healthy-window guard's thresholds (`calibration:`, defaults applied). */
+  readonly calibration?: ResolvedHealthThresholds;
   readonly dependencies: ReadonlyMap<string, DependencyConfig>;
   readonly endpoints: ReadonlyMap<string, EndpointConfig>;
 }
@@ -61,7 +63,7 @@ export function readBody(data: unknown, problems: RawProblem[], readText: ReadTe
   const service =
     top.service === undefined ? undefined : (Object.freeze({ ...top.service }) as ServiceConfig);
   const mesh = top.mesh === undefined ? {} : { mesh: Object.freeze({ ...top.mesh }) as MeshDefaults };
-  return { service, dependencies, endpoints, ...mesh };
+  return { service, dependencies, endpoints, ...mesh, calibration: thresholds };
 }
 
 function readDependencies(

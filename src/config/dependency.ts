@@ -1,4 +1,5 @@
 import { assessWindow, type ResolvedHealthThresholds } from '../calibrate/health.js';
+import type { PrometheusSeries } from '../calibrate/options.js';
 import { checkPool } from '../calibrate/pool.js';
 import { readLatencySource } from '../calibrate/sources/detect.js';
 import { type LatencyDistribution, SourceError } from '../calibrate/sources/types.js';
@@ -26,6 +27,11 @@ export interface DependencyConfig {
   readonly pool?: { readonly size: number; readonly rps: number };
   /** Where it lives in the cluster, as the file gives it (`prazo export`, SPEC X10); false: not exported. */
   readonly mesh?: MeshPlacement | boolean;
+  /**
+   * `histogram.prometheus` as given: the dependency's series in the fleet's Prometheus (SPEC X8), for
+   * `prazo calibrate --prometheus`, `prazo rules` and the dashboard. Absent: prazo/otel's own histogram.
+   */
+  readonly prometheus?: PrometheusSeries & { readonly baselineP99Ms?: number };
 }
 
 /** `mesh:` of a dependency, as given (defaults are applied by the export). */
@@ -67,8 +73,8 @@ function readHistogram(
   readText: ReadText,
   thresholds: ResolvedHealthThresholds,
 ): HistogramRef | undefined {
-  const { file: named, baselineP99Ms, ...source } = h;
-  const file = named.trim();
+  const { file: named, baselineP99Ms, prometheus: _fleet, ...source } = h;
+  const file = (named ?? '').trim();
   let distribution: LatencyDistribution;
   try {
     distribution = readLatencySource(readText(file), source);
@@ -108,7 +114,7 @@ export function readDependency(
   if (v.issues.length > before) return undefined;
   const entry = { ...(raw as Entry), name }; // the name as read: trimmed
   const histogram =
-    entry.histogram === undefined
+    entry.histogram?.file === undefined
       ? undefined
       : readHistogram(v, entry.histogram, [...at, 'histogram'], readText, thresholds);
   const p99Ms = histogram?.distribution.p99 ?? entry.p99Ms;
@@ -153,9 +159,20 @@ export function readDependency(
   const given = entry.mesh;
   const mesh =
     given === undefined ? {} : { mesh: typeof given === 'boolean' ? given : Object.freeze({ ...given }) };
+  const series = entry.histogram?.prometheus;
+  const baseline = entry.histogram?.baselineP99Ms;
+  const prometheus =
+    series === undefined
+      ? {}
+      : {
+          prometheus: Object.freeze({
+            ...series,
+            ...(baseline === undefined ? {} : { baselineP99Ms: baseline }),
+          }),
+        };
   return Object.freeze(
     pool === undefined
-      ? { options, calibration, p99Source, ...mesh }
-      : { options, calibration, p99Source, pool, ...mesh },
+      ? { options, calibration, p99Source, ...mesh, ...prometheus }
+      : { options, calibration, p99Source, pool, ...mesh, ...prometheus },
   );
 }

@@ -1,5 +1,6 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { ResolvedHealthThresholds } from '../calibrate/health.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -22,6 +23,8 @@ export interface PrazoConfig {
   readonly endpoints: ReadonlyMap<string, EndpointConfig>;
   /** The top-level `mesh:` (defaults for `prazo export`), or absent. */
   readonly mesh?: MeshDefaults;
+  /** The healthy-window guard's thresholds (`calibration:`, defaults applied): what histogram sources are judged by. */
+  readonly calibration?: ResolvedHealthThresholds;
 }
 
 export interface ConfigCheck {

@@ -1,4 +1,8 @@
-import { HEALTH_THRESHOLD_OPTIONS, POOL_CHECK_OPTIONS } from '../calibrate/options.js';
+import {
+  HEALTH_THRESHOLD_OPTIONS,
+  POOL_CHECK_OPTIONS,
+  PROMETHEUS_SERIES_OPTIONS,
+} from '../calibrate/options.js';
 import { SOURCE_OPTIONS } from '../calibrate/sources/types.js';
 import { INCOMING_DEADLINE_OPTIONS } from '../deadline/headers.js';
 import { DEPENDENCY_OPTIONS } from '../dependency/options.js';
@@ -31,14 +35,38 @@ export const HEDGE_IN_FILE = defineOptions(
   (values, report, context) => HEDGE_OPTIONS.check(values, report, context),
 );
 
-/** `histogram:` a latency file to measure the p99 from (SPEC C1, C4), relative to the config. */
-export const HISTOGRAM_IN_FILE = defineOptions({
-  /** The file, relative to the config's directory. Required; at most 4096 characters. */
-  file: option.string({ required: true, maxLength: 4096 }),
-  ...SOURCE_OPTIONS.specs,
-  /** p99 of known-healthy windows, in ms, for the guard's jump check. (0, 86400000]. Default: none. */
-  baselineP99Ms: option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
-});
+/**
+ * `histogram:` where the dependency's p99 is measured (SPEC C1, C4, X8): a latency `file`, relative to
+ * the config, read at load time; or the fleet's series in Prometheus (`prometheus`), read by `prazo
+ * calibrate --prometheus`, which writes the measured p99 back into `p99Ms`.
+ */
+export const HISTOGRAM_IN_FILE = defineOptions(
+  {
+    /** The file, relative to the config's directory. At most 4096 characters. Either this or `prometheus`. */
+    file: option.string({ maxLength: 4096 }),
+    ...SOURCE_OPTIONS.specs,
+    /** The dependency's series in Prometheus: metric, selector, outcome label, unit (all optional). */
+    prometheus: option.nested(PROMETHEUS_SERIES_OPTIONS),
+    /** p99 of known-healthy windows, in ms, for the guard's jump check. (0, 86400000]. Default: none. */
+    baselineP99Ms: option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
+  },
+  (_values, report, { given }) => {
+    if ((given.file === undefined) === (given.prometheus === undefined)) {
+      report(
+        given.file === undefined ? [] : 'prometheus',
+        "give either `file` (a latency file read at load) or `prometheus` (the fleet's series, read by `prazo calibrate --prometheus`)",
+      );
+    } else if (given.prometheus !== undefined) {
+      for (const key of ['format', 'metric', 'column', 'unit'] as const) {
+        if (given[key] !== undefined)
+          report(
+            key,
+            `belongs to a \`file\`; the Prometheus series takes its own (\`prometheus.metric\`, \`prometheus.unit\`)`,
+          );
+      }
+    }
+  },
+);
 
 /** `pool:` the pool the dependency's calls hold a connection of, checked by Little's law (SPEC C6). */
 export const POOL_IN_FILE = defineOptions({
@@ -145,10 +173,17 @@ export const DEPENDENCY_IN_FILE = defineOptions(
     mesh: option.toggle(MESH_IN_FILE),
   },
   (_values, report, { given }) => {
-    if (given.p99Ms !== undefined && given.histogram !== undefined) {
-      report('histogram', 'give either `p99Ms` or `histogram`, not both');
+    const histogram = given.histogram as Record<string, unknown> | undefined;
+    const fromFile = histogram !== null && typeof histogram === 'object' && histogram.file !== undefined;
+    if (given.p99Ms !== undefined && fromFile) {
+      report('histogram', 'give either `p99Ms` or a histogram `file`, not both');
     } else if (given.p99Ms === undefined && given.histogram === undefined) {
       report([], 'needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)');
+    } else if (given.p99Ms === undefined && !fromFile && typeof histogram === 'object') {
+      report(
+        [],
+        'needs `p99Ms`: `histogram.prometheus` says where the fleet measures it, `prazo calibrate --prometheus URL --write` keeps it current',
+      );
     }
   },
 );

@@ -11,6 +11,8 @@ export const ErrorCode = Object.freeze({
   INVALID_OPTIONS: 'INVALID_OPTIONS',
   /** A latency file (histogram, CSV, samples) that cannot be read as one. */
   INVALID_SOURCE: 'INVALID_SOURCE',
+  /** A Prometheus range query that did not produce a matrix (unreachable, timeout, an error answer, a bad body). */
+  PROMETHEUS_QUERY_FAILED: 'PROMETHEUS_QUERY_FAILED',
 } as const);
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { num, rate, sumBy } from '../calibrate/promql.js';
 import { ATTR } from '../otel/constants.js';
 import { ALERTS, RULE_DEFAULTS as R } from './constants.js';
 import {
@@ -9,7 +10,6 @@ import {
   resolveInput,
 } from './input.js';
 import { familyNames, labelName, type NamingScheme } from './names.js';
-import { num, rate, sumBy } from './promql.js';
 import { dependencyRules } from './rules-dependency.js';
 import type { AlertRule, RuleFile } from './types.js';
 

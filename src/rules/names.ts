@@ -1,4 +1,9 @@
-import { METRICS, type MetricKey, type MetricSpec } from '../otel/constants.js';
+import type { FleetSeries } from '../calibrate/fleet.js';
+import type { PrometheusSeries } from '../calibrate/options.js';
+import { type Matcher, parseSelector } from '../calibrate/promql.js';
+import { unitFromName } from '../calibrate/sources/prometheus.js';
+import type { LatencyUnit } from '../calibrate/sources/types.js';
+import { ATTR, METRICS, type MetricKey, type MetricSpec } from '../otel/constants.js';
 
 /**
  * How prazo's OpenTelemetry metric names appear in Prometheus. Two translations exist in the wild,
@@ -67,4 +72,32 @@ export function exportedSeriesNames(scheme: NamingScheme): readonly string[] {
     else out.push(name);
   }
   return Object.freeze(out);
+}
+
+/**
+ * The histogram a dependency's latency is read from in the fleet's Prometheus (SPEC X8, C5): its
+ * config's `histogram.prometheus`, each key defaulting to prazo/otel's own attempt-duration histogram
+ * under `scheme` — the dependency's series are then matched by `prazo_dependency` (added to a given
+ * selector unless it names that label), split by `prazo_outcome`, in seconds. One function for
+ * `prazo calibrate --prometheus`, the drift alert and the dashboard, so all three read the same series.
+ * Throws `RangeError` for a selector that is not label matchers (the config loader refuses those first).
+ */
+export function latencySeries(
+  dependency: string,
+  given: PrometheusSeries | undefined,
+  scheme: NamingScheme,
+): FleetSeries {
+  const own = given?.metric === undefined;
+  const metric = own
+    ? prometheusName(METRICS.attemptDuration, scheme)
+    : given!.metric!.replace(/_bucket$/, '');
+  const read = given?.selector === undefined ? { matchers: [] } : parseSelector(given.selector);
+  if ('problem' in read) throw new RangeError(`selector of ${dependency}: ${read.problem}`);
+  const matchers: Matcher[] = [...read.matchers];
+  const byName = labelName(ATTR.dependency);
+  if (own && !matchers.some(([label]) => label === byName)) matchers.unshift([byName, '=', dependency]);
+  const outcomeLabel = given?.outcomeLabel ?? (own ? labelName(ATTR.outcome) : undefined);
+  const unit = given?.unit ?? (own ? (METRICS.attemptDuration.unit as LatencyUnit) : unitFromName(metric));
+  if (unit === undefined) throw new RangeError(`cannot tell the unit of ${metric}: give \`unit\``);
+  return Object.freeze({ metric, matchers: Object.freeze(matchers), outcomeLabel, unit });
 }

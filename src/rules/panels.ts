@@ -1,8 +1,8 @@
+import { type Matcher, num, oneOf, quote, rate, selector, sumBy } from '../calibrate/promql.js';
 import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
 import { RULE_DEFAULTS } from './constants.js';
 import type { ResolvedInput } from './input.js';
 import { familyNames, labelName } from './names.js';
-import { type Matcher, num, oneOf, quote, rate, selector, sumBy } from './promql.js';
 
 /**
  * The dashboard's panels, row by row (SPEC V3: the retry ratio first, with its budget line; then

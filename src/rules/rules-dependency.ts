@@ -1,8 +1,8 @@
+import { type Matcher, num, oneOf, rate, selector, sumBy, sumWithout } from '../calibrate/promql.js';
 import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
 import { ALERTS, RULE_DEFAULTS as R } from './constants.js';
 import type { ResolvedDependency } from './input.js';
 import { familyNames, labelName, type NamingScheme } from './names.js';
-import { type Matcher, num, oneOf, rate, selector, sumBy, sumWithout } from './promql.js';
 import type { AlertRule } from './types.js';
 
 /**

@@ -132,6 +132,7 @@ export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistrib
   const success: number[] = [];
   let errors = 0;
   let timeouts = 0;
+  let cancelled = 0;
   for (let i = at + 1; i < lines.length; i += 1) {
     const line = lines[i]!;
     if (!records.open && (line.trim() === '' || line.startsWith('#'))) continue;
@@ -148,9 +149,11 @@ export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistrib
     const outcome = outcomeCol < 0 ? 'success' : classifyOutcome(outcomeKey!, fields[outcomeCol] ?? '');
     if (outcome === 'success') success.push(value * UNIT_TO_MS[unit]);
     else if (outcome === 'timeout') timeouts += 1;
-    else errors += 1;
+    else if (outcome === 'error') errors += 1;
+    else cancelled += 1; // a call the caller or a winning hedge cut: not the dependency's failure
   }
   records.end();
-  if (success.length + errors + timeouts === 0) throw new SourceError(0, 'no data rows in CSV');
+  if (success.length + errors + timeouts + cancelled === 0) throw new SourceError(0, 'no data rows in CSV');
+  if (cancelled > 0) notes.push(`${cancelled} cancelled call(s) left out (neither a success nor a failure)`);
   return fromSamples('csv', Float64Array.from(success), errors, timeouts, notes);
 }

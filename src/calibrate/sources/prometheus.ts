@@ -7,6 +7,7 @@ import {
   type LatencyDistribution,
   type LatencyUnit,
   OUTCOME_KEYS,
+  type Outcome,
   QUANTILES,
   SOURCE_LIMITS,
   SOURCE_OPTIONS,
@@ -29,11 +30,12 @@ export type PrometheusOptions = OptionsOf<typeof PROMETHEUS_OPTIONS>;
 const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 
 interface Series {
-  outcome: 'success' | 'error' | 'timeout';
+  outcome: Outcome;
   buckets: Bucket[];
 }
 
-function unitFromName(name: string): LatencyUnit | undefined {
+/** The unit a histogram's name says (`_seconds`, `_milliseconds`/`_ms`, `_microseconds`/`_us`), or undefined. */
+export function unitFromName(name: string): LatencyUnit | undefined {
   if (/_seconds?$/.test(name)) return 's';
   if (/_(milliseconds|ms|millis)$/.test(name)) return 'ms';
   if (/_(microseconds|us|micros)$/.test(name)) return 'us';
@@ -111,7 +113,7 @@ export function parsePrometheus(text: string, options: PrometheusOptions = {}): 
   const notes = [
     `histogram ${name}, ${series.length} series, le in ${unit}${options.unit ? '' : ' (from the name)'}`,
   ];
-  const counts = { success: 0, error: 0, timeout: 0 };
+  const counts: Record<Outcome, number> = { success: 0, error: 0, timeout: 0, cancelled: 0 };
   const success: Bucket[] = [];
   for (const s of series) {
     const { buckets, repaired } = normalizeBuckets(s.buckets);
@@ -121,6 +123,9 @@ export function parsePrometheus(text: string, options: PrometheusOptions = {}): 
     if (repaired > 0) notes.push(`${repaired} non-monotonic bucket(s) repaired (running maximum)`);
     counts[s.outcome] += total.count;
     if (s.outcome === 'success') for (const b of buckets) success.push({ le: b.le * toMs, count: b.count });
+  }
+  if (counts.cancelled > 0) {
+    notes.push(`${counts.cancelled} cancelled call(s) left out (neither a success nor a failure)`);
   }
   const merged = normalizeBuckets(success).buckets;
   const at = (q: number) => bucketQuantile(q, merged);

@@ -85,22 +85,64 @@ export function toLines(text: string): string[] {
   return lines;
 }
 
-/** Outcome of a call from a label/column value: `outcome` names, or an HTTP/gRPC-ish status. */
-export function classifyOutcome(key: string, value: string): 'success' | 'error' | 'timeout' {
-  const v = value.trim().toLowerCase();
-  if (key === 'outcome' || key === 'result') {
-    if (v === 'timeout' || v === 'deadline_exceeded' || v === 'timed_out') return 'timeout';
-    return v === 'success' || v === 'ok' ? 'success' : 'error';
+/** How a call ended, as a latency source tells it; `cancelled` calls (a losing hedge, a caller that left) count for nothing. */
+export type Outcome = 'success' | 'error' | 'timeout' | 'cancelled';
+
+/**
+ * The words of each outcome, as RE2/JavaScript regular expressions (matched whole, ignoring case), in
+ * one place: {@link classifyOutcome} reads values with them, and {@link outcomeMatcher} writes them
+ * into PromQL, so a file, a Prometheus query and a generated alert split calls the same way.
+ * - `named`: an outcome word (`outcome`, `result`, `prazo_outcome`...): `success`/`ok` succeed,
+ *   timeouts are `timeout`, `deadline_exceeded`, `timed_out`, a cancelled call is `cancelled`; any
+ *   other word is an error.
+ * - `status`: an HTTP/gRPC status: 408, 504 and `DEADLINE_EXCEEDED` time out; 5xx and the gRPC words
+ *   `error`, `unavailable`, `internal` are errors; `cancelled` is cancelled; everything else succeeds.
+ */
+export const OUTCOME_WORDS = Object.freeze({
+  named: Object.freeze({
+    success: 'success|ok',
+    timeout: 'timeout|deadline_exceeded|timed_out',
+    cancelled: 'cancell?ed',
+  }),
+  status: Object.freeze({
+    timeout: '408|504|deadline_exceeded',
+    error: '5[0-9][0-9]|error|unavailable|internal',
+    cancelled: 'cancell?ed',
+  }),
+});
+
+const whole = (source: string): RegExp => new RegExp(`^(?:${source})$`, 'i');
+const NAMED = {
+  success: whole(OUTCOME_WORDS.named.success),
+  timeout: whole(OUTCOME_WORDS.named.timeout),
+  cancelled: whole(OUTCOME_WORDS.named.cancelled),
+};
+const STATUS = {
+  timeout: whole(OUTCOME_WORDS.status.timeout),
+  error: whole(OUTCOME_WORDS.status.error),
+  cancelled: whole(OUTCOME_WORDS.status.cancelled),
+};
+
+/** Whether a label or column holds outcome words (`outcome`, `result`, `*_outcome`, `*_result`) rather than a status. */
+export const isNamedOutcomeKey = (key: string): boolean => /(^|_)(outcome|result)$/.test(key);
+
+/** Outcome of a call from a label/column value: outcome words, or an HTTP/gRPC-ish status. */
+export function classifyOutcome(key: string, value: string): Outcome {
+  const v = value.trim();
+  if (isNamedOutcomeKey(key)) {
+    if (NAMED.timeout.test(v)) return 'timeout';
+    if (NAMED.cancelled.test(v)) return 'cancelled';
+    return NAMED.success.test(v) ? 'success' : 'error';
   }
-  // status-like: 408/504 and gRPC DEADLINE_EXCEEDED time out; 5xx and other words are errors.
-  if (v === '408' || v === '504' || v === 'deadline_exceeded') return 'timeout';
-  if (/^5\d\d$/.test(v) || v === 'error' || v === 'unavailable' || v === 'internal') return 'error';
-  return 'success';
+  if (STATUS.timeout.test(v)) return 'timeout';
+  if (STATUS.cancelled.test(v)) return 'cancelled';
+  return STATUS.error.test(v) ? 'error' : 'success';
 }
 
-/** Labels or columns that carry the outcome, in order of preference. */
+/** Labels or columns that carry the outcome, in order of preference (`prazo_outcome`: prazo/otel's own). */
 export const OUTCOME_KEYS = Object.freeze([
   'outcome',
+  'prazo_outcome',
   'result',
   'status',
   'status_code',

@@ -1,6 +1,8 @@
 import type { WindowVerdict } from '../../calibrate/health.js';
+import { formatDuration as formatDurationMs } from '../../calibrate/promql.js';
 import type { LatencyDistribution } from '../../calibrate/sources/types.js';
 import type { TimeoutCalibration } from '../../calibrate/timeout.js';
+import type { FleetReport } from './calibrate-fleet.js';
 
 /** What `prazo calibrate` found: printed as a table, or as this very object with `--json`. */
 export interface CalibrateReport {
@@ -64,5 +66,110 @@ export function renderCalibrateTable(r: CalibrateReport): string {
     out += '\nwarnings\n';
     for (const w of r.warnings) out += `  - ${w}\n`;
   }
+  return out;
+}
+
+/** Epoch ms as `2025-01-31T10:00Z` (UTC; seconds when not whole minutes), without reading a clock. */
+export function formatEpoch(epochMs: number): string {
+  const days = Math.floor(epochMs / 86_400_000);
+  const msOfDay = epochMs - days * 86_400_000;
+  // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor(
+    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
+  );
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const two = (n: number): string => String(n).padStart(2, '0');
+  const h = Math.floor(msOfDay / 3_600_000);
+  const m = Math.floor((msOfDay % 3_600_000) / 60_000);
+  const s = (msOfDay % 60_000) / 1000;
+  const time = `${two(h)}:${two(m)}${s === 0 ? '' : `:${two(Math.floor(s))}`}`;
+  return `${year}-${two(month)}-${two(day)}T${time}Z`;
+}
+
+const calls = (n: number): string => (n >= 10_000 ? `${Math.round(n / 100) / 10}k` : String(Math.round(n)));
+
+/** How many refused sub-windows a table lists per dependency (the JSON has them all). */
+const LISTED_WINDOWS = 6;
+
+export function renderFleetTable(r: FleetReport): string {
+  const w = r.window;
+  let out =
+    `prazo calibrate: ${r.dependencies.length} dependenc${r.dependencies.length === 1 ? 'y' : 'ies'} from ${r.prometheus}, ` +
+    `${formatEpoch(w.startEpochMs)} to ${formatEpoch(w.endEpochMs)} in ${w.subWindows} sub-window(s) of ${formatDurationMs(w.stepMs)} ` +
+    `(${r.elapsedMs} ms)\n`;
+  for (const d of r.dependencies) {
+    out += `\n${d.name}\n`;
+    if (d.failure !== undefined) {
+      out += `  FAILED        ${d.failure.message}\n`;
+      continue;
+    }
+    const c = d.current;
+    const pairs: Array<[string, string]> = [
+      [
+        'current',
+        `p99Ms ${ms(c.p99Ms)} → response ${ms(c.responseMs)}, connect ${ms(c.connectMs)}, ${c.attempts} attempt(s)`,
+      ],
+    ];
+    if (d.windows.length > 0) {
+      const refused = d.windows.length - d.healthyWindows;
+      pairs.push([
+        'sub-windows',
+        `${d.healthyWindows} of ${d.windows.length} healthy${refused > 0 ? `, ${refused} refused` : ''}`,
+      ]);
+    }
+    const m = d.measured;
+    if (m !== undefined) {
+      const bucket =
+        m.p99Bucket === undefined
+          ? ''
+          : `, in bucket (${ms(m.p99Bucket.lowerMs)}, ${ms(m.p99Bucket.upperMs)}]`;
+      const rates =
+        m.count > 0 ? ` (errors ${pct(m.errors / m.count)}, timeouts ${pct(m.timeouts / m.count)})` : '';
+      pairs.push(['measured p99', `${ms(m.p99)}${bucket} over ${calls(m.count)} calls${rates}`]);
+    }
+    const rec = d.recommendation;
+    if (rec !== undefined) {
+      const change = r.changes.find((x) => x.dependency === d.name);
+      const p99 = change === undefined ? '(unchanged)' : `p99Ms ${ms(change.toMs)}`;
+      pairs.push([
+        'recommended',
+        `${p99} → response ${ms(rec.responseMs)}, connect ${ms(rec.connectMs)}, ${rec.attempts} attempt(s)`,
+      ]);
+    }
+    if (d.drift !== undefined) {
+      pairs.push(['drift', d.drift.status === 'ok' ? 'ok' : `${d.drift.status}: ${d.drift.reason}`]);
+    }
+    out += rows(pairs);
+    if (d.refused !== null) for (const reason of d.refused) out += `  REFUSED       ${reason}\n`;
+    const bad = d.windows.filter((x) => x.verdict.health !== 'healthy');
+    const degraded = bad.filter((x) => x.verdict.health === 'degraded');
+    for (const x of degraded.slice(0, LISTED_WINDOWS)) {
+      out += `  · refused ${formatEpoch(x.startEpochMs)}–${formatEpoch(x.endEpochMs)}: ${x.verdict.reasons.join('; ')}\n`;
+    }
+    if (degraded.length > LISTED_WINDOWS)
+      out += `  · ... and ${degraded.length - LISTED_WINDOWS} more degraded sub-window(s) (--json lists them)\n`;
+    const few = bad.length - degraded.length;
+    if (few > 0 && d.healthyWindows > 0) out += `  · ${few} sub-window(s) with too few calls to judge\n`;
+    for (const note of m?.notes ?? []) out += `  · ${note}\n`;
+    for (const warning of d.warnings) out += `  ! ${warning}\n`;
+  }
+  for (const s of r.skipped) out += `\n${s.name}\n  skipped       ${s.reason}\n`;
+  const drifting = r.dependencies.filter(
+    (d) => d.drift !== undefined && d.drift.status !== 'ok' && d.drift.status !== 'insufficient-data',
+  );
+  const refused = r.dependencies.filter((d) => d.refused !== null);
+  out += '\n';
+  out += `${drifting.length} drifting, ${refused.length} refused, ${r.dependencies.filter((d) => d.failure !== undefined).length} failed; `;
+  if (r.written) out += `wrote ${r.changes.length} p99Ms change(s) to ${r.config}\n`;
+  else if (r.changes.length > 0)
+    out += `${r.changes.length} p99Ms change(s): --write applies them to ${r.config}\n`;
+  else out += 'nothing to change\n';
   return out;
 }

@@ -7,14 +7,17 @@ import { type LatencyDistribution, SOURCE_LIMITS, SourceError } from '../../cali
 import { calibrateTimeout } from '../../calibrate/timeout.js';
 import { readBoundedText } from '../../config/load.js';
 import { isInvalidOptions } from '../../errors/guards.js';
+import { NAMING_SCHEMES, type NamingScheme } from '../../rules/names.js';
 import { cliContext, ExitCode, UsageError } from '../context.js';
 import { choiceArg, numberArg } from '../parse-args.js';
-import { type CalibrateReport, renderCalibrateTable } from './calibrate-render.js';
+import { fleetCommand } from './calibrate-fleet.js';
+import { type CalibrateReport, renderCalibrateTable, renderFleetTable } from './calibrate-render.js';
 
 /**
  * `prazo calibrate`: a recommendation from a measured p99 (SPEC C1–C4, C6). From `--p99`, or from a
  * latency file: a Prometheus histogram (`*_bucket{le=…}`), a newline list of samples, or a CSV with a
- * latency column. The window is judged first; a degraded one is refused (exit 1).
+ * latency column. The window is judged first; a degraded one is refused (exit 1). With `--prometheus`,
+ * every dependency of a config, from the fleet's Prometheus (`calibrate-fleet.ts`).
  */
 interface Flags {
   p99?: number;
@@ -37,7 +40,56 @@ interface Flags {
   rps?: number;
   json?: boolean;
   strict?: boolean;
+  // --prometheus (fleet calibration)
+  prometheus?: string;
+  config?: string;
+  window?: string;
+  step?: string;
+  end?: string;
+  write?: boolean;
+  naming?: NamingScheme;
+  bearerTokenFile?: string;
+  basicAuthFile?: string;
+  timeout?: number;
+  concurrency?: number;
 }
+
+/** Flags that describe one dependency: with --prometheus each dependency's own config says them. */
+const SINGLE_FLAGS = {
+  p99: '--p99',
+  histogram: '--histogram',
+  format: '--format',
+  unit: '--unit',
+  metric: '--metric',
+  column: '--column',
+  deadline: '--deadline',
+  attempts: '--attempts',
+  slack: '--slack',
+  forceSlack: '--force-slack',
+  connectCap: '--connect-cap',
+  overhead: '--overhead',
+  baselineP99: '--baseline-p99',
+  poolSize: '--pool-size',
+  rps: '--rps',
+} as const;
+/** Flags of fleet calibration only. */
+const FLEET_FLAGS = {
+  config: '--config',
+  window: '--window',
+  step: '--step',
+  end: '--end',
+  write: '--write',
+  naming: '--naming',
+  bearerTokenFile: '--bearer-token-file',
+  basicAuthFile: '--basic-auth-file',
+  timeout: '--timeout',
+  concurrency: '--concurrency',
+} as const;
+
+const given = (flags: Flags, table: Record<string, string>): string[] =>
+  Object.entries(table)
+    .filter(([key]) => flags[key as keyof Flags] !== undefined)
+    .map(([, flag]) => flag);
 
 export function register(program: Command): void {
   program
@@ -85,10 +137,59 @@ export function register(program: Command): void {
       numberArg('--pool-size'),
     )
     .option('--rps <r>', 'arrival rate into that pool, req/s', numberArg('--rps'))
+    .option('--prometheus <url>', "calibrate every dependency of --config from the fleet's Prometheus")
+    .option('--config <file>', 'with --prometheus: the central config (default prazo.config.yaml)')
+    .option('--window <duration>', 'with --prometheus: how far back to read (default 7d)')
+    .option('--step <duration>', 'with --prometheus: one sub-window, judged on its own (default 1h)')
+    .option('--end <time>', 'with --prometheus: end of the window, RFC 3339 or Unix seconds (default now)')
+    .option('--write', 'with --prometheus: write the measured p99s into --config (only the numbers change)')
+    .option(
+      '--naming <scheme>',
+      "with --prometheus: how prazo's own metric names look in it: exporter or otlp (default exporter)",
+      choiceArg('--naming', NAMING_SCHEMES),
+    )
+    .option('--bearer-token-file <file>', 'with --prometheus: send the token in this file as a bearer token')
+    .option(
+      '--basic-auth-file <file>',
+      'with --prometheus: basic auth from this file (one line user:password)',
+    )
+    .option(
+      '--timeout <ms>',
+      'with --prometheus: limit of each query (default 10000)',
+      numberArg('--timeout', 'ms'),
+    )
+    .option(
+      '--concurrency <n>',
+      'with --prometheus: queries in flight at once (default 8)',
+      numberArg('--concurrency'),
+    )
     .option('--json', 'print JSON instead of a table')
-    .option('--strict', 'exit 1 on warnings')
-    .action((flags: Flags, command: Command) => {
+    .option('--strict', 'exit 1 on warnings (with --prometheus: on drift or a refused dependency)')
+    .action(async (flags: Flags, command: Command) => {
       const context = cliContext(command);
+      if (flags.prometheus !== undefined) {
+        const single = given(flags, SINGLE_FLAGS);
+        if (single.length > 0) {
+          throw new UsageError(
+            `${single.join(', ')}: not with --prometheus (each dependency's config gives its own)`,
+          );
+        }
+        const report = await fleetCommand({ ...flags, prometheus: flags.prometheus }, context.io.cwd);
+        context.io.stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderFleetTable(report));
+        for (const line of report.failures) context.io.stderr(`prazo calibrate: ${line}\n`);
+        const flagged = report.dependencies.some(
+          (d) => d.refused !== null || d.drift?.status === 'too-tight' || d.drift?.status === 'idle-margin',
+        );
+        context.exitCode =
+          report.failures.length > 0
+            ? ExitCode.badInput
+            : flags.strict && flagged
+              ? ExitCode.warnings
+              : ExitCode.ok;
+        return;
+      }
+      const fleetOnly = given(flags, FLEET_FLAGS);
+      if (fleetOnly.length > 0) throw new UsageError(`${fleetOnly.join(', ')}: only with --prometheus <url>`);
       const report = calibrateCommand(flags, context.io.cwd);
       context.io.stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderCalibrateTable(report));
       const warned = report.warnings.length > 0;
@@ -130,7 +231,7 @@ function readSource(flags: Flags, cwd: string): LatencyDistribution {
 
 export function calibrateCommand(flags: Flags, cwd: string): CalibrateReport {
   if ((flags.p99 === undefined) === (flags.histogram === undefined)) {
-    throw new UsageError('give exactly one of --p99 <ms> or --histogram <file>');
+    throw new UsageError('give exactly one of --p99 <ms>, --histogram <file> or --prometheus <url>');
   }
   if ((flags.poolSize === undefined) !== (flags.rps === undefined)) {
     throw new UsageError('--pool-size and --rps go together');

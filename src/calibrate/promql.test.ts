@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parsePromQL } from '../rules/promql.test-helpers.js';
 import { num, oneOf, quote, selector } from './promql.js';
-import { parsePromQL } from './promql.test-helpers.js';
 
 describe('PromQL pieces', () => {
   it('any label value, quoted, parses and reads back as itself (no injection from config names)', () => {
