@@ -51,6 +51,7 @@ export {
   type HealthyWindowTracker,
   type HealthyWindowTrackerOptions,
 } from './health-tracker.js';
+export type { PrometheusSeries } from './options.js';
 export { checkPool, type PoolCheckInput, type PoolCheckResult } from './pool.js';
 export { type CsvOptions, parseCsv } from './sources/csv.js';
 export { type ReadSourceOptions, readLatencySource } from './sources/detect.js';

@@ -106,7 +106,7 @@ describe('prazo calibrate', () => {
       'empty.txt': '',
     });
     const cases: Array<[string[], RegExp]> = [
-      [['calibrate'], /exactly one of --p99 <ms> or --histogram <file>/],
+      [['calibrate'], /exactly one of --p99 <ms>, --histogram <file> or --prometheus <url>/],
       [['calibrate', '--p99', '1', '--histogram', 'x'], /exactly one of/],
       [['calibrate', '--p99', '-5'], /--p99 must be a non-negative number of ms, got "-5"/],
       [

@@ -297,7 +297,7 @@ describe('createPrometheusClient', () => {
   it('a refused port is unreachable, in one line naming the server', async () => {
     const url = await serve(() => {});
     const port = new URL(url).port;
-    servers.splice(0).forEach((s) => s.close());
+    for (const s of servers.splice(0)) s.close();
     const client = createPrometheusClient({ url });
     const e = await rejection(client.queryRange('up', range));
     client.close();

@@ -249,7 +249,11 @@ export async function fleetCommand(flags: FleetFlags, cwd: string): Promise<Flee
   const started = systemClock.now();
   let fleet: FleetCalibration;
   try {
-    fleet = await guarded(() => calibrateFleet({ client, dependencies, window, thresholds }));
+    fleet = await calibrateFleet({ client, dependencies, window, thresholds });
+  } catch (error) {
+    // the window's options (--window, --step, --end) are checked as the calibration starts
+    if (isInvalidOptions(error)) throw new UsageError(error.problems.join('; '));
+    throw error;
   } finally {
     client.close();
   }

@@ -164,7 +164,10 @@ export function register(program: Command): void {
       numberArg('--concurrency'),
     )
     .option('--json', 'print JSON instead of a table')
-    .option('--strict', 'exit 1 on warnings (with --prometheus: on drift or a refused dependency)')
+    .option(
+      '--strict',
+      'exit 1 on warnings (with --prometheus: on drift, a refused dependency or a refused sub-window)',
+    )
     .action(async (flags: Flags, command: Command) => {
       const context = cliContext(command);
       if (flags.prometheus !== undefined) {
@@ -177,8 +180,13 @@ export function register(program: Command): void {
         const report = await fleetCommand({ ...flags, prometheus: flags.prometheus }, context.io.cwd);
         context.io.stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderFleetTable(report));
         for (const line of report.failures) context.io.stderr(`prazo calibrate: ${line}\n`);
+        // --strict: any dependency refused, drifting, or with a sub-window the guard refused.
         const flagged = report.dependencies.some(
-          (d) => d.refused !== null || d.drift?.status === 'too-tight' || d.drift?.status === 'idle-margin',
+          (d) =>
+            d.refused !== null ||
+            d.drift?.status === 'too-tight' ||
+            d.drift?.status === 'idle-margin' ||
+            d.windows.some((w) => w.verdict.health === 'degraded'),
         );
         context.exitCode =
           report.failures.length > 0
