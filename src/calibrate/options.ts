@@ -249,15 +249,15 @@ const MAX_WINDOW_MS = 400 * 86_400_000;
  */
 export const FLEET_WINDOW_OPTIONS = defineOptions(
   {
-    /** How far back to read, in ms. Default 7 days; [1 s, 400 days]. */
+    /** How far back to read, in ms. Default 604800000 (7 days); [1000, 400 days]. */
     windowMs: option.integer({ default: 7 * 86_400_000, unit: 'ms', min: 1_000, max: MAX_WINDOW_MS }),
     /**
      * One sub-window, in ms: each is judged on its own, and rates read over it (`[step]`). At least
-     * twice the scrape interval. Default 1 hour; [1 s, 31 days], at most `windowMs`, and at most
-     * 10,000 sub-windows.
+     * twice the scrape interval. Default 3600000 (1 hour); [1000, 2678400000] (1 s to 31 days), at
+     * most `windowMs`, and at most 10,000 sub-windows.
      */
     stepMs: option.integer({ default: 3_600_000, unit: 'ms', min: 1_000, max: 31 * 86_400_000 }),
-    /** End of the window, epoch ms (rounded down to a multiple of `stepMs`). Default: now. */
+    /** End of the window, epoch ms (rounded down to a multiple of `stepMs`). Default: now; [0, 8640000000000000]. */
     endEpochMs: option.number({ unit: 'ms', min: 0, max: 8.64e15 }),
   },
   (o, report, { valid }) => {

@@ -96,7 +96,7 @@ export const PROMETHEUS_CLIENT_OPTIONS = defineOptions({
   timeoutMs: option.number({ default: 10_000, unit: 'ms', min: 0, exclusiveMin: true, max: 300_000 }),
   /** Queries in flight at once (and sockets kept open). Default 8; integer [1, 64]. */
   concurrency: option.integer({ default: 8, min: 1, max: 64 }),
-  /** Largest answer read, in bytes; a larger one fails the query. Default 32 MiB; integer [1024, 1 GiB]. */
+  /** Largest answer read, in bytes; a larger one fails the query. Default 33554432 (32 MiB); integer [1024, 1073741824]. */
   maxBodyBytes: option.integer({ default: 32 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 }),
   /** Where time comes from. Default: the system clock. */
   clock: option.clock(),
