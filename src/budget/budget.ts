@@ -85,9 +85,11 @@ function resolve(options: RetryBudgetOptions | undefined): Resolved {
  * if (failed && budget.tryConsume()) retry();
  */
 export function createRetryBudget(options: RetryBudgetOptions = {}): RetryBudget {
-  const { windowMs, buckets, ratioNum, ratioDen, floor, clock } = resolve(options);
-  const window = new BucketWindow(windowMs, buckets, clock.now());
-  return {
+  const first = resolve(options);
+  const { clock } = first;
+  let { windowMs, buckets, ratioNum, ratioDen, floor } = first;
+  let window = new BucketWindow(windowMs, buckets, clock.now());
+  const budget: RetryBudget = {
     recordOriginal(now?: number, from?: Clock): void {
       window.advance(from === clock && now !== undefined ? now : clock.now());
       window.addOriginal();
@@ -106,6 +108,34 @@ export function createRetryBudget(options: RetryBudgetOptions = {}): RetryBudget
       return { originals, extras, ratio: originals > 0 ? extras / originals : 0 };
     },
   };
+  reconfigurers.set(budget, (next) => {
+    const r = resolve({ ...next, clock });
+    if (r.windowMs !== windowMs || r.buckets !== buckets) {
+      // A new window: the extras already spent stay counted, the originals start again, so a resize
+      // can only tighten the budget, for at most one window (never a burst of retries).
+      window.advance(clock.now());
+      const spent = window.extras();
+      window = new BucketWindow(r.windowMs, r.buckets, clock.now());
+      window.addExtra(spent);
+    }
+    ({ windowMs, buckets, ratioNum, ratioDen, floor } = r);
+  });
+  return budget;
+}
+
+const reconfigurers = new WeakMap<RetryBudget, (options: RetryBudgetOptions) => void>();
+
+/**
+ * Gives a budget made by {@link createRetryBudget} new settings in place (`dependency.update`): the
+ * same object, its counts kept (a changed window keeps the extras spent and restarts the originals),
+ * its clock kept. The options must already be valid (they are read again here). False for a budget
+ * this copy of prazo did not make.
+ */
+export function reconfigureRetryBudget(budget: RetryBudget, options: RetryBudgetOptions = {}): boolean {
+  const reconfigure = reconfigurers.get(budget);
+  if (reconfigure === undefined) return false;
+  reconfigure(options);
+  return true;
 }
 
 /** True for an object that already is a budget (to share one instance between dependencies). */

@@ -63,9 +63,9 @@ export class BucketWindow {
     this.#sumOriginals += 1;
   }
 
-  addExtra(): void {
-    this.#extras[this.#head]! += 1;
-    this.#sumExtras += 1;
+  addExtra(count = 1): void {
+    this.#extras[this.#head]! += count;
+    this.#sumExtras += count;
   }
 
   /** Originals in the newest `buckets` buckets (call `advance` first). */

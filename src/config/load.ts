@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { ResolvedHealthThresholds } from '../calibrate/health.js';
 import { InvalidOptionsError } from '../errors/options.js';
@@ -50,17 +50,30 @@ const formatOf = (file: string): ConfigFormat => (/\.json$/i.test(file) ? 'json'
 
 /** Reads a text file with a size bound, without reading past it. */
 export function readBoundedText(path: string, maxBytes: number): string {
+  return readBoundedBytes(path, maxBytes).toString('utf8');
+}
+
+/**
+ * Reads a file's bytes with a size bound, without reading past it: a buffer of the file's size (a
+ * watched config is read again at every change), grown if the file grows while it is read.
+ */
+export function readBoundedBytes(path: string, maxBytes: number): Buffer {
   const fd = openSync(path, 'r');
   try {
-    const buffer = Buffer.alloc(maxBytes + 1);
+    let buffer = Buffer.allocUnsafe(Math.min(fstatSync(fd).size, maxBytes) + 1);
     let total = 0;
     for (;;) {
+      if (total === buffer.length) {
+        const grown = Buffer.allocUnsafe(Math.min(buffer.length * 2, maxBytes + 1));
+        buffer.copy(grown, 0, 0, total);
+        buffer = grown;
+      }
       const n = readSync(fd, buffer, total, buffer.length - total, null);
       if (n === 0) break;
       total += n;
       if (total > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
     }
-    return buffer.subarray(0, total).toString('utf8');
+    return buffer.subarray(0, total);
   } finally {
     closeSync(fd);
   }

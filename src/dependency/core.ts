@@ -7,6 +7,7 @@ import type { LatencySource } from '../latency/types.js';
 import type { BackoffOptions, RandomSource } from '../retry/backoff.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
 import type { Listeners } from './events.js';
+import type { ConfigVersion } from './types.js';
 
 /** Classifies a thrown error; the default is `classifyFailure` (src/retry). */
 export type ErrorClassifier = (error: unknown, options: ClassifyOptions) => FailureVerdict;
@@ -39,11 +40,40 @@ export interface DependencyCore {
   readonly attemptTimers: TimerQueue | undefined;
 }
 
-const cores = new WeakMap<object, DependencyCore>();
+/**
+ * Whoever plans with an executor's core besides the executor itself (prazo/http's `CurrentPlan`, which
+ * derives its phase timeouts from it): asked before an update whether the new core suits it, and
+ * handed the new core once the update is made. Held weakly: a client that is gone stops following.
+ */
+export interface CoreFollower {
+  /** What is wrong with `next` for this follower (an update with any problem is refused whole). */
+  check(next: DependencyCore): readonly string[];
+  /** The executor plans with `next` from now on (calls in flight keep the core they started with). */
+  follow(next: DependencyCore): void;
+}
 
-/** Ties an executor to what its executions share (`createDependency` does it, once). */
-export function registerCore(dependency: object, core: DependencyCore): void {
-  cores.set(dependency, core);
+/** An update validated and ready: `commit()` makes it, and cannot fail. */
+export interface PreparedUpdate {
+  commit(): void;
+}
+
+/**
+ * Validates an update of an executor (every problem in one `InvalidOptionsError`, its own and its
+ * followers'), changing nothing; `version` labels the settings (prazo/config's watcher).
+ */
+export type PrepareUpdate = (changes: unknown, version?: ConfigVersion) => PreparedUpdate;
+
+interface Internals {
+  core: DependencyCore;
+  readonly prepare: PrepareUpdate;
+  readonly followers: Set<WeakRef<CoreFollower>>;
+}
+
+const executors = new WeakMap<object, Internals>();
+
+/** Ties an executor to what its executions share and to its update (`createDependency` does it). */
+export function registerCore(dependency: object, core: DependencyCore, prepare: PrepareUpdate): void {
+  executors.set(dependency, { core, prepare, followers: new Set() });
 }
 
 /**
@@ -51,5 +81,41 @@ export function registerCore(dependency: object, core: DependencyCore): void {
  * calls): undefined for an object that is not an executor made by this copy of prazo.
  */
 export function coreOf(dependency: object): DependencyCore | undefined {
-  return cores.get(dependency);
+  return executors.get(dependency)?.core;
+}
+
+/** Follows `dependency`'s updates from now on (a no-op for an object that is not an executor). */
+export function followCore(dependency: object, follower: CoreFollower): void {
+  executors.get(dependency)?.followers.add(new WeakRef(follower));
+}
+
+/** The live followers of an executor (dead ones are dropped on the way). */
+export function followersOf(dependency: object): CoreFollower[] {
+  const internals = executors.get(dependency);
+  if (internals === undefined) return [];
+  const out: CoreFollower[] = [];
+  for (const ref of internals.followers) {
+    const follower = ref.deref();
+    if (follower === undefined) internals.followers.delete(ref);
+    else out.push(follower);
+  }
+  return out;
+}
+
+/** The executor's core is `core` from now on (its update's commit). */
+export function replaceCore(dependency: object, core: DependencyCore): void {
+  const internals = executors.get(dependency);
+  if (internals !== undefined) internals.core = core;
+}
+
+/**
+ * Validates an update of an executor made by this copy of prazo without making it (prazo/config applies
+ * one file to many executors: all are prepared, then all committed). Undefined for another object.
+ */
+export function prepareUpdate(
+  dependency: object,
+  changes: unknown,
+  version?: ConfigVersion,
+): PreparedUpdate | undefined {
+  return executors.get(dependency)?.prepare(changes, version);
 }

@@ -1,18 +1,29 @@
-import type { RetryBudget } from '../budget/budget.js';
+import {
+  isRetryBudget,
+  type RetryBudget,
+  type RetryBudgetOptions,
+  reconfigureRetryBudget,
+} from '../budget/budget.js';
 import type { TimeoutCalibration } from '../calibrate/timeout.js';
 import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { Deadline, isDeadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
-import { pickOptions } from '../options/declare.js';
-import { checkOptionKeys, readOptions } from '../options/validator.js';
+import { isOptionsObject, type OptionsOf, pickOptions } from '../options/declare.js';
+import { checkOptionKeys, OptionsValidator, readOptions } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
-import { registerCore } from './core.js';
+import { type DependencyCore, followersOf, type PreparedUpdate, registerCore, replaceCore } from './core.js';
 import type { DependencyListener } from './events.js';
 import { OperationExecution } from './execution.js';
-import { type DependencyOptions, EXECUTE_OPTIONS, resolveDependency } from './options.js';
-import type { Disposable, ExecuteOptions, Operation } from './types.js';
+import {
+  DEPENDENCY_UPDATE_OPTIONS,
+  type DependencyOptions,
+  type DependencyUpdate,
+  EXECUTE_OPTIONS,
+  resolveDependency,
+} from './options.js';
+import type { ConfigVersion, Disposable, ExecuteOptions, Operation } from './types.js';
 
 /**
  * One executor for any dependency (HTTP, gRPC, a database): it holds the dependency's calibrated
@@ -39,13 +50,24 @@ export interface Dependency {
   /** Subscribes to every decision (attempt, retry, hedge, budget refused, deadline insufficient). */
   on(listener: DependencyListener): Disposable;
   /**
-   * Plans with a new healthy p99 from now on (live calibration, SPEC X2): the same dependency —
-   * its name, budget, recorder, listeners and identity — with its timeouts (and the hedge ceiling that
-   * follows them) recalibrated from `p99Ms` and the options it was made with. Calls in flight keep the
-   * plan they started with. Throws `InvalidOptionsError` for a p99 the options do not allow (the plan
-   * is then unchanged).
+   * Takes new settings in place (SPEC X9): the same dependency — its name, budget, recorder, listeners
+   * and identity — planning from now on with the options it was made with, changed by `changes` (any
+   * of p99Ms, attempts, slack, forceSlack, connectCapMs, overheadMs, defaultDeadlineMs, retryBudget,
+   * hedge, backoff, retryResponseTimeout; a key given as `undefined` returns to its default). The
+   * timeouts are recalibrated, the hedge rebuilt, the retry budget reconfigured in place (its counts
+   * kept); a client built on the dependency (prazo/http) re-derives its phase timeouts. Calls in flight
+   * keep the plan they started with: an update never lengthens an attempt, adds one or moves a
+   * deadline of a call already running. Throws one `InvalidOptionsError` listing every problem (a key
+   * that cannot change while running is named as such) and then changes nothing.
+   */
+  update(changes: OptionsOf<typeof DEPENDENCY_UPDATE_OPTIONS>): void;
+  /**
+   * Plans with a new healthy p99 from now on (live calibration, SPEC X2): `update({ p99Ms })`.
+   * Throws `InvalidOptionsError` for a p99 the options do not allow (the plan is then unchanged).
    */
   recalibrate(p99Ms: number): void;
+  /** The config version its settings come from, once a config watcher applied one (prazo/config). */
+  readonly configVersion: ConfigVersion | undefined;
 }
 
 const NOT_IDEMPOTENT = Object.freeze({ idempotent: false });
@@ -93,7 +115,40 @@ export function callDeadline(
  */
 export function createDependency(options: DependencyOptions): Dependency {
   let { core, timeouts } = resolveDependency(options);
-  const { clock, defaultDeadlineMs } = core;
+  /** The options in force: what the next update changes. */
+  let given: DependencyOptions = options;
+  let version: ConfigVersion | undefined;
+  const ownBudget = !isRetryBudget(options.retryBudget);
+  const { clock } = core;
+
+  /** Validates an update against the options in force and the dependency's followers; changes nothing. */
+  const prepare = (changes: unknown, label?: ConfigVersion): PreparedUpdate => {
+    const context = `${core.name}.update`;
+    const update = readUpdate(context, changes, ownBudget);
+    const merged = { ...given, ...update } as DependencyOptions;
+    if (!ownBudget) (merged as { retryBudget?: unknown }).retryBudget = given.retryBudget;
+    // The budget options are validated by building a throwaway budget; the dependency's own is then
+    // reconfigured in place, so its counts survive.
+    const next = resolveDependency({ ...merged, recorder: core.recorder }, core.events, context);
+    const nextCore: DependencyCore = { ...next.core, budget: core.budget };
+    const problems = followersOf(dependency).flatMap((f) => f.check(nextCore));
+    if (problems.length > 0) throw new InvalidOptionsError(context, problems);
+    const keys = Object.freeze(Object.keys(update));
+    return {
+      commit(): void {
+        if (ownBudget) reconfigureRetryBudget(core.budget, merged.retryBudget as RetryBudgetOptions);
+        core = nextCore;
+        timeouts = next.timeouts;
+        given = merged;
+        if (label !== undefined) version = label;
+        replaceCore(dependency, core);
+        for (const follower of followersOf(dependency)) follower.follow(core);
+        if (core.events.active)
+          core.events.emit({ type: 'update', dependency: core.name, keys, version: label });
+      },
+    };
+  };
+
   const dependency: Dependency = Object.freeze({
     name: core.name,
     get p99Ms() {
@@ -101,6 +156,9 @@ export function createDependency(options: DependencyOptions): Dependency {
     },
     get timeouts() {
       return timeouts;
+    },
+    get configVersion() {
+      return version;
     },
     budget: core.budget,
     recorder: core.recorder,
@@ -110,34 +168,68 @@ export function createDependency(options: DependencyOptions): Dependency {
           new InvalidOptionsError(`${core.name}.execute`, ['`operation` must be a function']),
         );
       }
+      const plan = core; // the call keeps the plan it starts with, whatever updates follow
       let key: string | undefined;
       let deadline: Deadline;
       const now = clock.now(); // the call's one reading at its start
       try {
         if (callOptions !== NOT_IDEMPOTENT)
-          checkOptionKeys(`${core.name}.execute`, EXECUTE_OPTIONS, callOptions);
-        const given = callOptions.idempotencyKey;
-        if (given !== undefined) {
-          key = given === true ? generateIdempotencyKey() : given;
-          if (!isValidIdempotencyKey(key)) invalid(core.name, 'idempotencyKey', given);
+          checkOptionKeys(`${plan.name}.execute`, EXECUTE_OPTIONS, callOptions);
+        const idempotencyKey = callOptions.idempotencyKey;
+        if (idempotencyKey !== undefined) {
+          key = idempotencyKey === true ? generateIdempotencyKey() : idempotencyKey;
+          if (!isValidIdempotencyKey(key)) invalid(plan.name, 'idempotencyKey', idempotencyKey);
         }
-        deadline = callDeadline(callOptions.deadline, core.name, defaultDeadlineMs, clock, now);
+        deadline = callDeadline(callOptions.deadline, plan.name, plan.defaultDeadlineMs, clock, now);
       } catch (error) {
         return Promise.reject(error);
       }
-      return new OperationExecution(core, operation, callOptions, deadline, key).run(now);
+      return new OperationExecution(plan, operation, callOptions, deadline, key).run(now);
     },
     on(listener: DependencyListener): Disposable {
       return core.events.add(listener);
     },
+    update(changes: DependencyUpdate): void {
+      prepare(changes).commit();
+    },
     recalibrate(p99Ms: number): void {
-      const given = { ...options, p99Ms, retryBudget: core.budget, recorder: core.recorder };
-      const next = resolveDependency(given, core.events);
-      core = next.core;
-      timeouts = next.timeouts;
-      registerCore(dependency, core);
+      prepare({ p99Ms }).commit();
     },
   });
-  registerCore(dependency, core);
+  registerCore(dependency, core, prepare);
   return dependency;
+}
+
+/** Keys of the executor's options that exist but cannot change while it runs, and why. */
+const NOT_LIVE: Readonly<Record<string, string>> = Object.freeze({
+  name: 'it names the dependency in errors, events, metrics and the config',
+  recorder: 'hedging and the metrics read the recorder it has',
+  headerFormat: 'a client fixes the headers it writes when it is made',
+  clock: 'every timer and window of the dependency runs on it',
+  random: 'it is fixed when the dependency is made',
+  classifyError: 'it is fixed when the dependency is made',
+});
+
+/** Reads an update: every problem (unknown keys, keys that cannot change, bad values) in one error. */
+function readUpdate(context: string, changes: unknown, ownBudget: boolean): DependencyUpdate {
+  const v = new OptionsValidator(context);
+  if (!isOptionsObject(changes)) {
+    v.problem('`changes` must be an object such as { p99Ms: 250 }');
+    v.done();
+  }
+  const live: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(changes as Record<string, unknown>)) {
+    const why = Object.hasOwn(NOT_LIVE, key) ? NOT_LIVE[key] : undefined;
+    if (why !== undefined) v.problem(`cannot change while the dependency runs (${why})`, [key]);
+    else live[key] = value;
+  }
+  if (!ownBudget && live.retryBudget !== undefined) {
+    v.problem('draws from a shared budget given in code: change that budget, not this dependency', [
+      'retryBudget',
+    ]);
+    delete live.retryBudget;
+  }
+  v.read(DEPENDENCY_UPDATE_OPTIONS, live);
+  v.done();
+  return Object.freeze({ ...live }) as DependencyUpdate;
 }

@@ -130,15 +130,61 @@ export const EXECUTE_OPTIONS = defineOptions({
   ),
 });
 
+/**
+ * What `dependency.update(...)` may change while calls run (SPEC X9): the plan's numbers — the p99
+ * and the calibration inputs, the default deadline, the retry budget's settings, hedging, backoff,
+ * retrying response timeouts. Each is read by a call once, when it starts (a call keeps the plan it
+ * started with), or is a budget shared by every call and reconfigured in place. What is not here is
+ * the dependency's identity or a part others hold: its `name` (metrics, the config's key), its
+ * `recorder` (hedging and prazo/otel read it), its `headerFormat` (prazo/http fixes the route's
+ * headers at construction), `clock`, `random` and `classifyError`.
+ */
+export const LIVE_KEYS = Object.freeze([
+  'p99Ms',
+  'attempts',
+  'slack',
+  'forceSlack',
+  'connectCapMs',
+  'overheadMs',
+  'defaultDeadlineMs',
+  'retryBudget',
+  'hedge',
+  'backoff',
+  'retryResponseTimeout',
+] as const);
+
+export type LiveKey = (typeof LIVE_KEYS)[number];
+
+const { retryBudget: _instanceOrOptions, ...liveSpecs } = pickOptions(DEPENDENCY_OPTIONS, LIVE_KEYS).specs;
+
+/**
+ * The options of `dependency.update`, declared once: the executor's own declarations of the
+ * {@link LIVE_KEYS}, with `retryBudget` as options only (the budget is reconfigured in place; a budget
+ * instance cannot be swapped under running calls).
+ */
+export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
+  ...liveSpecs,
+  /**
+   * New settings for the dependency's own retry budget, applied in place: the counts are kept (a
+   * changed window keeps the extras spent and starts its originals again). `undefined` restores the
+   * defaults. A dependency given a shared budget instance keeps it: change that budget's own settings.
+   */
+  retryBudget: option.nested(RETRY_BUDGET_OPTIONS),
+});
+
+/** What `dependency.update` takes: any of the {@link LIVE_KEYS}; a key given as `undefined` returns to its default. */
+export type DependencyUpdate = OptionsOf<typeof DEPENDENCY_UPDATE_OPTIONS>;
+
 /** Validates every option (all problems reported together) and builds what the executions share. */
 export function resolveDependency(
   options: DependencyOptions,
   events: Listeners = new Listeners(),
+  context = 'createDependency',
 ): {
   core: DependencyCore;
   timeouts: TimeoutCalibration;
 } {
-  const o = readOptions('createDependency', DEPENDENCY_OPTIONS, options);
+  const o = readOptions(context, DEPENDENCY_OPTIONS, options);
   const clock = o.clock ?? systemClock;
   const timeouts = calibrateTimeout({
     p99Ms: o.p99Ms,

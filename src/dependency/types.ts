@@ -97,7 +97,31 @@ export type DependencyEvent =
       readonly dependency: string;
       readonly waitMs: number;
       readonly honoured: boolean;
+    }
+  | {
+      /**
+       * The dependency took new settings (`update`, `recalibrate`, a config file reloaded): calls
+       * starting from now plan with them; calls in flight keep theirs.
+       */
+      readonly type: 'update';
+      readonly dependency: string;
+      /** The options given (`p99Ms`, `hedge`, ...). */
+      readonly keys: readonly string[];
+      /** The config version the settings come from, when a config watcher applied them. */
+      readonly version: ConfigVersion | undefined;
     };
+
+/**
+ * Which version of a config file a dependency's settings come from (prazo/config's `watchConfig`):
+ * the content hash of the file and the watcher's generation (1 for the file read at start, +1 for
+ * each version applied since).
+ */
+export interface ConfigVersion {
+  /** The first 16 hex digits of the file's SHA-256 (`sha256sum prazo.config.yaml | cut -c1-16`). */
+  readonly hash: string;
+  /** 1 for the file read at start-up, then one more for each version applied. */
+  readonly generation: number;
+}
 
 /** Returned by every `on...` subscription: call `dispose()` to unsubscribe (cockatiel style). */
 export interface Disposable {

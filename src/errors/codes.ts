@@ -13,6 +13,8 @@ export const ErrorCode = Object.freeze({
   INVALID_SOURCE: 'INVALID_SOURCE',
   /** A Prometheus range query that did not produce a matrix (unreachable, timeout, an error answer, a bad body). */
   PROMETHEUS_QUERY_FAILED: 'PROMETHEUS_QUERY_FAILED',
+  /** A new version of a watched config file was refused: the version in force stays (prazo/config). */
+  CONFIG_REJECTED: 'CONFIG_REJECTED',
 } as const);
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

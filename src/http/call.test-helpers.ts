@@ -93,6 +93,7 @@ export function driveCall(options: DrivenCallOptions = {}) {
         connectMs: 400,
         responseMs: options.responseMs ?? 100,
         bodyMs: options.bodyMs ?? 100,
+        defaultDeadlineMs: 1_000,
       },
     },
     ...routeHeaders({}),

@@ -29,6 +29,8 @@ export interface CallPlan {
   readonly bodyMs: number;
   /** The connect timeout in force, in ms (to name it in a CONNECT_TIMEOUT). */
   readonly connectMs: number;
+  /** The deadline of a call given none and running outside any ambient one, in ms. */
+  readonly defaultDeadlineMs: number;
 }
 
 /** The per-call decisions taken before the first attempt. */

@@ -56,9 +56,34 @@ const BACKSTOP_MS = 1_000;
 /** The largest slack the executor accepts without `forceSlack` (SPEC C1). */
 const MAX_SLACK = 1.5;
 
-function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): TrackedPool {
-  // Backstops past the largest attempt timeout this client can plan with (live calibration moves it).
+/**
+ * undici's backstops of the client's own pool, past the largest attempt timeout it plans with at first
+ * (live calibration moves it up to `maxP99Ms`). An update may plan longer still: such calls carry a
+ * backstop of their own ({@link backstopsOf}).
+ */
+function poolBackstops(o: ResolvedHttpClientOptions): { readonly headMs: number; readonly bodyMs: number } {
   const headMs = o.live === undefined ? o.responseTimeoutMs : Math.ceil(o.live.p99.maxP99Ms * MAX_SLACK);
+  return {
+    headMs: Math.max(headMs, o.responseTimeoutMs) + BACKSTOP_MS,
+    bodyMs: Math.max(o.explicit.bodyMs ?? headMs, o.bodyTimeoutMs) + BACKSTOP_MS,
+  };
+}
+
+/** Per-request backstops for a plan longer than the pool's (after `dependency.update`), else none. */
+function backstopsOf(
+  plan: CurrentPlan,
+  pool: { readonly headMs: number; readonly bodyMs: number },
+  dispatched: Dispatcher.RequestOptions,
+): void {
+  const { responseMs, bodyMs } = plan.current;
+  if (dispatched.headersTimeout == null && responseMs + BACKSTOP_MS > pool.headMs)
+    dispatched.headersTimeout = responseMs + BACKSTOP_MS;
+  if (dispatched.bodyTimeout == null && bodyMs + BACKSTOP_MS > pool.bodyMs)
+    dispatched.bodyTimeout = bodyMs + BACKSTOP_MS;
+}
+
+function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): TrackedPool {
+  const backstops = poolBackstops(o);
   return createTrackedPool(o.origin, {
     connect: createConnector({
       clock: o.clock,
@@ -67,8 +92,8 @@ function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): TrackedPoo
       lookup: o.lookup,
     }),
     connections: o.connections ?? null,
-    headersTimeout: Math.max(headMs, o.responseTimeoutMs) + BACKSTOP_MS,
-    bodyTimeout: Math.max(o.explicit.bodyMs ?? headMs, o.bodyTimeoutMs) + BACKSTOP_MS,
+    headersTimeout: backstops.headMs,
+    bodyTimeout: backstops.bodyMs,
   });
 }
 
@@ -82,6 +107,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
   const { route, plan } = buildRoute(o);
   const pool = o.dispatcher === undefined ? createPool(o, plan) : undefined;
+  const backstops = pool === undefined ? undefined : poolBackstops(o);
   const below = o.dispatcher ?? pool!.dispatcher;
   const next: Dispatch = below.dispatch.bind(below);
   // undici's request() calls `dispatch` synchronously: the call's own options ride along here.
@@ -111,6 +137,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       if (call.responseTimeoutMs !== undefined)
         dispatched.headersTimeout = call.responseTimeoutMs + BACKSTOP_MS;
       if (call.bodyTimeoutMs !== undefined) dispatched.bodyTimeout = call.bodyTimeoutMs + BACKSTOP_MS;
+      if (backstops !== undefined) backstopsOf(plan, backstops, dispatched);
       given = call;
       return requestApi.call(face, dispatched);
     } catch (error) {

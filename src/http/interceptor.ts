@@ -53,6 +53,8 @@ export interface PrazoInterceptor extends Dispatcher.DispatcherComposeIntercepto
 export interface DependencyView {
   readonly name: string;
   readonly origin: string;
+  /** The executor calls to the origin run through (`update` it, or bind it to a config watcher). */
+  readonly dependency: Dependency;
   on(listener: DependencyListener): Disposable;
   readonly budget: Dependency['budget'];
   readonly recorder: Dependency['recorder'];
@@ -345,6 +347,9 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
     name: managed.route.name,
     origin: managed.origin,
     on: (listener) => managed.plan.on(listener),
+    get dependency() {
+      return managed.plan.dependency;
+    },
     get budget() {
       return managed.plan.dependency.budget;
     },

@@ -1,4 +1,4 @@
-import { coreOf } from '../dependency/core.js';
+import { type CoreFollower, coreOf, type DependencyCore, followCore } from '../dependency/core.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
@@ -7,11 +7,14 @@ import { HTTP_DEFAULTS } from './constants.js';
 
 /**
  * What a client plans with right now: its executor and the phase timeouts derived from it (those not
- * given explicitly). Live calibration recalibrates the executor in place (`adopt` with the same one
- * re-derives the timeouts); in-flight calls keep the plan they started with. Event listeners are held
- * here, so they also survive an executor replaced by another.
+ * given explicitly). It follows its executor's updates (`dependency.update`, `recalibrate`, a config
+ * reload, live calibration: SPEC X2, X9): before one is made it says whether the new plan suits the
+ * timeouts given explicitly (an explicit response timeout above the new attempt timeout, or a connect
+ * timeout not below it, refuses the update), and once made it re-derives the phase timeouts. Calls in
+ * flight keep the plan they started with. Event listeners are held here, so they also survive an
+ * executor replaced by another.
  */
-export class CurrentPlan {
+export class CurrentPlan implements CoreFollower {
   dependency: Dependency;
   connectMs = 0;
   responseMs = 0;
@@ -19,6 +22,11 @@ export class CurrentPlan {
   /** What a call starting now runs with (a snapshot: a call keeps the plan it started with). */
   current!: CallPlan;
   readonly #explicit: { connectMs?: number; responseMs?: number; bodyMs?: number };
+  /**
+   * The route's own default deadline when it differs from its executor's (a client given a
+   * `dependency` and a `defaultDeadlineMs` of its own); undefined: the executor's, followed live.
+   */
+  readonly #defaultDeadlineMs: number | undefined;
   readonly #listeners = new Set<DependencyListener>();
   /** Forwarders on the current executor and the previous one (whose calls may still be finishing). */
   #forwards: Disposable[] = [];
@@ -26,18 +34,49 @@ export class CurrentPlan {
   constructor(
     dependency: Dependency,
     explicit: { connectMs?: number; responseMs?: number; bodyMs?: number },
+    defaultDeadlineMs?: number,
   ) {
     this.dependency = dependency;
     this.#explicit = explicit;
-    this.#derive();
+    const core = executorCore(dependency);
+    this.#defaultDeadlineMs =
+      defaultDeadlineMs === undefined || defaultDeadlineMs === core.defaultDeadlineMs
+        ? undefined
+        : defaultDeadlineMs;
+    this.#derive(core);
+    followCore(dependency, this);
   }
 
-  /** Plans with `dependency` from now on. */
+  /** Plans with `dependency` from now on (another executor: it is followed instead). */
   adopt(dependency: Dependency): void {
-    const same = dependency === this.dependency; // recalibrated in place: its listeners are the same
+    const same = dependency === this.dependency; // updated in place: its listeners are the same
     this.dependency = dependency;
-    this.#derive();
-    if (!same && this.#listeners.size > 0) this.#forward();
+    this.#derive(executorCore(dependency));
+    if (same) return;
+    followCore(dependency, this);
+    if (this.#listeners.size > 0) this.#forward();
+  }
+
+  /** The problems an update of the executor would cause this client (SPEC C2, R4). */
+  check(next: DependencyCore): readonly string[] {
+    const { connectMs, responseMs } = this.#explicit;
+    const problems: string[] = [];
+    if (responseMs !== undefined && responseMs > next.responseMs) {
+      problems.push(
+        `the client's \`responseTimeoutMs\` (${responseMs}) would exceed the attempt timeout ceil(p99 × slack) = ${next.responseMs} ms`,
+      );
+    }
+    if (connectMs !== undefined && connectMs >= next.responseMs) {
+      problems.push(
+        `the client's \`connectTimeoutMs\` (${connectMs}) would not be below the attempt timeout (${next.responseMs} ms)`,
+      );
+    }
+    return problems;
+  }
+
+  /** The executor was updated in place: later calls plan with `next`. */
+  follow(next: DependencyCore): void {
+    this.#derive(next);
   }
 
   /** Subscribes to the events of every executor this client uses. */
@@ -63,21 +102,26 @@ export class CurrentPlan {
     while (this.#forwards.length > 2) this.#forwards.shift()?.dispose();
   }
 
-  #derive(): void {
+  #derive(core: DependencyCore): void {
     const { connectMs, responseMs, bodyMs } = this.#explicit;
-    this.connectMs = connectMs ?? defaultConnectMs(this.dependency);
-    this.responseMs = responseMs ?? this.dependency.timeouts.responseMs;
+    this.connectMs = connectMs ?? core.connectMs;
+    this.responseMs = responseMs ?? core.responseMs;
     this.bodyMs = bodyMs ?? this.responseMs;
-    const core = coreOf(this.dependency);
-    if (core === undefined)
-      throw new TypeError('prazo/http: the dependency was not made by createDependency()');
     this.current = Object.freeze({
       core,
       connectMs: this.connectMs,
       responseMs: this.responseMs,
       bodyMs: this.bodyMs,
+      defaultDeadlineMs: this.#defaultDeadlineMs ?? core.defaultDeadlineMs,
     });
   }
+}
+
+function executorCore(dependency: Dependency): DependencyCore {
+  const core = coreOf(dependency);
+  if (core === undefined)
+    throw new TypeError('prazo/http: the dependency was not made by createDependency()');
+  return core;
 }
 
 /**

@@ -7,6 +7,7 @@ import { InvalidOptionsError } from '../errors/options.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { generateIdempotencyKey, isIdempotentMethod, isValidIdempotencyKey } from '../retry/idempotency.js';
 import { type CallPlan, type CallTerms, HttpCall } from './call.js';
+import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
 import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
@@ -85,12 +86,17 @@ export function routeHeaders(
 }
 
 /**
- * The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default.
- * `now` is the route clock's reading at the call's start.
+ * The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default
+ * (the plan's in force, `defaultDeadlineMs`). `now` is the route clock's reading at the call's start.
  */
-export function resolveDeadline(given: Deadline | number | undefined, route: Route, now: number): Deadline {
+export function resolveDeadline(
+  given: Deadline | number | undefined,
+  route: Route,
+  now: number,
+  defaultDeadlineMs = route.defaultDeadlineMs,
+): Deadline {
   const ambient = currentDeadline();
-  if (given === undefined) return ambient ?? Deadline.afterAt(now, route.defaultDeadlineMs, route.clock);
+  if (given === undefined) return ambient ?? Deadline.afterAt(now, defaultDeadlineMs, route.clock);
   const own = typeof given === 'number' ? Deadline.afterAt(now, given, route.clock) : given;
   return ambient === undefined ? own : own.min(ambient);
 }
@@ -137,14 +143,14 @@ export function callOn(
     key = undefined;
   }
   const idempotent = repeatable && (given?.idempotent ?? isIdempotentMethod(method));
+  const base = route.plan.current; // the plan in force now: the call keeps it, whatever updates follow
   const terms: CallTerms = {
-    deadline: resolveDeadline(given?.deadline, route, now),
+    deadline: resolveDeadline(given?.deadline, route, now, base.defaultDeadlineMs),
     idempotent,
     key,
     retryResponseTimeout: given?.retryResponseTimeout,
     signal: given?.signal,
   };
-  const base = route.plan.current;
   const plan: CallPlan =
     given?.responseTimeoutMs === undefined && given?.bodyTimeoutMs === undefined
       ? base
@@ -223,6 +229,7 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
     connectMs: Number.POSITIVE_INFINITY,
     responseMs: Number.POSITIVE_INFINITY,
     bodyMs: Number.POSITIVE_INFINITY,
+    defaultDeadlineMs: HTTP_LIMITS.maxMs,
   });
 }
 
@@ -231,7 +238,7 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
  * healthy window that moves the p99 gives later calls a new executor; calls in flight keep theirs).
  */
 export function buildRoute(o: ResolvedRoute): { readonly route: Route; readonly plan: CurrentPlan } {
-  const plan = new CurrentPlan(o.dependency, o.explicit);
+  const plan = new CurrentPlan(o.dependency, o.explicit, o.defaultDeadlineMs);
   const live = o.live;
   if (live !== undefined) {
     live.onWindow = (window) => {

@@ -27,7 +27,7 @@ export { SOURCE_OPTIONS } from '../calibrate/sources/types.js';
 export { CALL_WITH_DEADLINE_OPTIONS } from '../deadline/call.js';
 export { DEADLINE_OPTIONS, HEADER_FORMAT_OPTIONS } from '../deadline/deadline.js';
 export { INCOMING_DEADLINE_OPTIONS } from '../deadline/headers.js';
-export { DEPENDENCY_OPTIONS, EXECUTE_OPTIONS } from '../dependency/options.js';
+export { DEPENDENCY_OPTIONS, DEPENDENCY_UPDATE_OPTIONS, EXECUTE_OPTIONS } from '../dependency/options.js';
 export { HEDGE_OPTIONS } from '../hedge/options.js';
 export { RECORDER_OPTIONS } from '../latency/options.js';
 export { BACKOFF_OPTIONS } from '../retry/backoff.js';
