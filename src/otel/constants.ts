@@ -36,6 +36,11 @@ export const ATTR = Object.freeze({
   endpoint: 'prazo.endpoint',
   /** One component (slice) of an endpoint's latency budget. */
   component: 'prazo.component',
+  /**
+   * The content hash of the config version a dependency's settings come from (16 hex digits of the
+   * file's SHA-256): one value per version, and only the version in force is reported.
+   */
+  configHash: 'prazo.config.hash',
 });
 
 export const ATTEMPT_KINDS = Object.freeze(['original', 'retry', 'hedge'] as const);
@@ -140,6 +145,13 @@ export const METRICS = Object.freeze({
     '{hedge}',
     [D],
     'Hedged copies that answered first (SPEC H1, H3)',
+  ),
+  configGeneration: spec(
+    'prazo.dependency.config.generation',
+    'gauge',
+    '{generation}',
+    [D, ATTR.configHash],
+    'Generation of the config version in force on a dependency (1 at start, +1 per version applied), by content hash (SPEC X9, C7)',
   ),
   wastedWork: spec(
     'prazo.server.wasted_work',

@@ -11,6 +11,8 @@ export interface GaugeSource {
   readonly recorder?: { quantile(q: number): number | undefined };
   /** Per-attempt timeouts in force, in ms (a getter when they follow live calibration, SPEC X2). */
   readonly timeouts?: { readonly connectMs?: number; readonly responseMs?: number };
+  /** The config version its settings come from (`watchConfig`, SPEC X9): the config-generation gauge. */
+  readonly configVersion?: { readonly hash: string; readonly generation: number } | undefined;
 }
 
 /**

@@ -1,45 +1,68 @@
-import type { BatchObservableResult, Meter } from '@opentelemetry/api';
+import type { Attributes, BatchObservableResult, Meter, ObservableGauge } from '@opentelemetry/api';
 import type { Disposable } from '../dependency/types.js';
 import { type DependencyAttributes, dependencyAttributes } from './attributes.js';
-import { MS_PER_S } from './constants.js';
+import { ATTR, MS_PER_S } from './constants.js';
 import { gaugeSourceOf, type InstrumentableDependency } from './dependency.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /**
- * The three observable gauges (retry ratio, configured timeout, live p99), read from the dependencies
- * only when a reader collects (every scrape, or every export interval): nothing on the request path.
+ * The observable gauges (retry ratio, configured timeout, live p99, config generation), read from the
+ * dependencies only when a reader collects (every scrape, or every export interval): nothing on the
+ * request path.
  * One batch callback serves every dependency, so adding one is a Set insertion.
  */
 export class DependencyGauges implements Disposable {
   readonly #meter: Meter;
   readonly #instruments: PrazoInstruments;
   readonly #entries = new Map<InstrumentableDependency, DependencyAttributes>();
+  /** The attributes of the config version last seen per dependency (a new set only when it changes). */
+  readonly #versions = new Map<
+    InstrumentableDependency,
+    { readonly hash: string; readonly attributes: Attributes }
+  >();
   readonly #callback = (result: BatchObservableResult): void => this.#observe(result);
   #disposed = false;
 
   constructor(meter: Meter, instruments: PrazoInstruments) {
     this.#meter = meter;
     this.#instruments = instruments;
-    const I = instruments;
-    meter.addBatchObservableCallback(this.#callback, [I.retryRatio, I.timeoutConfigured, I.latencyP99]);
+    meter.addBatchObservableCallback(this.#callback, this.#gauges());
   }
 
   /** Observes `dependency` at every collection until the returned handle is disposed. */
   add(dependency: InstrumentableDependency): Disposable {
     this.#entries.set(dependency, dependencyAttributes(dependency.name));
-    return { dispose: () => void this.#entries.delete(dependency) };
+    return {
+      dispose: () => {
+        this.#entries.delete(dependency);
+        this.#versions.delete(dependency);
+      },
+    };
+  }
+
+  #gauges(): ObservableGauge[] {
+    const I = this.#instruments;
+    return [I.retryRatio, I.timeoutConfigured, I.latencyP99, I.configGeneration];
   }
 
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#entries.clear();
-    const I = this.#instruments;
-    this.#meter.removeBatchObservableCallback(this.#callback, [
-      I.retryRatio,
-      I.timeoutConfigured,
-      I.latencyP99,
-    ]);
+    this.#versions.clear();
+    this.#meter.removeBatchObservableCallback(this.#callback, this.#gauges());
+  }
+
+  #versionAttributes(
+    instrumented: InstrumentableDependency,
+    a: DependencyAttributes,
+    hash: string,
+  ): Attributes {
+    const last = this.#versions.get(instrumented);
+    if (last?.hash === hash) return last.attributes;
+    const attributes = Object.freeze({ ...a.base, [ATTR.configHash]: hash.slice(0, 64) });
+    this.#versions.set(instrumented, { hash, attributes });
+    return attributes;
   }
 
   #observe(result: BatchObservableResult): void {
@@ -60,6 +83,15 @@ export class DependencyGauges implements Disposable {
         // No p99 until the recorder has a full window with enough samples: no point rather than a guess.
         const p99 = dependency.recorder?.quantile(0.99);
         if (isGaugeValue(p99)) result.observe(I.latencyP99, p99 / MS_PER_S, a.base);
+        // Only the version in force: the previous hash's series stops at once (no stale point).
+        const version = dependency.configVersion;
+        if (version !== undefined && isGaugeValue(version.generation) && typeof version.hash === 'string') {
+          result.observe(
+            I.configGeneration,
+            version.generation,
+            this.#versionAttributes(instrumented, a, version.hash),
+          );
+        }
       } catch {
         // Skipped for this collection; the next one tries again.
       }

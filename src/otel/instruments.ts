@@ -16,6 +16,7 @@ export interface PrazoInstruments {
   readonly retryRatio: ObservableGauge;
   readonly timeoutConfigured: ObservableGauge;
   readonly latencyP99: ObservableGauge;
+  readonly configGeneration: ObservableGauge;
   readonly wastedWork: Counter;
   readonly wastedWorkTime: Counter;
   readonly rejectedExpired: Counter;
@@ -47,6 +48,7 @@ export function createInstruments(meter: Meter): PrazoInstruments {
     retryRatio: gauge(M.retryRatio),
     timeoutConfigured: gauge(M.timeoutConfigured),
     latencyP99: gauge(M.latencyP99),
+    configGeneration: gauge(M.configGeneration),
     wastedWork: counter(M.wastedWork),
     wastedWorkTime: counter(M.wastedWorkTime),
     rejectedExpired: counter(M.rejectedExpired),

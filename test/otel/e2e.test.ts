@@ -166,6 +166,17 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
     expect(sampleValue(x, 'prazo_endpoint_slice_overruns_total', at('inventory'))).toBe(1);
   });
 
+  it('the config version in force, by generation and content hash: only the current one (SPEC X9)', () => {
+    const [first, second] = run.configVersions;
+    expect(second.generation).toBe(2);
+    expect(second.hash).not.toBe(first.hash);
+    const points = find(x, 'prazo_dependency_config_generation');
+    expect(points.map((p) => [p.labels.prazo_dependency, p.labels.prazo_config_hash, p.value])).toEqual([
+      ['pricing', second.hash, 2],
+    ]);
+    expect(x.types.get('prazo_dependency_config_generation')).toBe('gauge');
+  });
+
   it('the series prazo exports are exactly the ones its constants name: every metric was exercised', () => {
     const scraped = new Set(x.samples.map((s) => s.name).filter((n) => n.startsWith('prazo_')));
     expect([...scraped].sort()).toEqual([...exportedSeriesNames('exporter')].sort());

@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { sleep } from '../../src/clock/clock.js';
 import { systemClock } from '../../src/clock/system.js';
+import { watchConfig } from '../../src/config/index.js';
 import { Deadline } from '../../src/deadline/deadline.js';
 import { createHttpClient, type HttpClient, type HttpRequestOptions } from '../../src/http/index.js';
 import { instrumentPrazo } from '../../src/otel/index.js';
@@ -131,6 +135,17 @@ async function traffic(cleanups: (() => unknown)[]) {
     recorder: { windowMs: 500, minSamples: 10 },
   });
   const pricing = createHttpClient({ name: 'pricing', origin: app.origin, p99Ms: 100 });
+  // `pricing` follows a watched config file (SPEC X9): the config-generation gauge reports its version.
+  const configDir = mkdtempSync(join(tmpdir(), 'prazo-e2e-config-'));
+  const configFile = join(configDir, 'prazo.config.yaml');
+  writeFileSync(configFile, 'dependencies:\n  - name: pricing\n    p99Ms: 100\n');
+  const watcher = watchConfig(configFile, { pollMs: 0 });
+  cleanups.push(() => {
+    watcher.close();
+    rmSync(configDir, { recursive: true, force: true });
+  });
+  watcher.bind(pricing);
+  const firstVersion = watcher.version;
   const clients = [supplier, inventory, catalog, pricing];
   cleanups.push(() => Promise.all(clients.map((c) => c.destroy())));
   const otel = instrumentPrazo({
@@ -171,6 +186,9 @@ async function traffic(cleanups: (() => unknown)[]) {
     call(catalog, '/catalog', { headers: { 'x-call': String(i), 'x-slow': String(i % 20 === 19) } }),
   );
   await wasted;
+  // A second version of the file (a comment more: the same settings, a new hash and generation).
+  writeFileSync(configFile, '# reviewed\ndependencies:\n  - name: pricing\n    p99Ms: 100\n');
+  watcher.check();
 
   const scrape = await get(url);
   return {
@@ -178,6 +196,7 @@ async function traffic(cleanups: (() => unknown)[]) {
     /** The exporter's scrape target, `127.0.0.1:port`. */
     target: new URL(url).host,
     expiredStatus: expired.status,
+    configVersions: [firstVersion, watcher.version] as const,
     dependencies: {
       supplier: supplier.dependency,
       inventory: inventory.dependency,
