@@ -74,7 +74,7 @@ export const WATCH_CONFIG_OPTIONS = defineOptions(
     debounceMs: option.number({ default: 25, unit: 'ms', min: 0, max: 60_000 }),
     /**
      * The file is also read (and the watches re-armed) this often, in ms, in case an event was lost;
-     * 0 turns it off. Default 5000; 0 or [100, 86400000].
+     * 0 turns it off. Default 5000; [0, 86400000], and 0 or at least 100.
      */
     pollMs: option.number({ default: 5_000, unit: 'ms', min: 0, max: 86_400_000 }),
     /** Where the debounce and poll timers run. Default: the system clock. */

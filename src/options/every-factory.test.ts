@@ -122,6 +122,16 @@ const CASES: Record<string, readonly [Call, string]> = {
   ],
   // prazo/config
   checkConfigText: [(m) => m.checkConfigText!('dependencies: []' as never, { files: 'x' } as never), 'file'],
+  watchConfig: [
+    (m) =>
+      m.watchConfig!(
+        new URL('examples/prazo.config.yaml', REPO).pathname as never,
+        {
+          onchange: () => {},
+        } as never,
+      ),
+    'onChange',
+  ],
   // prazo/retry
   classifyFailure: [
     (m) => m.classifyFailure!(new Error('x') as never, { nowEpochMS: 0 } as never),
@@ -232,6 +242,7 @@ const NO_OPTIONS: Record<string, string> = {
   RetryBudgetExhaustedError: 'an error class: its details',
   InvalidOptionsError: 'an error class: a context and problems',
   SourceError: 'an error class: a line and a message',
+  ConfigRejectedError: 'an error class: its details',
   Deadline: 'constructed through Deadline.after / Deadline.at (rows above)',
   assessWindow: 'judges a window with thresholds already resolved by resolveHealthThresholds (row above)',
   validateBudget: 'a parsed budget (parseBudget, row above)',
