@@ -3,6 +3,7 @@ import type { TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
+import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import type { AttemptContext, AttemptKind, Operation } from './types.js';
 
@@ -57,6 +58,7 @@ export abstract class Attempt<T> implements AttemptContext {
   #aborted = false;
   #deadline: Deadline | undefined;
   #headers: Record<string, string> | undefined;
+  #permit: ConcurrencyLimiter | undefined;
 
   constructor(
     owner: AttemptOwner<T>,
@@ -110,6 +112,27 @@ export abstract class Attempt<T> implements AttemptContext {
 
   /** Starts the attempt; the execution calls it once, right after construction. */
   abstract start(): void;
+
+  /**
+   * The instance this attempt was sent to, when the dependency is several (an origin, for events and
+   * metrics); undefined otherwise.
+   */
+  get instance(): string | undefined {
+    return undefined;
+  }
+
+  /** The attempt holds a slot of `limiter` (SPEC X7): released once, when it is over on the wire. */
+  holdPermit(limiter: ConcurrencyLimiter): void {
+    this.#permit = limiter;
+  }
+
+  /** Gives the concurrency limit's slot back (a no-op without one, or the second time). */
+  protected releasePermit(): void {
+    const permit = this.#permit;
+    if (permit === undefined) return;
+    this.#permit = undefined;
+    permit.release();
+  }
 
   /** Ends the attempt without an outcome (another attempt won, or the caller gave up). */
   cancel(reason: unknown): void {
@@ -199,10 +222,12 @@ export class OperationAttempt<T> extends Attempt<T> {
 
   protected halt(): void {
     this.#clearTimer();
+    this.releasePermit();
   }
 
   #settle(ok: boolean, value: unknown): void {
     if (!this.done) this.#clearTimer();
+    this.releasePermit();
     this.report(ok, value);
   }
 
@@ -225,6 +250,8 @@ export class OperationAttempt<T> extends Attempt<T> {
           deadlineEpochMs: owner.deadline.epochMs(),
         })
       : new ResponseTimeoutError({ dependency: owner.name, elapsedMs, timeoutMs: this.timeoutMs });
+    // The operation was told to stop (its signal aborts): its slot is free for the next call.
+    this.releasePermit();
     this.report(false, error, true);
   }
 

@@ -4,6 +4,7 @@ import type { TimerQueue } from '../clock/timer-queue.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { HedgePolicy } from '../hedge/policy.js';
 import type { LatencySource } from '../latency/types.js';
+import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import type { BackoffOptions, RandomSource } from '../retry/backoff.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
 import type { Listeners } from './events.js';
@@ -29,6 +30,8 @@ export interface DependencyCore {
   readonly budget: RetryBudget;
   readonly recorder: LatencySource;
   readonly hedge: HedgePolicy | undefined;
+  /** The concurrency limit attempts take a slot of before they are sent (SPEC X7), when there is one. */
+  readonly limiter: ConcurrencyLimiter | undefined;
   readonly retryResponseTimeout: boolean;
   readonly classifyError: ErrorClassifier;
   readonly headerFormat: HeaderFormat | undefined;

@@ -41,10 +41,23 @@ export interface Dependency {
   readonly budget: RetryBudget;
   readonly recorder: LatencySource;
   /**
+   * Where the concurrency limit stands (SPEC X7), or undefined without one: the limit in force (the
+   * adaptive one's current value), attempts in flight, calls waiting for a slot and the queue's bound.
+   */
+  concurrency():
+    | {
+        readonly limit: number;
+        readonly inFlight: number;
+        readonly queued: number;
+        readonly maxQueue: number;
+        readonly adaptive: boolean;
+      }
+    | undefined;
+  /**
    * Runs `operation` under the plan. `options.idempotent` (or an `idempotencyKey`) allows retries and
    * hedges; without it the operation runs exactly once (SPEC R5). Rejects with the operation's error,
    * `DeadlineInsufficientError`, `DeadlineExceededError`, `ResponseTimeoutError`,
-   * `RetryBudgetExhaustedError`, or the caller signal's reason.
+   * `RetryBudgetExhaustedError`, `ConcurrencyLimitError`, or the caller signal's reason.
    */
   execute<T>(operation: Operation<T>, options?: ExecuteOptions<T>): Promise<T>;
   /** Subscribes to every decision (attempt, retry, hedge, budget refused, deadline insufficient). */
@@ -129,7 +142,10 @@ export function createDependency(options: DependencyOptions): Dependency {
     if (!ownBudget) (merged as { retryBudget?: unknown }).retryBudget = given.retryBudget;
     // The budget options are validated by building a throwaway budget; the dependency's own is then
     // reconfigured in place, so its counts survive.
-    const next = resolveDependency({ ...merged, recorder: core.recorder }, core.events, context);
+    // The same concurrency limiter (SPEC X7): one limit, whichever plan.
+    const next = resolveDependency({ ...merged, recorder: core.recorder }, core.events, context, {
+      limiter: core.limiter,
+    });
     const nextCore: DependencyCore = { ...next.core, budget: core.budget };
     const problems = followersOf(dependency).flatMap((f) => f.check(nextCore));
     if (problems.length > 0) throw new InvalidOptionsError(context, problems);
@@ -162,6 +178,7 @@ export function createDependency(options: DependencyOptions): Dependency {
     },
     budget: core.budget,
     recorder: core.recorder,
+    concurrency: () => core.limiter?.state(),
     execute<T>(operation: Operation<T>, callOptions: ExecuteOptions<T> = NOT_IDEMPOTENT): Promise<T> {
       if (typeof operation !== 'function') {
         return Promise.reject(

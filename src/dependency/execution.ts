@@ -1,7 +1,9 @@
 import { LATE_TIMER_MS, runAfterIo } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
+import { ConcurrencyLimitError } from '../errors/capacity.js';
 import { isQueueTimeout } from '../errors/guards.js';
+import type { LimitWaiter } from '../limit/limiter.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
@@ -30,7 +32,7 @@ const HEDGE_LOST = 'another attempt of the same call answered first';
  * (`RetryBudgetExhaustedError`, cause = the error) or by time (`DeadlineInsufficientError` naming the
  * attempt that did not start).
  */
-export abstract class Execution<T> extends Settlement<T> implements AttemptOwner<T> {
+export abstract class Execution<T> extends Settlement<T> implements AttemptOwner<T>, LimitWaiter {
   readonly deadline: Deadline;
   readonly idempotencyKey: string | undefined;
   readonly #idempotent: boolean;
@@ -43,6 +45,11 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   #hedgeDue = 0;
   /** The failure(s) of a copy that ended while the other copy still raced. */
   #raceVerdict: FailureVerdict | undefined;
+  /** The attempt waiting for a slot of the concurrency limit (SPEC X7), and since when. */
+  #waiting: 'original' | 'retry' | undefined;
+  #waitingSince = 0;
+  /** The limiter's mark while this call waits in its queue. */
+  queued?: boolean;
 
   constructor(
     core: DependencyCore,
@@ -104,12 +111,20 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       this.finish(false, insufficient(core, remaining, 1));
       return;
     }
+    const limiter = core.limiter;
+    if (limiter !== undefined && !limiter.tryAcquire()) {
+      this.#wait('original', now, remaining);
+      return;
+    }
     core.budget.recordOriginal(now, core.clock);
-    this.#start('original', now);
+    this.#start('original', now, limiter !== undefined);
   }
 
-  /** Starts an attempt; `now` is the executor clock's reading at its start, when just taken. */
-  #start(kind: AttemptKind, now: number = this.core.clock.now()): void {
+  /**
+   * Starts an attempt; `now` is the executor clock's reading at its start, when just taken. `permit`:
+   * it holds a slot of the concurrency limit, which it gives back when it is over on the wire.
+   */
+  #start(kind: AttemptKind, now: number = this.core.clock.now(), permit = false): void {
     const core = this.core;
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
@@ -117,13 +132,14 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const timeoutMs = byDeadline ? remaining : core.responseMs;
     const n = ++this.#started;
     const attempt = this.createAttempt(kind, n, timeoutMs, core.connectMs, byDeadline, now);
+    if (permit) attempt.holdPermit(core.limiter!);
     if (kind === 'hedge') {
       this.#hedge = attempt;
     } else {
       this.#rounds += 1;
       this.#primary = attempt;
     }
-    notify.attempt(core, kind, n);
+    notify.attempt(core, kind, n, attempt.instance);
     attempt.start();
     // The attempt may have ended the call synchronously (it failed at once, or its caller gave up).
     if (this.settled) return;
@@ -149,8 +165,110 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       return;
     }
     if (!fitsDeadline(this.deadline.remainingMsAt(now, core.clock), core.p99Ms)) return;
-    if (core.budget.tryConsume(now, core.clock)) this.#start('hedge', now);
-    else notify.budgetRefused(core, 'hedge');
+    // A hedge is optional load: it never waits for a slot, and a refused one costs no budget.
+    const limiter = core.limiter;
+    if (limiter !== undefined && !limiter.tryAcquire()) {
+      notify.limited(core, 'hedge', 'no-slot', 0);
+      return;
+    }
+    if (core.budget.tryConsume(now, core.clock)) this.#start('hedge', now, limiter !== undefined);
+    else {
+      limiter?.release();
+      notify.budgetRefused(core, 'hedge');
+    }
+  }
+
+  /**
+   * Waits in the concurrency limit's queue (SPEC X7) while an attempt started at the end would still
+   * fit the deadline (`remaining − p99`); a full queue refuses at once. Nothing is sent meanwhile.
+   */
+  #wait(kind: 'original' | 'retry', now: number, remaining: number): void {
+    const core = this.core;
+    if (!core.limiter!.enqueue(this)) {
+      this.#limited(kind, 'queue-full', 0);
+      return;
+    }
+    this.#waiting = kind;
+    this.#waitingSince = now;
+    this.timer = core.clock.setTimer(() => this.#waitedTooLong(), remaining - core.p99Ms);
+  }
+
+  /** The concurrency limit hands this call a slot: its waiting attempt starts now, if it still fits. */
+  granted(): void {
+    const core = this.core;
+    const kind = this.#waiting;
+    this.#waiting = undefined;
+    if (kind === undefined || this.settled) {
+      core.limiter!.release();
+      return;
+    }
+    this.clearTimer();
+    const now = core.clock.now();
+    const remaining = this.deadline.remainingMsAt(now, core.clock);
+    if (!fitsDeadline(remaining, core.p99Ms)) {
+      core.limiter!.release();
+      this.#stop('deadline-insufficient', remaining);
+      return;
+    }
+    if (kind === 'original') core.budget.recordOriginal(now, core.clock);
+    else this.releaseHeld();
+    this.#start(kind, now, true);
+  }
+
+  #waitedTooLong(): void {
+    this.timer = undefined;
+    const kind = this.#waiting;
+    if (kind === undefined || this.settled) return;
+    this.#waiting = undefined;
+    const core = this.core;
+    core.limiter!.cancel(this);
+    this.#limited(kind, 'queue-timeout', core.clock.now() - this.#waitingSince);
+  }
+
+  /**
+   * The limit refused this call's attempt: nothing sent, nothing recorded. A refused retry delivers
+   * the failed answer it would have retried (as a budget refusal does); otherwise the call fails with
+   * CONCURRENCY_LIMITED (a refused retry's error as its cause).
+   */
+  #limited(kind: 'original' | 'retry', reason: 'queue-full' | 'queue-timeout', waitedMs: number): void {
+    const core = this.core;
+    notify.limited(core, kind, reason, waitedMs);
+    const { ok, value } = this.takeHeld();
+    if (ok) {
+      this.finish(true, value);
+      return;
+    }
+    const { limit, inFlight, queued, maxQueue } = core.limiter!.state();
+    const cause = kind === 'retry' ? value : undefined;
+    const error = new ConcurrencyLimitError({
+      dependency: core.name,
+      limit,
+      inFlight,
+      queued,
+      maxQueue,
+      reason,
+      waitedMs,
+      ...(cause === undefined ? {} : { cause }),
+    });
+    this.finish(false, error);
+  }
+
+  /** Starts a retry now: with a slot of the limit, or waiting for one (the held failure's slot freed first). */
+  #retry(now: number): void {
+    const limiter = this.core.limiter;
+    if (limiter === undefined) {
+      this.releaseHeld();
+      this.#start('retry', now);
+    } else if (limiter.tryAcquire()) {
+      this.releaseHeld();
+      this.#start('retry', now, true);
+    } else if (limiter.queued >= limiter.maxQueue) {
+      this.#limited('retry', 'queue-full', 0);
+    } else {
+      // A held 503 keeps its connection (and its slot) until it is drained: let it go before waiting.
+      this.releaseHeldResult();
+      this.#wait('retry', now, this.deadline.remainingMsAt(now, this.core.clock));
+    }
   }
 
   ended(attempt: Attempt<T>, ok: boolean, value: unknown, timedOut: boolean): void {
@@ -160,7 +278,11 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const verdict = ok ? this.classify(value as T) : undefined;
     const outcome = outcomeOf(ok, verdict, value, timedOut);
     // A request that waited for a connection and was never written says nothing about the dependency.
-    if (ok || !isQueueTimeout(value)) core.recorder.record(latencyMs, outcome, now, core.clock);
+    if (ok || !isQueueTimeout(value)) {
+      core.recorder.record(latencyMs, outcome, now, core.clock);
+      // The adaptive limit learns from answers and from timeouts (a lower bound: the queue is growing).
+      if (core.limiter !== undefined && outcome !== 'error') core.limiter.sample(latencyMs, now);
+    }
     if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, outcome, value));
     this.#detach(attempt);
     if (this.settled) {
@@ -200,6 +322,10 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   }
 
   protected cancelAll(reason: unknown): void {
+    if (this.#waiting !== undefined) {
+      this.#waiting = undefined;
+      this.core.limiter?.cancel(this);
+    }
     this.#primary?.cancel(reason);
     this.#hedge?.cancel(reason);
   }
@@ -232,8 +358,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       if (decision.delayMs > 0) {
         this.timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
       } else {
-        this.releaseHeld();
-        this.#start('retry', now);
+        this.#retry(now);
       }
     }
   }
@@ -245,8 +370,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const remaining = this.deadline.remainingMsAt(now, this.core.clock);
     // A late timer can eat into the slice the plan reserved: check again; the held failure still stands.
     if (fitsDeadline(remaining, this.core.p99Ms)) {
-      this.releaseHeld();
-      this.#start('retry', now);
+      this.#retry(now);
     } else {
       this.#stop('deadline-insufficient', remaining);
     }

@@ -6,8 +6,19 @@ import type { AttemptKind } from './types.js';
  * someone listens: with no listener, a call allocates nothing for events (SPEC R7 metrics hook here).
  */
 
-export function attempt(core: DependencyCore, kind: AttemptKind, attempt: number): void {
-  if (core.events.active) core.events.emit({ type: 'attempt', dependency: core.name, kind, attempt });
+export function attempt(
+  core: DependencyCore,
+  kind: AttemptKind,
+  attempt: number,
+  instance: string | undefined,
+): void {
+  if (!core.events.active) return;
+  const dependency = core.name;
+  core.events.emit(
+    instance === undefined
+      ? { type: 'attempt', dependency, kind, attempt }
+      : { type: 'attempt', dependency, kind, attempt, instance },
+  );
 }
 
 export function budgetRefused(core: DependencyCore, kind: 'retry' | 'hedge'): void {
@@ -30,4 +41,24 @@ export function hedgeWon(core: DependencyCore, attempt: number): void {
 
 export function timerLate(core: DependencyCore, lateMs: number): void {
   if (core.events.active) core.events.emit({ type: 'timer-late', dependency: core.name, lateMs });
+}
+
+export function limited(
+  core: DependencyCore,
+  kind: AttemptKind,
+  reason: 'queue-full' | 'queue-timeout' | 'no-slot',
+  waitedMs: number,
+): void {
+  if (!core.events.active || core.limiter === undefined) return;
+  const { limit, inFlight, queued } = core.limiter;
+  core.events.emit({
+    type: 'limited',
+    dependency: core.name,
+    kind,
+    reason,
+    limit,
+    inFlight,
+    queued,
+    waitedMs,
+  });
 }

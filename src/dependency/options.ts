@@ -11,6 +11,8 @@ import { createHedgePolicy, type HedgePolicy } from '../hedge/policy.js';
 import { RECORDER_OPTIONS } from '../latency/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
+import { ConcurrencyLimiter } from '../limit/limiter.js';
+import { CONCURRENCY_LIMIT_OPTIONS } from '../limit/options.js';
 import { defineOptions, type OptionsOf, option, pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { BACKOFF_OPTIONS, type RandomSource } from '../retry/backoff.js';
@@ -74,6 +76,13 @@ export const DEPENDENCY_OPTIONS = defineOptions({
     { describe: 'a latency source (with record and quantile)', test: (v) => isLatencySource(v) },
     RECORDER_OPTIONS,
   ),
+  /**
+   * A concurrency limit (SPEC X7): at most `maxInFlight` attempts in flight to the dependency (or an
+   * adaptive limit that follows min RTT ÷ current RTT), at most `maxQueue` calls waiting for a slot;
+   * past that a call fails at once with CONCURRENCY_LIMITED, never sent, never retried, never
+   * recorded as the dependency's latency. Default: none.
+   */
+  concurrencyLimit: option.nested(CONCURRENCY_LIMIT_OPTIONS),
   /** Full-jitter backoff ceilings between retries, in ms. Default `{ baseMs: 25, capMs: 1000 }`. */
   backoff: option.nested(BACKOFF_OPTIONS),
   /** Retry response timeouts of idempotent calls by default (SPEC R4). Default false. */
@@ -175,11 +184,17 @@ export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
 /** What `dependency.update` takes: any of the {@link LIVE_KEYS}; a key given as `undefined` returns to its default. */
 export type DependencyUpdate = OptionsOf<typeof DEPENDENCY_UPDATE_OPTIONS>;
 
+/** What an updated (or recalibrated) executor keeps of the one it replaces (SPEC X2): its concurrency limiter. */
+export interface SharedParts {
+  readonly limiter?: ConcurrencyLimiter | undefined;
+}
+
 /** Validates every option (all problems reported together) and builds what the executions share. */
 export function resolveDependency(
   options: DependencyOptions,
   events: Listeners = new Listeners(),
   context = 'createDependency',
+  shared: SharedParts = {},
 ): {
   core: DependencyCore;
   timeouts: TimeoutCalibration;
@@ -228,6 +243,9 @@ export function resolveDependency(
     budget,
     recorder,
     hedge,
+    limiter:
+      shared.limiter ??
+      (o.concurrencyLimit === undefined ? undefined : new ConcurrencyLimiter(o.concurrencyLimit, clock)),
     retryResponseTimeout: o.retryResponseTimeout,
     classifyError: o.classifyError ?? classifyFailure,
     headerFormat: o.headerFormat,

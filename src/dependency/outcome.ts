@@ -85,17 +85,19 @@ type AttemptEnd = Extract<DependencyEvent, { type: 'attempt-end' }>;
 /** The `attempt-end` event; built only when someone listens. */
 export function endEvent(
   dependency: string,
-  attempt: { readonly kind: AttemptKind; readonly attempt: number },
+  attempt: { readonly kind: AttemptKind; readonly attempt: number; readonly instance?: string | undefined },
   latencyMs: number,
   ok: boolean,
   outcome: EndOutcome,
   value: unknown,
 ): AttemptEnd {
+  const instance = attempt.instance;
   const base = {
     type: 'attempt-end',
     dependency,
     kind: attempt.kind,
     attempt: attempt.attempt,
+    ...(instance === undefined ? {} : { instance }),
     latencyMs,
     outcome,
   } as const;

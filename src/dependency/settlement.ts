@@ -57,6 +57,11 @@ export abstract class Settlement<T> {
     return taken;
   }
 
+  /** Releases a held failed *result* (its connection and slot go back), keeping a held thrown error. */
+  protected releaseHeldResult(): void {
+    if (this.#heldOk) this.releaseHeld();
+  }
+
   protected releaseHeld(): void {
     if (this.#heldOk) this.discard(this.#held as T);
     this.#heldOk = false;

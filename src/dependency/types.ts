@@ -62,12 +62,15 @@ export type DependencyEvent =
       readonly dependency: string;
       readonly kind: AttemptKind;
       readonly attempt: number;
+      /** The instance it was sent to (an origin), when the dependency is several (SPEC X5). */
+      readonly instance?: string;
     }
   | {
       readonly type: 'attempt-end';
       readonly dependency: string;
       readonly kind: AttemptKind;
       readonly attempt: number;
+      readonly instance?: string;
       readonly latencyMs: number;
       readonly outcome: 'success' | 'error' | 'timeout' | 'cancelled';
       /** For timeouts: where the time ran out (`queue`: never written, not recorded as latency). */
@@ -91,6 +94,49 @@ export type DependencyEvent =
       readonly type: 'timer-late';
       readonly dependency: string;
       readonly lateMs: number;
+    }
+  | {
+      /**
+       * The concurrency limit refused an attempt (SPEC X7): a call or a retry found the queue full
+       * (`queue-full`) or waited until it could no longer fit its deadline (`queue-timeout`); a hedge
+       * found no free slot (`no-slot`, hedges never wait). Nothing was sent.
+       */
+      readonly type: 'limited';
+      readonly dependency: string;
+      readonly kind: AttemptKind;
+      readonly reason: 'queue-full' | 'queue-timeout' | 'no-slot';
+      readonly limit: number;
+      readonly inFlight: number;
+      readonly queued: number;
+      readonly waitedMs: number;
+    }
+  | {
+      /**
+       * An instance left the rotation (SPEC X5): `failures` consecutive failures (or one, on
+       * probation), or `latency` (its window p99 `p99Ms` against its peers' median `peerP99Ms`). It is
+       * out for `ejectionMs`; `ejections` counts its recent ejections (the length's multiplier).
+       */
+      readonly type: 'instance-ejected';
+      readonly dependency: string;
+      readonly instance: string;
+      readonly reason: 'failures' | 'latency';
+      readonly ejectionMs: number;
+      readonly ejections: number;
+      readonly p99Ms?: number;
+      readonly peerP99Ms?: number;
+    }
+  | {
+      /** An ejected instance is back, on probation; or an instance joined or left (discovery). */
+      readonly type: 'instance-returned' | 'instance-added' | 'instance-removed';
+      readonly dependency: string;
+      readonly instance: string;
+    }
+  | {
+      /** A DNS lookup of the dependency's instances failed or found none: the instances there were stay. */
+      readonly type: 'discovery-failed';
+      readonly dependency: string;
+      readonly hostname: string;
+      readonly error: unknown;
     }
   | {
       readonly type: 'retry-after';

@@ -4,6 +4,7 @@
  */
 export { isPrazoError, PrazoError } from './base.js';
 export { RetryBudgetExhaustedError } from './budget.js';
+export { ConcurrencyLimitError } from './capacity.js';
 export { ErrorCode, type TimeoutPhase } from './codes.js';
 export { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
 export {

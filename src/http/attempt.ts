@@ -314,8 +314,10 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     if (this.phase !== DONE) this.onResponseError(controller, reason);
   }
 
+  /** Over on the wire (the response's end, the request torn down, never sent): the limit's slot goes back. */
   #finish(): void {
     this.phase = DONE;
     this.stopTimer();
+    this.releasePermit();
   }
 }

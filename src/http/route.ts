@@ -218,6 +218,7 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
       currentWindow: () => NO_WINDOW,
     },
     hedge: undefined,
+    limiter: undefined,
     retryResponseTimeout: false,
     classifyError: () => ({ retryable: false, immediate: false, kind: 'unknown' }),
     headerFormat,

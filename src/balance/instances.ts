@@ -1,0 +1,320 @@
+import type { Clock } from '../clock/clock.js';
+import type { RandomSource } from '../retry/backoff.js';
+import {
+  EjectionRecord,
+  type EjectionSettings,
+  type EjectionVerdict,
+  Ejector,
+  ejectionAllowance,
+} from './ejection.js';
+import { PeakEwma } from './peak-ewma.js';
+
+/**
+ * A dependency as several instances, and the pick of one per attempt (SPEC X5): **power of two
+ * choices** over `cost = peak-EWMA latency × (in-flight + 1)` (Mitzenmacher; Finagle, linkerd2-proxy
+ * and tower's `p2c` over `PeakEwma`). Two distinct instances are drawn at random and the cheaper one
+ * wins: O(1) per pick whatever the number of instances, and, unlike "the least loaded of all", it
+ * never herds every caller onto the same instance the moment it looks best. The in-flight factor
+ * makes a fast instance take more traffic only until it queues; the peak-EWMA makes a slow one lose
+ * its traffic on its first slow answer.
+ *
+ * Only instances in rotation are drawn from: they live in one array, each knowing its slot, so an
+ * ejection or a return is a swap (O(1)) and a pick never filters. A call's own exclusions (a retry
+ * avoids the instance that failed it, a hedge the one it hedges) are swapped to the end of the array
+ * for the draw; with nothing else in rotation, the excluded ones are drawn from after all (a retry on
+ * the same instance beats no retry). Ejection (`ejection.ts`) is decided as answers come in and at
+ * each latency window's end, and undone at the first pick past an ejection's end: no timer.
+ */
+
+/** How one attempt's answer counts for its instance. */
+export type InstanceVerdict =
+  /** An answer: latency recorded, the failure streak ends. */
+  | 'success'
+  /** A connect failure, 5xx, timeout: recorded with at least the failure penalty, streak grows. */
+  | 'failure'
+  /** A hedge that lost: the time it ran is a lower bound of its latency, recorded; no verdict. */
+  | 'lost'
+  /** Nobody's fault (a 4xx, a pushback, cancelled by its caller): in-flight released, nothing else. */
+  | 'neutral';
+
+/** What an instance set reports (prazo/http turns each into a `DependencyEvent`). */
+export interface InstanceListener {
+  ejected(instance: string, verdict: EjectionVerdict, ejectionMs: number, ejections: number): void;
+  returned(instance: string): void;
+  added(instance: string): void;
+  removed(instance: string): void;
+}
+
+export interface InstanceSetOptions {
+  readonly clock: Clock;
+  /** Uniform [0, 1): the dependency's PRNG. */
+  readonly random: RandomSource;
+  readonly decayMs: number;
+  readonly initialEstimateMs: number;
+  /** Undefined: never eject. */
+  readonly ejection: EjectionSettings | undefined;
+  /** The dependency's healthy p99 in ms: latency ejection's floor (read at each window's end). */
+  readonly floorMs: () => number;
+  /** The latency a failure counts with at least, in ms (the attempt timeout): failing fast is not fast. */
+  readonly penaltyMs: () => number;
+  readonly listener?: InstanceListener;
+}
+
+/** One instance: its key (an origin), its value (what dispatches to it), its load and standing. */
+export class Instance<T> {
+  readonly key: string;
+  readonly value: T;
+  inFlight = 0;
+  /** Picks since it was added (for metrics). */
+  picks = 0;
+  readonly ewma: PeakEwma;
+  readonly ejection: EjectionRecord;
+  /** Index in the set's rotation, or −1 when out (ejected, removed). */
+  slot = -1;
+  removed = false;
+
+  constructor(key: string, value: T, ewma: PeakEwma, ejection: EjectionRecord) {
+    this.key = key;
+    this.value = value;
+    this.ewma = ewma;
+    this.ejection = ejection;
+  }
+}
+
+/** One instance as metrics and tests read it. */
+export interface InstanceState {
+  readonly instance: string;
+  readonly inFlight: number;
+  readonly picks: number;
+  /** The peak-EWMA latency estimate now, in ms. */
+  readonly estimateMs: number;
+  readonly state: 'active' | 'probation' | 'ejected';
+  /** Recent ejections (the multiplier of the next one's length). */
+  readonly ejections: number;
+}
+
+export class InstanceSet<T> {
+  readonly #o: InstanceSetOptions;
+  readonly #ejector: Ejector | undefined;
+  /** In rotation (active or on probation), each at its `slot`. */
+  readonly #rotation: Instance<T>[] = [];
+  readonly #ejected: Instance<T>[] = [];
+  readonly #all = new Map<string, Instance<T>>();
+  /** The earliest instant an ejected instance returns (+∞: none out). */
+  #nextReturn = Number.POSITIVE_INFINITY;
+  #windowEnd: number;
+
+  constructor(options: InstanceSetOptions) {
+    this.#o = options;
+    this.#ejector = options.ejection === undefined ? undefined : new Ejector(options.ejection);
+    const windowMs = options.ejection?.latency?.windowMs;
+    this.#windowEnd = windowMs === undefined ? Number.POSITIVE_INFINITY : options.clock.now() + windowMs;
+  }
+
+  /** Instances known (in rotation or ejected). */
+  get size(): number {
+    return this.#all.size;
+  }
+
+  /** Instances in rotation. */
+  get available(): number {
+    return this.#rotation.length;
+  }
+
+  keys(): string[] {
+    return [...this.#all.keys()];
+  }
+
+  get(key: string): Instance<T> | undefined {
+    return this.#all.get(key);
+  }
+
+  /**
+   * Makes the set exactly `entries`: new keys join (in rotation at once, with the initial estimate),
+   * keys no longer listed leave (their attempts in flight settle normally). Returns the values that
+   * left, for their owner to close.
+   */
+  replace(entries: readonly { readonly key: string; readonly value: T }[], now = this.#o.clock.now()): T[] {
+    const wanted = new Set<string>();
+    for (const { key, value } of entries) {
+      wanted.add(key);
+      if (this.#all.has(key)) continue;
+      const ewma = new PeakEwma(this.#o.decayMs, this.#o.initialEstimateMs, now);
+      const record = new EjectionRecord(now, this.#o.ejection?.latency !== undefined);
+      const instance = new Instance(key, value, ewma, record);
+      this.#all.set(key, instance);
+      this.#enter(instance);
+      this.#o.listener?.added(key);
+    }
+    const gone: T[] = [];
+    for (const [key, instance] of this.#all) {
+      if (wanted.has(key)) continue;
+      this.#all.delete(key);
+      instance.removed = true;
+      if (instance.slot >= 0) this.#leave(instance);
+      else this.#dropEjected(instance);
+      gone.push(instance.value);
+      this.#o.listener?.removed(key);
+    }
+    return gone;
+  }
+
+  /**
+   * Picks the instance for one attempt at `now`, avoiding `exclude` when anything else is in rotation,
+   * and counts it in flight: settle it once with {@link settle}. Undefined only for an empty set.
+   */
+  pick(now: number, exclude?: readonly Instance<T>[]): Instance<T> | undefined {
+    if (now >= this.#nextReturn) this.#returnDue(now);
+    const list = this.#rotation;
+    let m = list.length;
+    if (m === 0) return undefined;
+    if (exclude !== undefined) {
+      for (const e of exclude) {
+        const slot = e.slot;
+        if (slot >= 0 && slot < m && list[slot] === e) {
+          m -= 1;
+          this.#swap(slot, m);
+        }
+      }
+      if (m === 0) m = list.length; // nothing else in rotation: the excluded ones after all
+    }
+    let chosen: Instance<T>;
+    if (m === 1) chosen = list[0]!;
+    else {
+      const random = this.#o.random;
+      const a = Math.floor(random() * m) % m;
+      let b = Math.floor(random() * (m - 1)) % (m - 1);
+      if (b >= a) b += 1;
+      const x = list[a]!;
+      const y = list[b]!;
+      chosen = x.ewma.estimateAt(now) * (x.inFlight + 1) <= y.ewma.estimateAt(now) * (y.inFlight + 1) ? x : y;
+    }
+    chosen.inFlight += 1;
+    chosen.picks += 1;
+    return chosen;
+  }
+
+  /** The attempt on `instance` ended at `now` after `latencyMs`, with `verdict`. Call once per pick. */
+  settle(instance: Instance<T>, verdict: InstanceVerdict, latencyMs: number, now: number): void {
+    if (instance.inFlight > 0) instance.inFlight -= 1;
+    if (verdict === 'neutral' || instance.removed) return;
+    const ejector = this.#ejector;
+    const record = instance.ejection;
+    if (verdict === 'failure') {
+      const penalty = this.#o.penaltyMs();
+      instance.ewma.observe(latencyMs > penalty ? latencyMs : penalty, now);
+    } else instance.ewma.observe(latencyMs, now);
+    if (ejector !== undefined) {
+      ejector.record(record, latencyMs);
+      if (verdict === 'success') ejector.success(record);
+      else if (verdict === 'failure' && ejector.failure(record))
+        this.#eject(instance, { reason: 'failures' }, now);
+    }
+    if (now >= this.#windowEnd) this.#closeWindow(now);
+  }
+
+  /** Every instance's state now (metrics, tests). */
+  states(now = this.#o.clock.now()): InstanceState[] {
+    if (now >= this.#nextReturn) this.#returnDue(now);
+    return [...this.#all.values()].map((i) =>
+      Object.freeze({
+        instance: i.key,
+        inFlight: i.inFlight,
+        picks: i.picks,
+        estimateMs: i.ewma.estimateAt(now),
+        state: i.ejection.phase,
+        ejections: i.ejection.level,
+      }),
+    );
+  }
+
+  #eject(instance: Instance<T>, verdict: EjectionVerdict, now: number): boolean {
+    const ejector = this.#ejector!;
+    const allowed = ejectionAllowance(this.#all.size, ejector.settings.maxEjectedShare);
+    if (this.#ejected.length >= allowed || instance.slot < 0) return false;
+    const ms = ejector.eject(instance.ejection, now);
+    this.#leave(instance);
+    this.#ejected.push(instance);
+    const until = instance.ejection.ejectedUntil;
+    if (until < this.#nextReturn) this.#nextReturn = until;
+    this.#o.listener?.ejected(instance.key, verdict, ms, instance.ejection.level);
+    return true;
+  }
+
+  #returnDue(now: number): void {
+    let next = Number.POSITIVE_INFINITY;
+    const out = this.#ejected;
+    for (let i = out.length - 1; i >= 0; i -= 1) {
+      const instance = out[i]!;
+      const until = instance.ejection.ejectedUntil;
+      if (until > now) {
+        if (until < next) next = until;
+        continue;
+      }
+      out.splice(i, 1);
+      this.#ejector!.restore(instance.ejection, now);
+      // On probation it must earn its traffic back: it starts as costly as the costliest peer (at
+      // least the initial estimate), not at the near-zero its estimate decayed to while it was out.
+      let worst = this.#o.initialEstimateMs;
+      for (const peer of this.#rotation) {
+        const estimate = peer.ewma.estimateAt(now);
+        if (estimate > worst) worst = estimate;
+      }
+      instance.ewma.reset(worst, now);
+      this.#enter(instance);
+      this.#o.listener?.returned(instance.key);
+    }
+    this.#nextReturn = next;
+  }
+
+  #closeWindow(now: number): void {
+    const ejector = this.#ejector!;
+    const windowMs = ejector.settings.latency!.windowMs;
+    // The next window starts now, aligned to the period (a quiet spell skips whole windows).
+    this.#windowEnd += Math.ceil((now - this.#windowEnd + 1e-9) / windowMs) * windowMs;
+    if (this.#windowEnd <= now) this.#windowEnd = now + windowMs;
+    const outliers = ejector.latencyOutliers(
+      [...this.#all.values()].map((i) => i.ejection),
+      this.#o.floorMs(),
+    );
+    if (outliers.length === 0) return;
+    const byRecord = new Map<EjectionRecord, Instance<T>>();
+    for (const i of this.#all.values()) byRecord.set(i.ejection, i);
+    for (const { record, verdict } of outliers) {
+      const instance = byRecord.get(record);
+      if (instance === undefined || !this.#eject(instance, verdict, now)) break;
+    }
+  }
+
+  #enter(instance: Instance<T>): void {
+    instance.slot = this.#rotation.length;
+    this.#rotation.push(instance);
+  }
+
+  #leave(instance: Instance<T>): void {
+    const list = this.#rotation;
+    const slot = instance.slot;
+    const last = list.pop()!;
+    if (last !== instance) {
+      list[slot] = last;
+      last.slot = slot;
+    }
+    instance.slot = -1;
+  }
+
+  #dropEjected(instance: Instance<T>): void {
+    const i = this.#ejected.indexOf(instance);
+    if (i >= 0) this.#ejected.splice(i, 1);
+  }
+
+  #swap(i: number, j: number): void {
+    if (i === j) return;
+    const list = this.#rotation;
+    const a = list[i]!;
+    const b = list[j]!;
+    list[i] = b;
+    b.slot = i;
+    list[j] = a;
+    a.slot = j;
+  }
+}
