@@ -235,7 +235,7 @@ describe('ejection (Envoy / gRPC outlier detection defaults, SPEC X5)', () => {
   });
 
   it('on probation one failure ejects again, for longer; 5 successes end probation', () => {
-    const { set, clock, events } = setOf(3);
+    const { set, clock, events } = setOf(3, { ejection: ejectionSettings({ latency: false }) });
     const bad = set.get(set.keys()[0]!)!;
     const fail = () => set.settle(held(bad), 'failure', 1, clock.now());
     for (let i = 0; i < 5; i += 1) fail();
@@ -251,8 +251,21 @@ describe('ejection (Envoy / gRPC outlier detection defaults, SPEC X5)', () => {
     expect(events.ejected).toHaveLength(2);
   });
 
+  it('with latency ejection, probation also lasts a latency window (it must be judged once)', () => {
+    const { set, clock } = setOf(3);
+    const bad = set.get(set.keys()[0]!)!;
+    for (let i = 0; i < 5; i += 1) set.settle(held(bad), 'failure', 1, clock.now());
+    clock.advance(30_000);
+    set.pick(clock.now());
+    for (let i = 0; i < 10; i += 1) set.settle(held(bad), 'success', 1, clock.now());
+    expect(set.states().find((s) => s.instance === bad.key)!.state).toBe('probation');
+    clock.advance(10_000); // a window closes, seen at the next answer
+    set.settle(held(bad), 'success', 1, clock.now());
+    expect(set.states().find((s) => s.instance === bad.key)!.state).toBe('active');
+  });
+
   it('grows ejections up to 300 s, and forgives one level per 30 s spent in rotation', () => {
-    const { set, clock, events } = setOf(3);
+    const { set, clock, events } = setOf(3, { ejection: ejectionSettings({ latency: false }) });
     const bad = set.get(set.keys()[0]!)!;
     for (let round = 0; round < 14; round += 1) {
       for (let i = 0; i < 5; i += 1) set.settle(held(bad), 'failure', 1, clock.now());
@@ -262,7 +275,8 @@ describe('ejection (Envoy / gRPC outlier detection defaults, SPEC X5)', () => {
     const lengths = events.ejected.map((e) => e.ms);
     expect(lengths.slice(0, 4)).toEqual([30_000, 60_000, 90_000, 120_000]);
     expect(Math.max(...lengths)).toBe(300_000);
-    // Back in rotation for 5 minutes: ten levels forgiven.
+    // Out of probation (5 successes), then 5 minutes in rotation: ten levels forgiven.
+    for (let i = 0; i < 5; i += 1) set.settle(held(bad), 'success', 1, clock.now());
     clock.advance(300_000);
     for (let i = 0; i < 5; i += 1) set.settle(held(bad), 'failure', 1, clock.now());
     expect(events.ejected.at(-1)!.ms).toBe(30_000);

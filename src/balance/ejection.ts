@@ -17,8 +17,9 @@ import { EJECTION_OPTIONS, LATENCY_EJECTION_OPTIONS } from './options.js';
  * An ejection lasts `baseEjectionMs × n`, where n counts the instance's recent ejections (one less for
  * every `baseEjectionMs` it stayed in since it last returned), at most `maxEjectionMs`: an instance
  * that keeps failing stays out longer, one that failed once a day always gets the base time. It then
- * returns **on probation**: one failure ejects it again at once (with n grown), and it leaves
- * probation after `consecutiveFailures` successes in a row. The share bound (`maxEjectedShare`, at
+ * returns **on probation**: one failure (or one outlying window) ejects it again at once, n grown; it
+ * leaves probation after `consecutiveFailures` successes in a row and, with latency ejection, one
+ * latency window. Only time spent out of probation forgives levels. The share bound (`maxEjectedShare`, at
  * least one of two or more, never the last one) is the caller's (`InstanceSet`): it knows how many
  * are out.
  */
@@ -69,8 +70,10 @@ export class EjectionRecord {
   /** Recent ejections: the multiplier of the next ejection's length. */
   level = 0;
   ejectedUntil = 0;
-  /** When it last returned (or was added), for the level's decay. */
+  /** When it last became active (added, or out of probation): the level is forgiven from there. */
   since: number;
+  /** On probation until at least this instant (one latency window after its return). */
+  probationUntil = 0;
   /** This window's answers (latency ejection), and how many. */
   readonly window: Sketch | undefined;
   samples = 0;
@@ -96,15 +99,29 @@ export class Ejector {
     this.settings = settings;
   }
 
-  /** A success: the failure streak ends; on probation, one more success towards leaving it. */
-  success(r: EjectionRecord): void {
+  /**
+   * A success: the failure streak ends; on probation, one more success towards leaving it (at once
+   * after `consecutiveFailures` of them without latency ejection; with it, also not before a latency
+   * window has closed since the return: see {@link windowClosed}).
+   */
+  success(r: EjectionRecord, now: number): void {
     if (r.phase === 'probation') {
       r.streak += 1;
-      if (r.streak >= this.settings.consecutiveFailures) {
-        r.phase = 'active';
-        r.streak = 0;
-      }
+      if (this.settings.latency === undefined && r.streak >= this.settings.consecutiveFailures)
+        this.#activate(r, now);
     } else if (r.phase === 'active') r.streak = 0;
+  }
+
+  /** A latency window closed at `now` and `r` was not ejected: probation may end. */
+  windowClosed(r: EjectionRecord, now: number): void {
+    if (r.phase === 'probation' && now >= r.probationUntil && r.streak >= this.settings.consecutiveFailures)
+      this.#activate(r, now);
+  }
+
+  #activate(r: EjectionRecord, now: number): void {
+    r.phase = 'active';
+    r.streak = 0;
+    r.since = now;
   }
 
   /** A failure: true when it warrants an ejection (the streak reached the threshold, or on probation). */
@@ -126,8 +143,8 @@ export class Ejector {
   /** Ejects `r` at `now`: returns the ejection's length in ms. */
   eject(r: EjectionRecord, now: number): number {
     const { baseEjectionMs: base, maxEjectionMs } = this.settings;
-    // One level forgiven for every base period it stayed in since it last came back.
-    const forgiven = Math.floor(Math.max(0, now - r.since) / base);
+    // One level forgiven for every base period it stayed active (probation does not count).
+    const forgiven = r.phase === 'active' ? Math.floor(Math.max(0, now - r.since) / base) : 0;
     // Past the longest ejection the level stops growing, so forgiving it starts from there.
     const top = Math.ceil(Math.max(base, maxEjectionMs) / base);
     r.level = Math.min(top, Math.max(0, r.level - forgiven) + 1);
@@ -139,11 +156,11 @@ export class Ejector {
     return ms;
   }
 
-  /** Back in rotation at `now`, on probation. */
+  /** Back in rotation at `now`, on probation (for one latency window at least, when it is on). */
   restore(r: EjectionRecord, now: number): void {
     r.phase = 'probation';
     r.streak = 0;
-    r.since = now;
+    r.probationUntil = now + (this.settings.latency?.windowMs ?? 0);
     this.clearWindow(r);
   }
 

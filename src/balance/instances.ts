@@ -206,7 +206,7 @@ export class InstanceSet<T> {
     } else instance.ewma.observe(latencyMs, now);
     if (ejector !== undefined) {
       ejector.record(record, latencyMs);
-      if (verdict === 'success') ejector.success(record);
+      if (verdict === 'success') ejector.success(record, now);
       else if (verdict === 'failure' && ejector.failure(record))
         this.#eject(instance, { reason: 'failures' }, now);
     }
@@ -273,17 +273,20 @@ export class InstanceSet<T> {
     // The next window starts now, aligned to the period (a quiet spell skips whole windows).
     this.#windowEnd += Math.ceil((now - this.#windowEnd + 1e-9) / windowMs) * windowMs;
     if (this.#windowEnd <= now) this.#windowEnd = now + windowMs;
+    const all = [...this.#all.values()];
     const outliers = ejector.latencyOutliers(
-      [...this.#all.values()].map((i) => i.ejection),
+      all.map((i) => i.ejection),
       this.#o.floorMs(),
     );
-    if (outliers.length === 0) return;
-    const byRecord = new Map<EjectionRecord, Instance<T>>();
-    for (const i of this.#all.values()) byRecord.set(i.ejection, i);
-    for (const { record, verdict } of outliers) {
-      const instance = byRecord.get(record);
-      if (instance === undefined || !this.#eject(instance, verdict, now)) break;
+    if (outliers.length > 0) {
+      const byRecord = new Map<EjectionRecord, Instance<T>>();
+      for (const i of all) byRecord.set(i.ejection, i);
+      for (const { record, verdict } of outliers) {
+        const instance = byRecord.get(record);
+        if (instance === undefined || !this.#eject(instance, verdict, now)) break;
+      }
     }
+    for (const i of all) ejector.windowClosed(i.ejection, now);
   }
 
   #enter(instance: Instance<T>): void {

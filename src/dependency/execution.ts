@@ -321,6 +321,9 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     notify.timerLate(this.core, lateMs);
   }
 
+  /** `attempt` lost the race to another copy after `latencyMs` (it is cancelled next). */
+  protected lost(_attempt: Attempt<T>, _latencyMs: number): void {}
+
   protected cancelAll(reason: unknown): void {
     if (this.#waiting !== undefined) {
       this.#waiting = undefined;
@@ -400,7 +403,9 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     if (other !== undefined) {
       // The loser is recorded at the instant it lost: a lower bound of its latency. Leaving it out
       // would hide the slow tail from the recorder, lower the live p95 and make hedging feed itself.
-      core.recorder.record(core.clock.now() - other.started, 'success');
+      const lostAfterMs = core.clock.now() - other.started;
+      core.recorder.record(lostAfterMs, 'success');
+      this.lost(other, lostAfterMs);
       other.cancel(new DOMException(HEDGE_LOST, 'AbortError'));
     }
     if (attempt.kind === 'hedge') notify.hedgeWon(core, attempt.attempt);

@@ -7,6 +7,7 @@ import {
   parseRawHeaders,
   type ResponseHeaders,
 } from './handler.js';
+import type { Instance, Target } from './instances.js';
 import { BODY, DONE, PhaseTimer, QUEUED, RESPONSE } from './phase-timer.js';
 import type { WrittenHeadersOwner } from './written.js';
 
@@ -56,6 +57,10 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   responseHeaders: ResponseHeaders | undefined;
   /** The socket of an upgraded (101 / CONNECT) request, handed to the caller. */
   socket: unknown;
+  /** The instance it goes to, when the dependency is several (SPEC X5): settled once with its verdict. */
+  target: Instance<Target> | undefined;
+  /** True once its instance was told how it went (its in-flight count released). */
+  targetSettled = false;
 
   constructor(
     call: HttpCall,
@@ -70,6 +75,10 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   ) {
     super(call, kind, attempt, timeoutMs, connectMs, byDeadline, started, responseMs, bodyMs);
     this.#call = call;
+  }
+
+  override get instance(): string | undefined {
+    return this.target?.key;
   }
 
   /** The request's controller, once undici started it (for the caller's pause, resume and abort). */

@@ -100,6 +100,7 @@ export function driveCall(options: DrivenCallOptions = {}) {
     defaultDeadlineMs: 1_000,
     generateIdempotencyKey: false,
     managed: true,
+    instances: undefined,
   };
   const attempts: HttpAttempt[] = [];
   const dispatched: DispatchOptions[] = [];

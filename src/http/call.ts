@@ -1,9 +1,12 @@
+import type { InstanceVerdict } from '../balance/instances.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { formatGrpcTimeout } from '../deadline/parse.js';
 import type { DependencyCore } from '../dependency/core.js';
 import { Execution } from '../dependency/execution.js';
 import type { AttemptKind, ResultVerdict } from '../dependency/types.js';
+import { isQueueTimeout } from '../errors/guards.js';
+import { classifyFailure } from '../retry/classify.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { HttpAttempt } from './attempt.js';
@@ -16,6 +19,7 @@ import {
   type ResponseHeaders,
   rawHeaders,
 } from './handler.js';
+import type { Instance, Target } from './instances.js';
 import type { Route } from './route.js';
 import { judgeStatus } from './verdict.js';
 import { WrittenHeaders } from './written.js';
@@ -67,6 +71,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   readonly #baseLength: number;
   #winner: HttpAttempt | undefined;
   #lastDispatch = true;
+  /** The instances this call's attempts went to: a retry or a hedge avoids them (SPEC X5). */
+  #used: Instance<Target>[] | undefined;
   /** Wall-clock epoch ms minus the monotonic clock, read when the call started. */
   #epochOffset = 0;
   #paused = false;
@@ -134,19 +140,91 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     now: number,
   ): HttpAttempt {
     const { responseMs, bodyMs } = this.#plan;
-    return new HttpAttempt(this, kind, n, timeoutMs, connectMs, byDeadline, now, responseMs, bodyMs);
+    const attempt = new HttpAttempt(this, kind, n, timeoutMs, connectMs, byDeadline, now, responseMs, bodyMs);
+    if (this.route.instances !== undefined) this.#pick(attempt, now);
+    return attempt;
+  }
+
+  /** Picks `attempt`'s instance: not one this call already used, when another is in rotation. */
+  #pick(attempt: HttpAttempt, now: number): void {
+    const target = this.route.instances!.set.pick(now, this.#used);
+    if (target === undefined) return; // none yet (discovery under way): `send` waits for one
+    attempt.target = target;
+    if (this.#used === undefined) this.#used = [target];
+    else this.#used.push(target);
   }
 
   /**
-   * Dispatches `attempt` to the next dispatcher: the caller's options with this attempt's headers
-   * (the seam where a dispatcher could be chosen per attempt).
+   * Dispatches `attempt`: the caller's options with this attempt's headers, to its instance when the
+   * dependency is several (that instance's pool, or the dispatcher below with its origin).
    */
   send(attempt: HttpAttempt): void {
+    const instances = this.route.instances;
+    if (instances !== undefined && attempt.target === undefined) {
+      instances.whenAvailable((error) => {
+        if (attempt.done) return;
+        if (error === undefined) this.#pick(attempt, this.clock.now());
+        if (attempt.target === undefined) attempt.onResponseError(null, error ?? new Error('no instance'));
+        else this.#dispatchTo(attempt);
+      });
+      return;
+    }
+    this.#dispatchTo(attempt);
+  }
+
+  #dispatchTo(attempt: HttpAttempt): void {
+    const target = attempt.target?.value;
     const options = attemptOptions(this.#options, this.#headersOf(attempt));
+    if (target !== undefined) options.origin = target.origin;
     try {
-      this.#lastDispatch = this.#dispatch(options, attempt);
+      this.#lastDispatch = (target?.dispatch ?? this.#dispatch)(options, attempt);
     } catch (error) {
       attempt.onResponseError(null, error as Error);
+    }
+  }
+
+  override ended(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): void {
+    // The instance hears first: a retry started from here picks with this answer known.
+    if (attempt.target !== undefined) this.#settleTarget(attempt, this.#verdictOn(attempt, ok, value));
+    super.ended(attempt, ok, value, timedOut);
+  }
+
+  override cancelled(attempt: HttpAttempt): void {
+    if (attempt.target !== undefined) this.#settleTarget(attempt, 'neutral');
+    super.cancelled(attempt);
+  }
+
+  protected override lost(attempt: HttpAttempt): void {
+    if (attempt.target !== undefined) this.#settleTarget(attempt, 'lost');
+  }
+
+  #settleTarget(attempt: HttpAttempt, verdict: InstanceVerdict): void {
+    if (attempt.targetSettled) return;
+    attempt.targetSettled = true;
+    const now = this.clock.now();
+    this.route.instances!.set.settle(attempt.target!, verdict, now - attempt.started, now);
+  }
+
+  /**
+   * How an attempt's end counts for its instance (ejection, SPEC X5): a 5xx, a connect failure, a lost
+   * connection or a timeout is the instance's failure; a 429 or a request that never left the client
+   * is nobody's fault; any other answer is a success.
+   */
+  #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown): InstanceVerdict {
+    if (ok) {
+      const status = attempt.statusCode;
+      if (status >= 500) return 'failure';
+      return status === 429 ? 'neutral' : 'success';
+    }
+    if (isQueueTimeout(value)) return 'neutral';
+    switch (classifyFailure(value, { retryResponseTimeout: true }).kind) {
+      case 'connect':
+      case 'connection-lost':
+      case 'response-timeout':
+      case 'body-timeout':
+        return 'failure';
+      default:
+        return 'neutral';
     }
   }
 

@@ -1,10 +1,12 @@
 import { Dispatcher } from 'undici';
+import type { InstanceState } from '../balance/instances.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
 import type { Disposable } from '../dependency/types.js';
 import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
+import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import type { CurrentPlan } from './plan.js';
 import { createTrackedPool, type TrackedPool } from './pool.js';
@@ -28,8 +30,16 @@ export type HttpResponse = Dispatcher.ResponseData;
 export interface HttpClient {
   /** The dependency's name. */
   readonly name: string;
-  /** The origin every request goes to. */
+  /**
+   * The origin requests go to: the one given (with `discovery`, the name whose addresses are the
+   * instances), or the first of `origins`.
+   */
   readonly origin: string;
+  /**
+   * The dependency's instances now (SPEC X5): each one's origin, attempts in flight, picks, latency
+   * estimate and standing (in rotation, on probation, ejected). Empty for a client of one origin.
+   */
+  instances(): readonly InstanceState[];
   /** The executor calls run through now: its p99, timeouts, budget and recorder (`live` replaces it). */
   readonly dependency: Dependency;
   /** Every executor decision (attempts, retries, hedges, budget refusals), across live recalibrations. */
@@ -41,9 +51,12 @@ export interface HttpClient {
   request(options: HttpRequestOptions): Promise<HttpResponse>;
   /** fetch()-compatible, on top of `request()`; see `fetch.ts` for the differences. */
   readonly fetch: HttpFetch;
-  /** Closes the pool gracefully (in-flight requests finish). A no-op with your own `dispatcher`. */
+  /**
+   * Closes the pools gracefully (in-flight requests finish), one per instance, and stops discovery.
+   * Your own `dispatcher` is left open.
+   */
   close(): Promise<void>;
-  /** Destroys the pool's connections now. A no-op with your own `dispatcher`. */
+  /** Destroys every pool's connections now, and stops discovery. Your own `dispatcher` is left open. */
   destroy(): Promise<void>;
 }
 
@@ -82,9 +95,9 @@ function backstopsOf(
     dispatched.bodyTimeout = bodyMs + BACKSTOP_MS;
 }
 
-function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan): TrackedPool {
+function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan, origin: string): TrackedPool {
   const backstops = poolBackstops(o);
-  return createTrackedPool(o.origin, {
+  return createTrackedPool(origin, {
     connect: createConnector({
       clock: o.clock,
       timeoutMs: () => plan.connectMs,
@@ -105,11 +118,26 @@ const requestApi = Dispatcher.prototype.request as unknown as (
 
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
-  const { route, plan } = buildRoute(o);
-  const pool = o.dispatcher === undefined ? createPool(o, plan) : undefined;
-  const backstops = pool === undefined ? undefined : poolBackstops(o);
-  const below = o.dispatcher ?? pool!.dispatcher;
-  const next: Dispatch = below.dispatch.bind(below);
+  // Several instances: a pool of its own for each one (created as it joins, closed as it leaves).
+  const target = (origin: string, plan: CurrentPlan): Target => {
+    if (o.dispatcher !== undefined) return { origin };
+    const own = createPool(o, plan, origin);
+    const dispatcher = own.dispatcher;
+    return { origin, dispatch: dispatcher.dispatch.bind(dispatcher), close: own.close, destroy: own.destroy };
+  };
+  const { route, plan } = buildRoute(o, o.origin, target);
+  const instances = route.instances;
+  const pool =
+    o.dispatcher === undefined && instances === undefined ? createPool(o, plan, o.origin) : undefined;
+  // Every pool of ours (one, or one per instance) has the same backstops.
+  const backstops = o.dispatcher === undefined ? poolBackstops(o) : undefined;
+  const below = o.dispatcher ?? pool?.dispatcher;
+  const next: Dispatch =
+    below === undefined
+      ? () => {
+          throw new Error('prazo/http: an attempt of a client with instances was sent without one');
+        }
+      : below.dispatch.bind(below);
   // undici's request() calls `dispatch` synchronously: the call's own options ride along here.
   let given: CallInput | undefined;
   const face = {
@@ -156,12 +184,13 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     on: (listener: DependencyListener) => plan.on(listener),
     options: o,
     request: request as HttpClient['request'],
+    instances: () => instances?.states() ?? [],
     fetch: createFetch(request, o.name, o.clock),
     close: async () => {
-      await pool?.close();
+      await Promise.all([pool?.close(), instances?.close()]);
     },
     destroy: async () => {
-      await pool?.destroy();
+      await Promise.all([pool?.destroy(), instances?.destroy()]);
     },
   });
 }

@@ -26,6 +26,7 @@ export const EXECUTOR_KEYS = [
   'backoff',
   'retryResponseTimeout',
   'random',
+  'concurrencyLimit',
 ] as const;
 
 export interface Live {

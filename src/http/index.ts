@@ -5,6 +5,8 @@
  * `createHttpClient()`, a client of its own for one dependency. See docs/http.md.
  */
 
+export type { InstanceState } from '../balance/instances.js';
+export { NoInstanceError } from '../errors/capacity.js';
 export { createHttpClient, type HttpClient, type HttpResponse } from './client.js';
 export { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 export type { HttpFetch, HttpFetchInit, HttpFetchInput } from './fetch.js';

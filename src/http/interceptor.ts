@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { InstanceState } from '../balance/instances.js';
 import type { Clock } from '../clock/clock.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
@@ -47,6 +48,11 @@ export interface PrazoInterceptor extends Dispatcher.DispatcherComposeIntercepto
   dependency(origin: string | URL): Dependency | undefined;
   /** Each managed origin's dependency as prazo/otel reads it (`instrumentPrazo({ dependencies })`). */
   dependencies(): readonly DependencyView[];
+  /**
+   * Stops the DNS discovery of every dependency that has it (its timer never keeps the process alive,
+   * but a test or a shutdown may want it gone). The dispatcher below is yours to close.
+   */
+  close(): Promise<void>;
 }
 
 /** A managed origin's dependency, following its live recalibrations (what prazo/otel instruments). */
@@ -59,6 +65,10 @@ export interface DependencyView {
   readonly budget: Dependency['budget'];
   readonly recorder: Dependency['recorder'];
   readonly timeouts: Dependency['timeouts'];
+  /** The concurrency limit's state, when it has one (SPEC X7). */
+  concurrency(): ReturnType<Dependency['concurrency']>;
+  /** Its instances now, when it has several (SPEC X5); empty otherwise. */
+  instances(): readonly InstanceState[];
 }
 
 type Resolver = (origin: string) => HttpDependencyOptions | undefined;
@@ -176,6 +186,7 @@ class OriginTable {
       defaultDeadlineMs: HTTP_LIMITS.maxMs,
       generateIdempotencyKey: false,
       managed: false,
+      instances: undefined,
     };
   }
 
@@ -224,7 +235,7 @@ const isManaged = (value: Managed | Route | Error): value is Managed =>
   !(value instanceof Error) && 'route' in value;
 
 function managedRoute(origin: string, resolved: ReturnType<typeof resolveRouteOptions>): Managed {
-  const { route, plan } = buildRoute(resolved);
+  const { route, plan } = buildRoute(resolved, origin);
   return { route, plan, origin };
 }
 
@@ -359,6 +370,8 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
     get timeouts() {
       return managed.plan.dependency.timeouts;
     },
+    concurrency: () => managed.plan.dependency.concurrency(),
+    instances: () => managed.route.instances?.states() ?? [],
   });
 
   return Object.assign(compose, {
@@ -370,5 +383,8 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
       return isManaged(found) ? found.plan.dependency : undefined;
     },
     dependencies: () => table.managed().map(view),
+    close: async () => {
+      await Promise.all(table.managed().map((managed) => managed.route.instances?.close()));
+    },
   }) as unknown as PrazoInterceptor;
 }

@@ -1,5 +1,6 @@
 import type { LookupFunction } from 'node:net';
 import type { Dispatcher } from 'undici';
+import type { InstancesOptions } from '../balance/options.js';
 import type { RetryBudget, RetryBudgetOptions } from '../budget/budget.js';
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
@@ -7,8 +8,10 @@ import type { Dependency } from '../dependency/dependency.js';
 import type { HedgeOptions } from '../hedge/policy.js';
 import type { LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
+import type { ConcurrencyLimitOptions } from '../limit/options.js';
 import type { RandomSource } from '../retry/backoff.js';
 import type { Live } from './executor.js';
+import type { InstanceSettings } from './instances.js';
 import type { LiveCalibrationOptions } from './live.js';
 
 /**
@@ -18,8 +21,38 @@ import type { LiveCalibrationOptions } from './live.js';
 export interface HttpClientOptions {
   /** The dependency's name, in errors, events and metrics. Required, 1-100 characters. */
   readonly name: string;
-  /** `http://host:port` or `https://host:port` (no path, query or fragment). Required. */
-  readonly origin: string | URL;
+  /**
+   * `http://host:port` or `https://host:port` (no path, query or fragment). Required, unless
+   * `origins` lists the instances; with `discovery`, the name whose addresses are the instances.
+   */
+  readonly origin?: string | URL;
+  /**
+   * The dependency's instances, each an origin (`['http://10.0.0.1:8080', 'http://10.0.0.2:8080']`):
+   * each attempt picks one by power of two choices over peak-EWMA latency × in-flight, a retry goes
+   * to another one than the one that failed, a hedge to another one than the one it hedges, and
+   * each has a connection pool of its own (SPEC X5). 1 to 1024 distinct origins. Exclusive with
+   * `origin`. Declared in `INSTANCES_OPTIONS` (prazo/options).
+   */
+  readonly origins?: InstancesOptions['origins'];
+  /**
+   * Find the instances by DNS (a Kubernetes headless Service): every A/AAAA record of `origin`'s host
+   * name is an instance, looked up again every `intervalMs` (default 5000) with `lookup` (default:
+   * this client's `lookup`, else `dns.lookup`). `true` or options.
+   */
+  readonly discovery?: InstancesOptions['discovery'];
+  /** The latency estimate picks compare: `decayMs` (default 10000), `initialEstimateMs` (default 30). */
+  readonly balance?: InstancesOptions['balance'];
+  /**
+   * When an instance leaves the rotation (Envoy's defaults: 5 consecutive failures, 30 s growing to
+   * 300 s, at most 10% ejected but at least one of two or more; plus latency ejection, a p99 3× its
+   * peers'). Options, `true`, or `false` for never. Default on.
+   */
+  readonly ejection?: InstancesOptions['ejection'];
+  /**
+   * A concurrency limit (SPEC X7): at most `maxInFlight` attempts in flight (or `adaptive`), at most
+   * `maxQueue` calls waiting; past that CONCURRENCY_LIMITED at once, nothing sent. Default none.
+   */
+  readonly concurrencyLimit?: ConcurrencyLimitOptions;
   /**
    * The dependency's healthy p99 in ms, measured from a histogram (SPEC C1). With less time than this
    * left the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4, R6); the
@@ -122,6 +155,8 @@ export interface ResolvedHttpClientOptions {
   readonly defaultDeadlineMs: number;
   readonly deadlineHeaders: HeaderFormat;
   readonly generateIdempotencyKey: boolean;
+  /** Several instances (origins or discovery), or undefined for one origin. */
+  readonly instances: InstanceSettings | undefined;
   readonly connections: number | undefined;
   readonly autoSelectFamily: boolean;
   readonly lookup: LookupFunction | undefined;

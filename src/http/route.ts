@@ -12,6 +12,7 @@ import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
 import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
 import { isReplayableBody } from './idempotency.js';
+import { RouteInstances, type Target } from './instances.js';
 import { CurrentPlan } from './plan.js';
 import type { ResolvedRoute } from './validate.js';
 
@@ -36,6 +37,8 @@ export interface Route {
   readonly generateIdempotencyKey: boolean;
   /** False for an origin nobody configured: statuses are not judged, nothing is retried. */
   readonly managed: boolean;
+  /** The dependency's instances, when it is several (SPEC X5): each attempt is sent to one of them. */
+  readonly instances: RouteInstances | undefined;
 }
 
 /** Per-call choices a caller passes along (`{ prazo: { ... } }` in dispatch options, or `request()`'s). */
@@ -142,6 +145,9 @@ export function callOn(
     headers.push(IDEMPOTENCY_KEY_HEADER, key);
     key = undefined;
   }
+  // A discovered instance is an address: the request still names the Service (virtual hosts, SNI).
+  const host = route.instances?.host;
+  if (host !== undefined && !hasHost(headers)) headers.push('host', host);
   const idempotent = repeatable && (given?.idempotent ?? isIdempotentMethod(method));
   const base = route.plan.current; // the plan in force now: the call keeps it, whatever updates follow
   const terms: CallTerms = {
@@ -170,6 +176,11 @@ export function callOn(
     dispatch,
   );
   return call.run(now, epochNow);
+}
+
+function hasHost(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() === 'host') return true;
+  return false;
 }
 
 /** Fails a dispatch before any attempt, through whichever handler API the caller speaks. */
@@ -237,8 +248,14 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
 /**
  * A managed route from validated options: its plan follows live calibration when `live` is on (a
  * healthy window that moves the p99 gives later calls a new executor; calls in flight keep theirs).
+ * With several instances, `target` makes what dispatches to each one (the client's pools); without
+ * it, attempts go to the dispatcher below the call with the instance's origin (the interceptor).
  */
-export function buildRoute(o: ResolvedRoute): { readonly route: Route; readonly plan: CurrentPlan } {
+export function buildRoute(
+  o: ResolvedRoute,
+  origin: string,
+  target: (origin: string, plan: CurrentPlan) => Target = (instance) => ({ origin: instance }),
+): { readonly route: Route; readonly plan: CurrentPlan } {
   const plan = new CurrentPlan(o.dependency, o.explicit, o.defaultDeadlineMs);
   const live = o.live;
   if (live !== undefined) {
@@ -256,6 +273,17 @@ export function buildRoute(o: ResolvedRoute): { readonly route: Route; readonly 
     defaultDeadlineMs: o.defaultDeadlineMs,
     generateIdempotencyKey: o.generateIdempotencyKey,
     managed: true,
+    instances:
+      o.instances === undefined
+        ? undefined
+        : new RouteInstances(
+            o.name,
+            origin,
+            o.instances,
+            o.clock,
+            () => plan.current.core,
+            (instance) => target(instance, plan),
+          ),
   };
   return { route, plan };
 }

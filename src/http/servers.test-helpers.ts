@@ -36,8 +36,11 @@ export interface TestServer {
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, index: number) => void;
 
-/** Starts a node:http server on loopback that records every request, then runs `handler`. */
-export async function startServer(handler: Handler, host = '127.0.0.1'): Promise<TestServer> {
+/**
+ * Starts a node:http server on loopback that records every request, then runs `handler`. `port` 0
+ * (the default) takes a free one; several loopback addresses (127.0.0.2, ...) can share one port.
+ */
+export async function startServer(handler: Handler, host = '127.0.0.1', port = 0): Promise<TestServer> {
   const seen: SeenRequest[] = [];
   const server = http.createServer((req, res) => {
     const index = seen.length;
@@ -67,12 +70,15 @@ export async function startServer(handler: Handler, host = '127.0.0.1'): Promise
       state.open -= 1;
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const { port } = server.address() as AddressInfo;
-  const origin = host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  const bound = (server.address() as AddressInfo).port;
+  const origin = host.includes(':') ? `http://[${host}]:${bound}` : `http://${host}:${bound}`;
   return Object.assign(state, {
     origin,
-    port,
+    port: bound,
     seen,
     close: () =>
       new Promise<void>((resolve) => {

@@ -82,7 +82,7 @@ describe('createHttpClient options (validated once, every problem listed)', () =
       clock: {},
     });
     expect(problems.join('\n')).toMatchInlineSnapshot(`
-      "unknown option \`conectTimeoutMs\`
+      "unknown option \`conectTimeoutMs\`; did you mean \`connectTimeoutMs\`?
       \`origin\` must use http: or https:, got ftp:
       \`origin\` must have no path, query or fragment (pass paths to \`request\`)
       \`deadlineHeaders.epochMs\` must be a valid header name, got "bad header"

@@ -1,10 +1,19 @@
+import { ejectionSettings } from '../balance/ejection.js';
+import {
+  DISCOVERY_OPTIONS,
+  INSTANCES_OPTIONS,
+  normalizeOrigin,
+  PEAK_EWMA_OPTIONS,
+} from '../balance/options.js';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
+import { closestName } from '../options/suggest.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 import { EXECUTOR_KEYS, type Live, readExecutor } from './executor.js';
+import type { InstanceSettings } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import { defaultConnectMs } from './plan.js';
 
@@ -23,6 +32,7 @@ const ROUTE_KEYS = [
   'defaultDeadlineMs',
   'deadlineHeaders',
   'generateIdempotencyKey',
+  ...INSTANCES_OPTIONS.keys,
 ] as const;
 
 const KNOWN = new Set<string>([
@@ -94,6 +104,8 @@ export interface ResolvedRoute {
   readonly defaultDeadlineMs: number;
   readonly deadlineHeaders: HeaderFormat;
   readonly generateIdempotencyKey: boolean;
+  /** Several instances (SPEC X5): a list of origins or DNS discovery; undefined for one origin. */
+  readonly instances: InstanceSettings | undefined;
   readonly clock: Clock;
 }
 
@@ -132,6 +144,7 @@ function readRoute(v: OptionsValidator, raw: Record<string, unknown>, hooks: Rou
   }
   const bodyTimeoutMs = v.number('bodyTimeoutMs', raw.bodyTimeoutMs, { default: responseTimeoutMs, ...ms });
   const generateIdempotencyKey = v.boolean('generateIdempotencyKey', raw.generateIdempotencyKey, false);
+  const instances = readInstances(v, raw);
   const dep = dependency as Dependency;
   return {
     name: dep?.name,
@@ -147,12 +160,47 @@ function readRoute(v: OptionsValidator, raw: Record<string, unknown>, hooks: Rou
     defaultDeadlineMs,
     deadlineHeaders,
     generateIdempotencyKey,
+    instances,
     clock,
   };
 }
 
+/** Reads `origins`, `discovery`, `balance` and `ejection` with their declaration (`INSTANCES_OPTIONS`). */
+function readInstances(v: OptionsValidator, raw: Record<string, unknown>): InstanceSettings | undefined {
+  const given: Record<string, unknown> = {};
+  for (const key of INSTANCES_OPTIONS.keys) if (raw[key] !== undefined) given[key] = raw[key];
+  const o = v.read(INSTANCES_OPTIONS, given);
+  const discovery = o.discovery === undefined || o.discovery === false ? undefined : o.discovery;
+  if (o.origins === undefined && discovery === undefined) {
+    for (const key of ['balance', 'ejection'] as const) {
+      if (o[key] !== undefined)
+        v.problem(`\`${key}\` needs several instances: give \`origins\` or \`discovery\``);
+    }
+    return undefined;
+  }
+  const balance = o.balance ?? {};
+  const d = discovery === true ? {} : (discovery ?? undefined);
+  return Object.freeze({
+    origins: o.origins?.map((origin) => normalizeOrigin(origin) ?? String(origin)),
+    discovery:
+      d === undefined
+        ? undefined
+        : Object.freeze({
+            intervalMs: d.intervalMs ?? DISCOVERY_OPTIONS.defaults.intervalMs,
+            lookup: d.lookup ?? (raw.lookup as never),
+          }),
+    decayMs: balance.decayMs ?? PEAK_EWMA_OPTIONS.defaults.decayMs,
+    initialEstimateMs: balance.initialEstimateMs ?? PEAK_EWMA_OPTIONS.defaults.initialEstimateMs,
+    ejection: ejectionSettings(o.ejection),
+  });
+}
+
 const unknownKeys = (v: OptionsValidator, raw: Record<string, unknown>, known: ReadonlySet<string>): void => {
-  for (const key of Object.keys(raw)) if (!known.has(key)) v.problem(`unknown option \`${key}\``);
+  for (const key of Object.keys(raw)) {
+    if (known.has(key)) continue;
+    const near = closestName(key, known);
+    v.problem(`unknown option \`${key}\`${near === undefined ? '' : `; did you mean \`${near}\`?`}`);
+  }
 };
 
 /** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
@@ -161,7 +209,13 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
   const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
   if (raw !== (options as unknown)) v.problem('options must be an object with at least `name` and `origin`');
   unknownKeys(v, raw, KNOWN);
-  const origin = readOrigin(v, raw.origin);
+  let origin: string;
+  if (raw.origins !== undefined) {
+    if (raw.origin !== undefined)
+      v.problem('give `origin` (one, or a name to discover) or `origins` (the instances), not both');
+    const first = Array.isArray(raw.origins) ? normalizeOrigin(raw.origins[0]) : undefined;
+    origin = first ?? 'http://invalid.invalid';
+  } else origin = readOrigin(v, raw.origin);
   let connectTimeoutMs = 0;
   const route = readRoute(v, raw, {
     clock: () => readClock(v, raw.clock),

@@ -10,6 +10,13 @@
  * @module prazo/options
  */
 
+export {
+  DISCOVERY_OPTIONS,
+  EJECTION_OPTIONS,
+  INSTANCES_OPTIONS,
+  LATENCY_EJECTION_OPTIONS,
+  PEAK_EWMA_OPTIONS,
+} from '../balance/options.js';
 export { RETRY_BUDGET_OPTIONS } from '../budget/options.js';
 export {
   CALIBRATE_FROM_DISTRIBUTION_OPTIONS,
@@ -30,6 +37,7 @@ export { INCOMING_DEADLINE_OPTIONS } from '../deadline/headers.js';
 export { DEPENDENCY_OPTIONS, DEPENDENCY_UPDATE_OPTIONS, EXECUTE_OPTIONS } from '../dependency/options.js';
 export { HEDGE_OPTIONS } from '../hedge/options.js';
 export { RECORDER_OPTIONS } from '../latency/options.js';
+export { ADAPTIVE_LIMIT_OPTIONS, CONCURRENCY_LIMIT_OPTIONS } from '../limit/options.js';
 export { BACKOFF_OPTIONS } from '../retry/backoff.js';
 export { BUDGET_OPTION, OVERRUN_TRACKER_OPTIONS } from '../slo/overrun.js';
 export { SLICE_RUNNER_OPTIONS } from '../slo/slice.js';

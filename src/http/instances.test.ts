@@ -1,0 +1,384 @@
+import type { LookupAddress } from 'node:dns';
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import { Agent } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createDependency } from '../dependency/dependency.js';
+import type { DependencyEvent } from '../dependency/types.js';
+import { createHttpClient, type HttpClient } from './client.js';
+import { interceptor } from './interceptor.js';
+import type { HttpClientOptions } from './options.js';
+import { faults, type Handler, startServer, type TestServer } from './servers.test-helpers.js';
+
+/**
+ * A dependency as several instances on real loopback servers (SPEC X5, X7): several ports, and
+ * several addresses of one name (127.0.0.1, 127.0.0.2, ... are all loopback on Linux) through a
+ * `lookup` the test controls. What reached each instance is counted at the server; leaks are counted
+ * at the server too (its open connections). Real time on a shared machine: the bars have margins.
+ */
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const waitFor = async (check: () => boolean, ms = 5_000): Promise<void> => {
+  const until = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > until) throw new Error('condition not met in time');
+    await pause(10);
+  }
+};
+
+/** A server that runs `handler` after `delay(index)` ms, counting requests in flight at once. */
+async function instance(
+  delay: () => number = () => 0,
+  handler: Handler = faults.ok(),
+  host = '127.0.0.1',
+  port = 0,
+) {
+  let inFlight = 0;
+  const stats = { most: 0 };
+  const server = await startServer(
+    (req, res, index) => {
+      inFlight += 1;
+      stats.most = Math.max(stats.most, inFlight);
+      res.once('close', () => {
+        inFlight -= 1;
+      });
+      const ms = delay();
+      if (ms > 0) setTimeout(() => handler(req, res, index), ms);
+      else handler(req, res, index);
+    },
+    host,
+    port,
+  );
+  cleanup.push(() => server.close());
+  return Object.assign(server, { stats });
+}
+
+/** A port nothing listens on (connect: refused). */
+async function refusedOrigin(): Promise<string> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+function client(options: Partial<HttpClientOptions>) {
+  const c = createHttpClient({ name: 'inventory', ...options } as HttpClientOptions);
+  const events: DependencyEvent[] = [];
+  c.on((e) => events.push(e));
+  cleanup.push(() => c.close());
+  return { client: c, events };
+}
+
+/** A closed loop of `workers` callers for `ms`; each call's result is kept. */
+async function load(
+  c: HttpClient,
+  workers: number,
+  ms: number,
+  path: (i: number) => string = () => '/',
+): Promise<{ ok: number; failed: unknown[] }> {
+  const until = performance.now() + ms;
+  const out = { ok: 0, failed: [] as unknown[] };
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (performance.now() < until) {
+        const i = n++;
+        try {
+          const res = await c.request(path(i));
+          await res.body.text();
+          out.ok += 1;
+        } catch (error) {
+          out.failed.push(error);
+        }
+      }
+    }),
+  );
+  return out;
+}
+
+describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', () => {
+  it("the slow instance's share of traffic falls below 10% within seconds", async () => {
+    const fast1 = await instance(() => 1);
+    const fast2 = await instance(() => 1);
+    const slow = await instance(() => 150);
+    const { client: c } = client({ origins: [fast1.origin, fast2.origin, slow.origin], p99Ms: 200 });
+    await load(c, 6, 1_500); // the first second and a half: estimates settle
+    const before = [fast1, fast2, slow].map((s) => s.seen.length);
+    await load(c, 6, 2_000);
+    const [a, b, s] = [fast1, fast2, slow].map((x, i) => x.seen.length - before[i]!);
+    const share = s! / (a! + b! + s!);
+    expect(share).toBeLessThan(0.1);
+    expect(a! + b!).toBeGreaterThan(200);
+    const states = c.instances();
+    expect(states.map((x) => x.instance).sort()).toEqual([fast1.origin, fast2.origin, slow.origin].sort());
+    expect(states.find((x) => x.instance === slow.origin)!.estimateMs).toBeGreaterThan(20);
+  });
+
+  it('a retry goes to another instance than the one that failed', async () => {
+    const failing = await instance(() => 0, faults.status(503));
+    const healthy = await instance();
+    const { client: c } = client({ origins: [failing.origin, healthy.origin], p99Ms: 200, ejection: false });
+    const result = await load(c, 2, 800, (i) => `/call/${i}`);
+    expect(result.failed).toEqual([]);
+    // Every call that met the 503 was retried on the healthy instance, never on the failing one again.
+    const at = (s: TestServer) => s.seen.map((r) => r.url);
+    const retried = at(failing);
+    expect(retried.length).toBeGreaterThan(0);
+    expect(new Set(retried).size).toBe(retried.length);
+    for (const url of retried) expect(at(healthy)).toContain(url);
+  });
+
+  it('a hedge goes to another instance than the one it hedges', async () => {
+    let stalls = true;
+    const slow = await instance(() => (stalls ? 400 : 2));
+    const fast = await instance(() => 2);
+    const { client: c, events } = client({
+      origins: [slow.origin, fast.origin],
+      p99Ms: 300,
+      hedge: { minDelayMs: 20, maxDelayMs: 200 },
+      recorder: { windowMs: 500, minSamples: 20 },
+      ejection: false,
+      balance: { decayMs: 100 }, // forgets fast, so the slow instance keeps being picked first
+    });
+    stalls = false;
+    await load(c, 4, 1_200); // a window of 2 ms answers: hedges arm at ~20 ms
+    stalls = true;
+    await load(c, 4, 1_500, (i) => `/h/${i}`);
+    const hedges = events.filter((e) => e.type === 'attempt' && e.kind === 'hedge');
+    expect(hedges.length).toBeGreaterThan(0);
+    // A hedged call reached both instances, once each.
+    const urls = (s: TestServer) => s.seen.filter((r) => r.url.startsWith('/h/')).map((r) => r.url);
+    const fastUrls = new Set(urls(fast));
+    const both = urls(slow).filter((u) => fastUrls.has(u));
+    expect(both.length).toBeGreaterThan(0);
+    // Never two copies of one call at the same instance.
+    for (const s of [slow, fast]) expect(new Set(urls(s)).size).toBe(urls(s).length);
+  });
+});
+
+describe('ejection on real servers (SPEC X5)', () => {
+  it('a refused instance is ejected after its consecutive failures, and no call fails because of it', async () => {
+    const a = await instance(() => 1);
+    const b = await instance(() => 1);
+    const refused = await refusedOrigin();
+    const { client: c, events } = client({
+      origins: [a.origin, b.origin, refused],
+      p99Ms: 200,
+      // A refused connect costs at least the attempt timeout in the estimate: the picker alone keeps
+      // away from it for a minute. Forgetting fast here shows the ejection doing the rest.
+      balance: { decayMs: 200 },
+    });
+    const result = await load(c, 4, 2_500);
+    expect(result.failed).toEqual([]);
+    expect(result.ok).toBeGreaterThan(100);
+    const ejected = events.filter((e) => e.type === 'instance-ejected');
+    expect(ejected).toHaveLength(1);
+    expect(ejected[0]).toMatchObject({
+      instance: refused,
+      reason: 'failures',
+      ejectionMs: 30_000,
+      ejections: 1,
+    });
+    // After its ejection, no attempt goes to it.
+    const at = events.indexOf(ejected[0]!);
+    const later = events.slice(at).filter((e) => e.type === 'attempt' && e.instance === refused);
+    expect(later).toHaveLength(0);
+    expect(c.instances().find((s) => s.instance === refused)!.state).toBe('ejected');
+  });
+
+  it('latency ejection, probation, a second ejection for longer, and the return of a recovered instance', async () => {
+    let slowMode = true;
+    let n = 0;
+    const a = await instance(() => 1);
+    const b = await instance(() => 1);
+    const slow = await instance(() => (slowMode && n++ % 3 === 0 ? 150 : 1));
+    const { client: c, events } = client({
+      origins: [a.origin, b.origin, slow.origin],
+      // The floor: a p99 above 100 ms (and 3× its peers'); the attempt timeout (250 ms) is not reached.
+      dependency: createDependency({ name: 'inventory', p99Ms: 100, slack: 2.5, forceSlack: true }),
+      ejection: { baseEjectionMs: 1_000, latency: { windowMs: 1_500, minSamples: 20 } },
+      balance: { decayMs: 100 }, // forgets fast: the picker alone would keep sending it traffic
+    });
+    await load(c, 6, 3_200);
+    const ejections = () => events.filter((e) => e.type === 'instance-ejected');
+    expect(ejections().length).toBeGreaterThanOrEqual(1);
+    const first = ejections()[0]!;
+    expect(first).toMatchObject({ instance: slow.origin, reason: 'latency', ejectionMs: 1_000 });
+    if (first.type === 'instance-ejected') {
+      expect(first.p99Ms!).toBeGreaterThan(3 * first.peerP99Ms!);
+      expect(first.p99Ms!).toBeGreaterThan(100);
+    }
+    // Back on probation after 1 s, still slow: ejected again, for 2 s.
+    if (ejections().length < 2) await load(c, 6, 3_500);
+    expect(events.some((e) => e.type === 'instance-returned' && e.instance === slow.origin)).toBe(true);
+    expect(ejections()[1]).toMatchObject({ instance: slow.origin, reason: 'latency', ejectionMs: 2_000 });
+    // Recovered: it returns, and stays.
+    slowMode = false;
+    await pause(2_100);
+    const count = ejections().length;
+    await load(c, 6, 2_500);
+    expect(ejections().length).toBe(count);
+    expect(c.instances().find((s) => s.instance === slow.origin)!.state).not.toBe('ejected');
+    expect(slow.seen.length).toBeGreaterThan(0);
+  });
+});
+
+describe('DNS discovery: every address of one name (SPEC X5)', () => {
+  it('follows the lookup as instances join and leave, without losing a call; a removed instance is closed', async () => {
+    const first = await instance(() => 1, faults.ok(), '127.0.0.1');
+    const port = first.port;
+    const second = await instance(() => 1, faults.ok(), '127.0.0.2', port);
+    const third = await instance(() => 1, faults.ok(), '127.0.0.3', port);
+    let answer = ['127.0.0.1', '127.0.0.2'];
+    let lookups = 0;
+    const lookup = ((
+      hostname: string,
+      options: { all?: boolean },
+      callback: (...args: unknown[]) => void,
+    ) => {
+      lookups += 1;
+      expect(hostname).toBe('inventory.shop.svc.cluster.local');
+      expect(options.all).toBe(true);
+      const addresses: LookupAddress[] = answer.map((address) => ({ address, family: 4 }));
+      setImmediate(() => callback(null, addresses));
+    }) as never;
+    const { client: c, events } = client({
+      origin: `http://inventory.shop.svc.cluster.local:${port}`,
+      discovery: { intervalMs: 100, lookup },
+      p99Ms: 200,
+    });
+    const running = load(c, 4, 2_400);
+    await waitFor(() => first.seen.length > 20 && second.seen.length > 20);
+    answer = ['127.0.0.2', '127.0.0.3'];
+    await waitFor(() => events.some((e) => e.type === 'instance-removed'));
+    const atRemoval = first.seen.length;
+    await waitFor(() => third.seen.length > 20);
+    const result = await running;
+    expect(result.failed).toEqual([]);
+    expect(lookups).toBeGreaterThan(5);
+    // A few calls already picked may still land on the leaving instance; then nothing.
+    expect(first.seen.length - atRemoval).toBeLessThan(10);
+    expect(
+      events.filter((e) => e.type === 'instance-added').map((e) => 'instance' in e && e.instance),
+    ).toEqual([`http://127.0.0.1:${port}`, `http://127.0.0.2:${port}`, `http://127.0.0.3:${port}`]);
+    // The request names the Service, not the address.
+    expect(third.seen[0]!.headers.host).toBe(`inventory.shop.svc.cluster.local:${port}`);
+    // The removed instance's pool was closed: no connection left open at that server.
+    await waitFor(() => first.open === 0);
+    await c.close();
+    await waitFor(() => second.open === 0 && third.open === 0);
+  });
+
+  it('a failed or empty lookup keeps the instances there were; one that never found any fails calls with NO_INSTANCE', async () => {
+    const server = await instance(() => 0, faults.ok(), '127.0.0.1');
+    let fail = false;
+    const lookup = ((_h: string, _o: unknown, callback: (...args: unknown[]) => void) => {
+      setImmediate(() =>
+        fail
+          ? callback(Object.assign(new Error('SERVFAIL'), { code: 'ESERVFAIL' }))
+          : callback(null, [{ address: '127.0.0.1', family: 4 }]),
+      );
+    }) as never;
+    const { client: c, events } = client({
+      origin: `http://inventory.test:${server.port}`,
+      discovery: { intervalMs: 100, lookup },
+      p99Ms: 200,
+    });
+    expect(await (await c.request('/')).body.text()).toBe('ok');
+    fail = true;
+    await waitFor(() => events.some((e) => e.type === 'discovery-failed'));
+    expect(await (await c.request('/')).body.text()).toBe('ok');
+
+    const never = ((_h: string, _o: unknown, callback: (...args: unknown[]) => void) =>
+      setImmediate(() => callback(null, []))) as never;
+    const { client: empty } = client({
+      origin: 'http://nothing.test:80',
+      discovery: { lookup: never },
+      p99Ms: 200,
+    });
+    const error = await empty.request('/').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'NO_INSTANCE', hostname: 'nothing.test' });
+  });
+
+  it('the interceptor discovers the instances of the origin it is given, and dispatches to each address', async () => {
+    const first = await instance(() => 20, faults.ok(), '127.0.0.1');
+    const second = await instance(() => 20, faults.ok(), '127.0.0.2', first.port);
+    const lookup = ((_h: string, _o: unknown, callback: (...args: unknown[]) => void) =>
+      setImmediate(() =>
+        callback(null, [
+          { address: '127.0.0.1', family: 4 },
+          { address: '127.0.0.2', family: 4 },
+        ]),
+      )) as never;
+    const origin = `http://inventory.test:${first.port}`;
+    const prazo = interceptor({
+      dependencies: { [origin]: { name: 'inventory', p99Ms: 200, discovery: { lookup } } },
+    });
+    const agent = new Agent().compose(prazo);
+    cleanup.push(
+      () => agent.close(),
+      () => prazo.close(),
+    );
+    for (let round = 0; round < 10; round += 1) {
+      await Promise.all(
+        Array.from({ length: 6 }, async () =>
+          (await agent.request({ origin, path: '/', method: 'GET' })).body.text(),
+        ),
+      );
+    }
+    expect(first.seen.length).toBeGreaterThan(5);
+    expect(second.seen.length).toBeGreaterThan(5);
+    expect(second.seen[0]!.headers.host).toBe(`inventory.test:${first.port}`);
+    expect(prazo.dependencies()[0]!.instances()).toHaveLength(2);
+  });
+});
+
+describe('the concurrency limit under a burst (SPEC X7)', () => {
+  it('never more than N in flight at the server, the queue bounded, the excess refused at once and typed', async () => {
+    const a = await instance(() => 150);
+    const b = await instance(() => 150);
+    const { client: c, events } = client({
+      origins: [a.origin, b.origin],
+      p99Ms: 400,
+      concurrencyLimit: { maxInFlight: 4, maxQueue: 4 },
+    });
+    const started = performance.now();
+    const settled: { ok: boolean; at: number; error?: unknown }[] = [];
+    await Promise.all(
+      Array.from({ length: 30 }, async () => {
+        try {
+          await (await c.request('/')).body.text();
+          settled.push({ ok: true, at: performance.now() - started });
+        } catch (error) {
+          settled.push({ ok: false, at: performance.now() - started, error });
+        }
+      }),
+    );
+    expect(a.stats.most + b.stats.most).toBeLessThanOrEqual(4);
+    const ok = settled.filter((s) => s.ok);
+    const refused = settled.filter((s) => !s.ok);
+    expect(ok).toHaveLength(8); // 4 in flight + 4 queued
+    expect(refused).toHaveLength(22);
+    for (const r of refused) {
+      expect(r.error).toMatchObject({
+        code: 'CONCURRENCY_LIMITED',
+        reason: 'queue-full',
+        limit: 4,
+        maxQueue: 4,
+      });
+      expect(r.at).toBeLessThan(100); // at once, not after a wait
+    }
+    expect(a.seen.length + b.seen.length).toBe(8); // a refused call is never sent
+    expect(events.filter((e) => e.type === 'limited')).toHaveLength(22);
+    // Refused calls are not the dependency's latency.
+    expect(c.dependency.recorder.currentWindow().count).toBe(8);
+    expect(c.dependency.concurrency()).toMatchObject({ inFlight: 0, queued: 0 });
+  });
+});

@@ -1,0 +1,196 @@
+import type { LookupFunction } from 'node:net';
+import { addressOrigin, DnsDiscovery } from '../balance/discovery.js';
+import type { EjectionSettings, EjectionVerdict } from '../balance/ejection.js';
+import {
+  type Instance,
+  type InstanceListener,
+  InstanceSet,
+  type InstanceState,
+} from '../balance/instances.js';
+import type { Clock } from '../clock/clock.js';
+import type { DependencyCore } from '../dependency/core.js';
+import type { DependencyEvent } from '../dependency/types.js';
+import { NoInstanceError } from '../errors/capacity.js';
+import type { Dispatch } from './handler.js';
+
+/**
+ * A route's instances (SPEC X5): the origins an HTTP dependency is reached at — a fixed list, or the
+ * addresses its name resolves to (DNS discovery of a Kubernetes headless Service) — each with what
+ * dispatches to it, picked per attempt by the balance's {@link InstanceSet}. `createHttpClient`
+ * gives each instance a connection pool of its own; the interceptor dispatches to the `Agent` below
+ * it with the instance's origin (the Agent keeps one pool per origin). The set's decisions
+ * (ejections, returns, instances joining and leaving) become the dependency's events, so prazo/otel
+ * and any listener see them with the rest.
+ */
+
+/** Where one instance's attempts go: its origin, and its own dispatcher (the client's pool) if any. */
+export interface Target {
+  readonly origin: string;
+  /** Undefined: the dispatcher below the call (the interceptor's `Agent`). */
+  readonly dispatch?: Dispatch;
+  /** Closes what the target owns (its pool), gracefully: attempts in flight finish. */
+  close?(): Promise<void>;
+  destroy?(): Promise<void>;
+}
+
+/** A route's instance settings, validated (`validate.ts`). */
+export interface InstanceSettings {
+  /** The fixed list, normalised. Undefined with discovery. */
+  readonly origins: readonly string[] | undefined;
+  /** DNS discovery of the route's origin name. */
+  readonly discovery:
+    | { readonly intervalMs: number; readonly lookup: LookupFunction | undefined }
+    | undefined;
+  readonly decayMs: number;
+  readonly initialEstimateMs: number;
+  readonly ejection: EjectionSettings | undefined;
+}
+
+export class RouteInstances {
+  readonly set: InstanceSet<Target>;
+  /**
+   * The `host` header of a discovered instance's requests (`inventory:8080`): the request goes to
+   * an address, but it is for the Service's name (virtual hosts, TLS server name).
+   */
+  readonly host: string | undefined;
+  readonly hostname: string | undefined;
+  readonly #name: string;
+  readonly #discovery: DnsDiscovery | undefined;
+  readonly #make: (origin: string) => Target;
+  #waiting: ((error: Error | undefined) => void)[] = [];
+  /** Why there is no instance: the last lookup's error, while the set is empty. */
+  #failure: Error | undefined;
+  #closed = false;
+  readonly #closing = new Set<Promise<void>>();
+
+  constructor(
+    name: string,
+    origin: string,
+    settings: InstanceSettings,
+    clock: Clock,
+    core: () => DependencyCore,
+    make: (origin: string) => Target,
+  ) {
+    this.#name = name;
+    this.#make = make;
+    const emit = (event: DependencyEvent): void => {
+      const events = core().events;
+      if (events.active) events.emit(event);
+    };
+    const listener: InstanceListener = {
+      ejected: (instance: string, verdict: EjectionVerdict, ejectionMs: number, ejections: number) =>
+        emit({ type: 'instance-ejected', dependency: name, instance, ...verdict, ejectionMs, ejections }),
+      returned: (instance) => emit({ type: 'instance-returned', dependency: name, instance }),
+      added: (instance) => emit({ type: 'instance-added', dependency: name, instance }),
+      removed: (instance) => emit({ type: 'instance-removed', dependency: name, instance }),
+    };
+    this.set = new InstanceSet<Target>({
+      clock,
+      random: () => core().random(),
+      decayMs: settings.decayMs,
+      initialEstimateMs: settings.initialEstimateMs,
+      ejection: settings.ejection,
+      floorMs: () => core().p99Ms,
+      penaltyMs: () => core().responseMs,
+      listener,
+    });
+    const discovery = settings.discovery;
+    if (discovery === undefined) {
+      this.host = undefined;
+      this.hostname = undefined;
+      this.#discovery = undefined;
+      this.#update(settings.origins ?? [origin]);
+      return;
+    }
+    const url = new URL(origin);
+    this.host = url.host;
+    this.hostname = url.hostname.replace(/^\[|\]$/g, '');
+    this.#discovery = new DnsDiscovery({
+      hostname: this.hostname,
+      intervalMs: discovery.intervalMs,
+      clock,
+      lookup: discovery.lookup,
+      onAddresses: (addresses) => {
+        this.#failure = undefined;
+        this.#update(addresses.map((a) => addressOrigin(url.protocol, a, url.port)));
+      },
+      onError: (error) => {
+        emit({ type: 'discovery-failed', dependency: name, hostname: this.hostname!, error });
+        if (this.set.size > 0) return; // the instances there were stay
+        this.#failure = new NoInstanceError({ dependency: name, hostname: this.hostname, cause: error });
+        this.#wake(this.#failure);
+      },
+    });
+    this.#discovery.start();
+  }
+
+  /**
+   * Calls `ready` once there is an instance to pick (at once when there is), or with the error that
+   * says why there is none (discovery failed and never found one).
+   */
+  whenAvailable(ready: (error: Error | undefined) => void): void {
+    if (this.set.available > 0) ready(undefined);
+    else if (this.#failure !== undefined || this.#closed)
+      ready(this.#failure ?? new NoInstanceError({ dependency: this.#name }));
+    else this.#waiting.push(ready);
+  }
+
+  /** Looks the name up again now (a test, or after a failure). */
+  refresh(): void {
+    this.#discovery?.refresh();
+  }
+
+  /** Resolves once discovery has answered at least once (at once for a fixed list). */
+  get ready(): Promise<void> {
+    return this.#discovery?.ready ?? Promise.resolve();
+  }
+
+  states(): InstanceState[] {
+    return this.set.states();
+  }
+
+  /** Every target's origin (instances in rotation and ejected). */
+  origins(): string[] {
+    return this.set.keys();
+  }
+
+  /** Stops discovery and closes every target (in flight attempts finish first). */
+  async close(): Promise<void> {
+    this.#stop();
+    const gone = this.set.replace([]);
+    await Promise.all([...gone.map((t) => t.close?.()), ...this.#closing]);
+  }
+
+  async destroy(): Promise<void> {
+    this.#stop();
+    const gone = this.set.replace([]);
+    await Promise.all(gone.map((t) => t.destroy?.()));
+  }
+
+  #stop(): void {
+    this.#closed = true;
+    this.#discovery?.stop();
+    this.#wake(new NoInstanceError({ dependency: this.#name }));
+  }
+
+  #update(origins: readonly string[]): void {
+    if (this.#closed) return;
+    const entries = origins.map((key) => ({ key, value: this.set.get(key)?.value ?? this.#make(key) }));
+    for (const target of this.set.replace(entries)) {
+      const closing = target.close?.();
+      if (closing === undefined) continue;
+      const tracked = closing.catch(() => {}).finally(() => this.#closing.delete(tracked));
+      this.#closing.add(tracked);
+    }
+    if (this.set.available > 0) this.#wake(undefined);
+  }
+
+  #wake(error: Error | undefined): void {
+    const waiting = this.#waiting;
+    if (waiting.length === 0) return;
+    this.#waiting = [];
+    for (const ready of waiting) ready(error);
+  }
+}
+
+export type { Instance };
