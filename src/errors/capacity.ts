@@ -29,6 +29,7 @@ export interface ConcurrencyLimitDetails {
  * job: the callers of a saturated dependency fail in microseconds instead of piling up behind it.
  */
 export class ConcurrencyLimitError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.CONCURRENCY_LIMITED];
   readonly dependency: string;
   readonly limit: number;
   readonly inFlight: number;
@@ -72,6 +73,7 @@ export interface NoInstanceDetails {
  * never was one to keep.
  */
 export class NoInstanceError extends PrazoError {
+  protected static override readonly prazoCodes = [ErrorCode.NO_INSTANCE];
   readonly dependency: string;
   readonly hostname: string | undefined;
 

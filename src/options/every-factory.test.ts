@@ -212,6 +212,26 @@ const CASES: Record<string, readonly [Call, string]> = {
       } as never),
     'connectTimeoutMs',
   ],
+  'createHttpClient(ejection)': [
+    (m) =>
+      m.createHttpClient!({
+        name: 'x',
+        origins: ['http://127.0.0.1:1', 'http://127.0.0.1:2'],
+        p99Ms: 10,
+        ejection: { consecutiveFailure: 3 },
+      } as never),
+    'consecutiveFailures',
+  ],
+  'createHttpClient(concurrencyLimit)': [
+    (m) =>
+      m.createHttpClient!({
+        name: 'x',
+        origin: 'http://127.0.0.1:1',
+        p99Ms: 10,
+        concurrencyLimit: { maxInFligt: 3 },
+      } as never),
+    'maxInFlight',
+  ],
 };
 
 /** Exported functions and classes that take no options object, and why. */
@@ -240,6 +260,8 @@ const NO_OPTIONS: Record<string, string> = {
   QueueTimeoutError: 'an error class: its details',
   ConnectFailedError: 'an error class: its details',
   RetryBudgetExhaustedError: 'an error class: its details',
+  ConcurrencyLimitError: 'an error class: its details',
+  NoInstanceError: 'an error class: its details',
   InvalidOptionsError: 'an error class: a context and problems',
   SourceError: 'an error class: a line and a message',
   ConfigRejectedError: 'an error class: its details',
@@ -272,8 +294,8 @@ const NO_OPTIONS: Record<string, string> = {
   seededRandom: 'a seed',
 };
 
-/** prazo/http's validation is issue 13's: until it reads the shared declarations, the key is named without a suggestion. */
-const PENDING_SUGGESTION = new Set(['createHttpClient', 'interceptor']);
+/** Functions whose refusal names the key without a suggestion yet (none left). */
+const PENDING_SUGGESTION = new Set<string>();
 
 async function refusal(call: Call, module: Record<string, Fn>): Promise<string> {
   let outcome: unknown;
