@@ -254,14 +254,49 @@ describe('ejection (Envoy / gRPC outlier detection defaults, SPEC X5)', () => {
   it('with latency ejection, probation also lasts a latency window (it must be judged once)', () => {
     const { set, clock } = setOf(3);
     const bad = set.get(set.keys()[0]!)!;
+    const state = () => set.states().find((s) => s.instance === bad.key)!.state;
     for (let i = 0; i < 5; i += 1) set.settle(held(bad), 'failure', 1, clock.now());
     clock.advance(30_000);
     set.pick(clock.now());
     for (let i = 0; i < 10; i += 1) set.settle(held(bad), 'success', 1, clock.now());
-    expect(set.states().find((s) => s.instance === bad.key)!.state).toBe('probation');
-    clock.advance(10_000); // a window closes, seen at the next answer
+    expect(state()).toBe('probation');
+    clock.advance(10_000); // a window closes, seen at the next answer: 11 answers judge nothing
     set.settle(held(bad), 'success', 1, clock.now());
-    expect(set.states().find((s) => s.instance === bad.key)!.state).toBe('active');
+    expect(state()).toBe('probation');
+    for (let i = 0; i < 100; i += 1) set.settle(held(bad), 'success', 1, clock.now());
+    clock.advance(10_000); // a window of 101 answers, not an outlier: out of probation
+    set.settle(held(bad), 'success', 1, clock.now());
+    expect(state()).toBe('active');
+  });
+
+  it('a window it was too little used in does not end probation: the next slow window ejects for 2× base', () => {
+    const { set, clock, events } = setOf(3, { floorMs: () => 50 });
+    const all = set.keys().map((k) => set.get(k)!);
+    const slow = all[2]!;
+    // One window of answers: the slow one ejected for latency, 30 s.
+    const window = (answers: number, slowAnswers: number) => {
+      for (let i = 0; i < answers; i += 1) {
+        clock.advance(1);
+        for (const instance of all) {
+          if (instance === slow && i >= slowAnswers) continue;
+          if (set.states().find((s) => s.instance === instance.key)!.state === 'ejected') continue;
+          set.settle(held(instance), 'success', instance === slow ? 400 : 10, clock.now());
+        }
+      }
+      clock.advance(10_000);
+      set.settle(held(all[0]!), 'success', 10, clock.now());
+    };
+    window(150, 150);
+    expect(events.ejected.map((e) => [e.reason, e.ms])).toEqual([['latency', 30_000]]);
+    clock.advance(30_000);
+    set.pick(clock.now()); // back, on probation
+    window(150, 10); // used too little to be judged (10 answers): still on probation
+    expect(set.states().find((s) => s.instance === slow.key)!.state).toBe('probation');
+    window(150, 150); // judged, still slow: ejected again, and for longer
+    expect(events.ejected.map((e) => [e.reason, e.ms])).toEqual([
+      ['latency', 30_000],
+      ['latency', 60_000],
+    ]);
   });
 
   it('grows ejections up to 300 s, and forgives one level per 30 s spent in rotation', () => {

@@ -77,6 +77,8 @@ export class EjectionRecord {
   /** This window's answers (latency ejection), and how many. */
   readonly window: Sketch | undefined;
   samples = 0;
+  /** The last closed window held enough of its answers to judge it (`minSamples`). */
+  judged = false;
 
   constructor(now: number, latency: boolean) {
     this.since = now;
@@ -112,9 +114,18 @@ export class Ejector {
     } else if (r.phase === 'active') r.streak = 0;
   }
 
-  /** A latency window closed at `now` and `r` was not ejected: probation may end. */
+  /**
+   * A latency window closed at `now` and `r` was not ejected: probation may end, once a window that
+   * held enough of its answers to judge it has passed (a window it was too little used in proves
+   * nothing: leaving probation then would forgive its ejections at the next, judged, window).
+   */
   windowClosed(r: EjectionRecord, now: number): void {
-    if (r.phase === 'probation' && now >= r.probationUntil && r.streak >= this.settings.consecutiveFailures)
+    if (
+      r.phase === 'probation' &&
+      r.judged &&
+      now >= r.probationUntil &&
+      r.streak >= this.settings.consecutiveFailures
+    )
       this.#activate(r, now);
   }
 
@@ -161,6 +172,7 @@ export class Ejector {
     r.phase = 'probation';
     r.streak = 0;
     r.probationUntil = now + (this.settings.latency?.windowMs ?? 0);
+    r.judged = false;
     this.clearWindow(r);
   }
 
@@ -181,7 +193,8 @@ export class Ejector {
     if (latency === undefined) return [];
     const judged: { record: R; p99: number }[] = [];
     for (const record of records) {
-      if (record.phase !== 'ejected' && record.samples >= latency.minSamples && record.window !== undefined) {
+      record.judged = record.phase !== 'ejected' && record.samples >= latency.minSamples;
+      if (record.judged && record.window !== undefined) {
         const p99 = sketchQuantile(record.window, 0.99);
         if (p99 !== undefined) judged.push({ record, p99 });
       }
