@@ -33,6 +33,8 @@ export interface DependencyCore {
   /** The concurrency limit attempts take a slot of before they are sent (SPEC X7), when there is one. */
   readonly limiter: ConcurrencyLimiter | undefined;
   readonly retryResponseTimeout: boolean;
+  /** Honour a server's pushback (SPEC X6): an answer asking not to be retried ends the call. */
+  readonly pushback: boolean;
   readonly classifyError: ErrorClassifier;
   readonly headerFormat: HeaderFormat | undefined;
   readonly events: Listeners;

@@ -16,6 +16,7 @@ import { Settlement } from './settlement.js';
 import type { AttemptKind, ExecuteOptions, Operation, ResultVerdict } from './types.js';
 
 const HEDGE_LOST = 'another attempt of the same call answered first';
+const PUSHED_BACK = 'another attempt of the same call was pushed back: the call ends with its answer';
 
 /**
  * One call through the executor: the attempt plan (SPEC R6), retries paid from the budget (R1),
@@ -287,11 +288,17 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     this.#detach(attempt);
     if (this.settled) {
       if (ok) this.discard(value as T);
+    } else if (ok && verdict?.pushback === true) {
+      this.#pushedBack(attempt, true, value);
     } else if (ok && (verdict === undefined || !verdict.retryable)) {
       this.#win(attempt, value as T);
     } else {
       const retryResponseTimeout = this.#retryResponseTimeout ?? core.retryResponseTimeout;
       const failure = failureOf(core, retryResponseTimeout, ok, verdict, value);
+      if (failure.pushback === true) {
+        this.#pushedBack(attempt, ok, value);
+        return;
+      }
       // Two copies can fail in turn: the decision weighs both, not just the last one to end.
       const earlier = this.#raceVerdict;
       if (earlier !== undefined && !earlier.retryable) {
@@ -395,6 +402,19 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       const timeUp = reason === 'deadline-insufficient';
       this.finish(false, timeUp ? insufficient(core, remaining, next) : value);
     }
+  }
+
+  /**
+   * The server pushed back (SPEC X6, gRPC A6): its answer is the call's, at once. No retry, no hedge
+   * (a pending one is not sent, one in flight is cancelled without being recorded: it did not lose a
+   * race, the call was ended), and an earlier copy's failure held meanwhile is released.
+   */
+  #pushedBack(attempt: Attempt<T>, ok: boolean, value: unknown): void {
+    notify.pushback(this.core, attempt.kind, attempt.attempt);
+    const other = this.#primary ?? this.#hedge;
+    other?.cancel(new DOMException(PUSHED_BACK, 'AbortError'));
+    this.releaseHeld();
+    this.finish(ok, value);
   }
 
   #win(attempt: Attempt<T>, value: T): void {

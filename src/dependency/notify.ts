@@ -62,3 +62,7 @@ export function limited(
     waitedMs,
   });
 }
+
+export function pushback(core: DependencyCore, kind: AttemptKind, attempt: number): void {
+  if (core.events.active) core.events.emit({ type: 'pushback', dependency: core.name, kind, attempt });
+}

@@ -87,6 +87,13 @@ export const DEPENDENCY_OPTIONS = defineOptions({
   backoff: option.nested(BACKOFF_OPTIONS),
   /** Retry response timeouts of idempotent calls by default (SPEC R4). Default false. */
   retryResponseTimeout: option.boolean({ default: false }),
+  /**
+   * Honour a server's pushback (SPEC X6): a failed answer carrying `grpc-retry-pushback-ms` with a
+   * negative or unparseable value (what prazo/server and prazo/grpc send when the handler's own
+   * dependency failed) ends the call with that answer: no retry, no hedge. A non-negative value is the
+   * wait before the retry, in ms. `false` ignores the header. Default true.
+   */
+  pushback: option.boolean({ default: true }),
   /** Classifies thrown errors (gRPC, database drivers...). Default `classifyFailure`. */
   classifyError: option.fn<ErrorClassifier>(),
   /** Which deadline headers each attempt carries (SPEC D1, D5). Default `x-deadline-epoch-ms` only. */
@@ -247,6 +254,7 @@ export function resolveDependency(
       shared.limiter ??
       (o.concurrencyLimit === undefined ? undefined : new ConcurrencyLimiter(o.concurrencyLimit, clock)),
     retryResponseTimeout: o.retryResponseTimeout,
+    pushback: o.pushback,
     classifyError: o.classifyError ?? classifyFailure,
     headerFormat: o.headerFormat,
     events,

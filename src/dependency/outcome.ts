@@ -115,7 +115,11 @@ export function failureOf(
   value: unknown,
 ): FailureVerdict {
   if (ok) return { retryable: true, immediate: false, kind: 'status', retryAfterMs: verdict?.retryAfterMs };
-  const classifyOptions = { retryResponseTimeout, nowEpochMs: core.clock.epochNow() };
+  const classifyOptions = {
+    retryResponseTimeout,
+    nowEpochMs: core.clock.epochNow(),
+    pushback: core.pushback,
+  };
   return failureVerdict(core.classifyError, value, classifyOptions, core.name);
 }
 

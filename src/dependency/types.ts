@@ -39,6 +39,13 @@ export interface ResultVerdict {
   readonly retryAfterMs?: number;
   /** How the result counts for latency recording. Default: 'error' when retryable, else 'success'. */
   readonly outcome?: 'success' | 'error';
+  /**
+   * The server pushed back (SPEC X6): it failed because one of *its* dependencies did, and asks not to
+   * be retried. The result ends the call at once: no retry, no hedge (a copy in flight is cancelled).
+   * Not a failure of the instance that answered it, which was up and answering: whatever counts
+   * failures per instance (ejection) must leave it out.
+   */
+  readonly pushback?: boolean;
 }
 
 /**
@@ -137,6 +144,16 @@ export type DependencyEvent =
       readonly dependency: string;
       readonly hostname: string;
       readonly error: unknown;
+    }
+  | {
+      /**
+       * Attempt `attempt` was answered with a pushback (SPEC X6): the call ends with that answer, no
+       * retry and no hedge follow, and a copy still in flight is cancelled.
+       */
+      readonly type: 'pushback';
+      readonly dependency: string;
+      readonly kind: AttemptKind;
+      readonly attempt: number;
     }
   | {
       readonly type: 'retry-after';

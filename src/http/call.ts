@@ -266,7 +266,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 
   protected override classify(attempt: HttpAttempt): ResultVerdict | undefined {
     if (!this.route.managed) return undefined; // an origin nobody configured: every status is its answer
-    return judgeStatus(attempt.statusCode, attempt.responseHeaders, this.route.clock);
+    return judgeStatus(attempt.statusCode, attempt.responseHeaders, this.route.clock, this.core.pushback);
   }
 
   protected override hold(ok: boolean, value: unknown): void {

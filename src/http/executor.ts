@@ -25,6 +25,7 @@ export const EXECUTOR_KEYS = [
   'recorder',
   'backoff',
   'retryResponseTimeout',
+  'pushback',
   'random',
   'concurrencyLimit',
 ] as const;

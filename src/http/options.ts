@@ -64,7 +64,7 @@ export interface HttpClientOptions {
    * An executor made with `createDependency` to run the calls through (its p99, attempts, budget,
    * hedging and recorder), e.g. shared with another client of the same service. Exclusive with the
    * executor's own options (`p99Ms`, `attempts`, `slack`, `retryBudget`, `hedge`, `recorder`,
-   * `backoff`, `retryResponseTimeout`, `random`).
+   * `backoff`, `retryResponseTimeout`, `pushback`, `random`).
    */
   readonly dependency?: Dependency;
   /** Attempts per call, the original included (SPEC R6). Default 2; integer [1, 10]. */
@@ -81,6 +81,12 @@ export interface HttpClientOptions {
   readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
   /** Retry response timeouts of idempotent calls (SPEC R4). Default false. */
   readonly retryResponseTimeout?: boolean;
+  /**
+   * Honour the server's pushback (SPEC X6): a failed answer with `grpc-retry-pushback-ms` negative or
+   * unparseable (prazo/server's answer when its handler's own dependency failed) is the call's answer,
+   * never retried nor hedged; a non-negative value is the wait before the retry, in ms. Default true.
+   */
+  readonly pushback?: boolean;
   /** Uniform [0, 1) numbers for backoff jitter (tests). Default Math.random. */
   readonly random?: RandomSource;
   /**

@@ -231,6 +231,7 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
     hedge: undefined,
     limiter: undefined,
     retryResponseTimeout: false,
+    pushback: false,
     classifyError: () => ({ retryable: false, immediate: false, kind: 'unknown' }),
     headerFormat,
     events: new Listeners(),

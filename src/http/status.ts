@@ -1,3 +1,5 @@
+import { isFailureStatus } from '../retry/constants.js';
+
 /**
  * What a response status means for latency recording (SPEC C4). Which statuses are retried is
  * `retry/`'s rule (`RETRYABLE_STATUS`); a status is the server's answer, so it never throws.
@@ -8,5 +10,5 @@
  * latency must not calibrate the healthy p99, SPEC C4); any other status is an answer.
  */
 export function statusOutcome(status: number): 'success' | 'error' {
-  return status >= 500 || status === 408 || status === 429 ? 'error' : 'success';
+  return isFailureStatus(status) ? 'error' : 'success';
 }

@@ -8,11 +8,13 @@ import {
   CONNECT_FAILURE_CODES,
   CONNECTION_LOST_CODES,
   GRPC_UNAVAILABLE,
+  isFailureStatus,
   MAX_AGGREGATE_ERRORS,
   MAX_CAUSE_DEPTH,
   RESPONSE_TIMEOUT_CODES,
   RETRYABLE_STATUS,
 } from './constants.js';
+import { type Pushback, readPushback } from './pushback.js';
 import { retryAfterMs } from './retry-after.js';
 
 /**
@@ -31,6 +33,7 @@ export type FailureKind =
   | 'response-timeout'
   | 'body-timeout'
   | 'prazo'
+  | 'pushback'
   | 'unknown';
 
 export interface FailureVerdict {
@@ -42,6 +45,11 @@ export interface FailureVerdict {
   readonly kind: FailureKind;
   /** The HTTP status, when the failure carries one. */
   readonly status?: number;
+  /**
+   * The server pushed back (SPEC X6, kind `pushback`): not retried, no hedge sent, and not a failure of
+   * the instance that answered (it was up: its own dependency failed).
+   */
+  readonly pushback?: boolean;
 }
 
 /** Options of {@link classifyFailure} and {@link isRetryable}, declared once. */
@@ -56,6 +64,12 @@ export const CLASSIFY_OPTIONS = defineOptions({
    * `epochNow()` (delay-seconds need no clock at all).
    */
   nowEpochMs: option.number({ unit: 'ms' }),
+  /**
+   * Honour a pushback (SPEC X6): a failure whose headers (HTTP) or metadata (gRPC) carry
+   * `grpc-retry-pushback-ms` with a negative or unparseable value is not retried (kind `pushback`);
+   * a non-negative value is the wait before the retry, in ms. Default true.
+   */
+  pushback: option.boolean({ default: true }),
 });
 
 export type ClassifyOptions = OptionsOf<typeof CLASSIFY_OPTIONS>;
@@ -81,6 +95,18 @@ const LOST_LATE: FailureVerdict = Object.freeze({
   kind: 'connection-lost',
 });
 const PRAZO_NO: FailureVerdict = Object.freeze({ retryable: false, immediate: false, kind: 'prazo' });
+const PUSHED_BACK: FailureVerdict = Object.freeze({
+  retryable: false,
+  immediate: false,
+  kind: 'pushback',
+  pushback: true,
+});
+
+/** A failure's own pushback: its HTTP `headers` or its gRPC `metadata` (a status with a code). */
+function pushbackOf(x: Record<string, unknown>, status: number | undefined): Pushback | undefined {
+  if (status !== undefined) return readPushback(x.headers);
+  return typeof x.code === 'number' && x.code !== 0 ? readPushback(x.metadata) : undefined;
+}
 
 const timeoutVerdict = (
   kind: 'response-timeout' | 'body-timeout',
@@ -133,17 +159,21 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
   if (isPrazoError(failure)) return fromPrazo(failure, options);
   const x = failure as Record<string, unknown>;
   const status = statusOf(x);
+  const told = options.pushback === false ? undefined : pushbackOf(x, status);
+  if (told !== undefined && !told.retry && (status === undefined || isFailureStatus(status)))
+    return status === undefined ? PUSHED_BACK : Object.freeze({ ...PUSHED_BACK, status });
+  const pushedWait = told?.retry ? told.afterMs : undefined;
   if (status !== undefined) {
     if (!RETRYABLE_STATUS.has(status))
       return Object.freeze({ retryable: false, immediate: false, kind: 'status', status });
-    const wait = retryAfterMs(status, x.headers, options.nowEpochMs ?? systemClock.epochNow());
+    const wait = pushedWait ?? retryAfterMs(status, x.headers, options.nowEpochMs ?? systemClock.epochNow());
     return Object.freeze({ retryable: true, immediate: false, kind: 'status', status, retryAfterMs: wait });
   }
   if (typeof x.code === 'string') {
     const v = fromCode(x.code, failure, options);
     if (v !== undefined) return v;
   } else if (x.code === GRPC_UNAVAILABLE && 'metadata' in x) {
-    return LOST;
+    return pushedWait === undefined ? LOST : Object.freeze({ ...LOST, retryAfterMs: pushedWait });
   }
   if (Array.isArray(x.errors)) return fromAggregate(x.errors, options, depth);
   return classify(x.cause, options, depth + 1);

@@ -3,6 +3,14 @@
 /** HTTP statuses worth another attempt (SPEC R2). Everything else the server said on purpose. */
 export const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504]);
 
+/**
+ * Statuses that say the server failed (every 5xx, 408, 429), whether or not they are retried: their
+ * latency never calibrates the healthy p99 (SPEC C4), and only they can carry a pushback (X6).
+ */
+export function isFailureStatus(status: number): boolean {
+  return status >= 500 || status === 408 || status === 429;
+}
+
 /** Statuses whose `Retry-After` is the server's own instruction on when to come back (SPEC R3). */
 export const RETRY_AFTER_STATUS: ReadonlySet<number> = new Set([429, 503]);
 
@@ -57,6 +65,15 @@ export const MAX_RETRY_AFTER_LENGTH = 64;
 
 /** The longest wait a `Retry-After` can ask for, in ms (what a timer can hold, about 24.8 days). */
 export const MAX_RETRY_AFTER_MS = 2 ** 31 - 1;
+
+/**
+ * The response header (HTTP) and trailer (gRPC metadata) by which a server pushes back (SPEC X6): gRPC's
+ * own name (proposal A6), read the same way on both.
+ */
+export const PUSHBACK_HEADER = 'grpc-retry-pushback-ms';
+
+/** A pushback value longer than this is not an integer worth parsing ("-2147483648" is 11). */
+export const MAX_PUSHBACK_LENGTH = 16;
 
 /** The request header carrying an idempotency key end to end (SPEC R5, H2). */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';

@@ -1,0 +1,137 @@
+import { Metadata } from '@grpc/grpc-js';
+import fc from 'fast-check';
+import { Headers } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { classifyFailure } from './classify.js';
+import { parsePushback, readPushback, STOP } from './pushback.js';
+
+/**
+ * `grpc-retry-pushback-ms` as gRPC's retry design (A6, "Pushback") defines it: an ASCII signed 32-bit
+ * integer without unnecessary leading zeros; negative or unparseable means "do not retry" (SPEC X6).
+ */
+describe('parsePushback (gRPC A6)', () => {
+  it('a non-negative integer is a wait in ms; a negative one or anything unparseable is "do not retry"', () => {
+    expect(parsePushback('0')).toEqual({ retry: true, afterMs: 0 });
+    expect(parsePushback('250')).toEqual({ retry: true, afterMs: 250 });
+    expect(parsePushback('2147483647')).toEqual({ retry: true, afterMs: 2_147_483_647 });
+    expect(parsePushback(' 250\t')).toEqual({ retry: true, afterMs: 250 }); // OWS around a field value
+    for (const stop of [
+      '-1',
+      '-2147483648',
+      '-7',
+      '2147483648',
+      '007',
+      '-0',
+      '1.5',
+      '1e3',
+      '+5',
+      '',
+      ' ',
+      'abc',
+      '0x10',
+      '１',
+      '99999999999999999',
+    ]) {
+      expect(parsePushback(stop), JSON.stringify(stop)).toBe(STOP);
+    }
+    expect(parsePushback(undefined)).toBeUndefined();
+    expect(parsePushback(null)).toBeUndefined();
+    expect(parsePushback(42)).toBe(STOP); // not a header value
+  });
+
+  it('property: never throws, a valid value round-trips, every other string stops (bounded input)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (n) => {
+        expect(parsePushback(String(n))).toEqual({ retry: true, afterMs: n });
+      }),
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 31), max: -1 }), (n) => {
+        expect(parsePushback(String(n))).toBe(STOP);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), (s) => {
+        const got = parsePushback(s);
+        const t = s.trim();
+        const valid = /^(0|[1-9]\d*)$/.test(t) && Number(t) <= 2 ** 31 - 1 && s.length <= 16;
+        expect(got).toEqual(valid ? { retry: true, afterMs: Number(t) } : STOP);
+      }),
+    );
+    const huge = '1'.repeat(1_000_000);
+    const t0 = performance.now();
+    expect(parsePushback(huge)).toBe(STOP);
+    expect(performance.now() - t0).toBeLessThan(50);
+  });
+});
+
+describe('readPushback: HTTP headers and gRPC metadata alike', () => {
+  it('reads undici/Node records, fetch Headers and grpc-js Metadata; the first value of a list', () => {
+    expect(readPushback({ 'grpc-retry-pushback-ms': '-1' })).toBe(STOP);
+    expect(readPushback({ 'grpc-retry-pushback-ms': ['100', '-1'] })).toEqual({ retry: true, afterMs: 100 });
+    expect(readPushback({ 'grpc-retry-pushback-ms': [] })).toBeUndefined();
+    expect(readPushback({ other: '1' })).toBeUndefined();
+    expect(readPushback(new Headers({ 'grpc-retry-pushback-ms': '-1' }))).toBe(STOP);
+    expect(readPushback(new Headers())).toBeUndefined();
+    const metadata = new Metadata();
+    metadata.set('grpc-retry-pushback-ms', '-1');
+    expect(readPushback(metadata)).toBe(STOP);
+    expect(readPushback(new Metadata())).toBeUndefined();
+    expect(readPushback(undefined)).toBeUndefined();
+    expect(readPushback('grpc-retry-pushback-ms: -1')).toBeUndefined();
+  });
+
+  it('a repeated header joined by fetch ("100, -1") is not one integer: do not retry', () => {
+    const headers = new Headers();
+    headers.append('grpc-retry-pushback-ms', '100');
+    headers.append('grpc-retry-pushback-ms', '-1');
+    expect(readPushback(headers)).toBe(STOP);
+  });
+});
+
+describe('classifyFailure honours a failure’s own pushback (SPEC X6)', () => {
+  const grpcError = (code: number, pushback?: string) => {
+    const metadata = new Metadata();
+    if (pushback !== undefined) metadata.set('grpc-retry-pushback-ms', pushback);
+    return Object.assign(new Error(`${code}`), { code, details: '', metadata });
+  };
+
+  it('a gRPC UNAVAILABLE with pushback -1 is not retried, marked pushback; without it, it is', () => {
+    expect(classifyFailure(grpcError(14, '-1'))).toEqual({
+      retryable: false,
+      immediate: false,
+      kind: 'pushback',
+      pushback: true,
+    });
+    expect(classifyFailure(grpcError(14, 'soon'))).toMatchObject({ retryable: false, pushback: true });
+    expect(classifyFailure(grpcError(14))).toMatchObject({ retryable: true, kind: 'connection-lost' });
+    expect(classifyFailure(grpcError(14, '300'))).toMatchObject({ retryable: true, retryAfterMs: 300 });
+    expect(classifyFailure(grpcError(14, '-1'), { pushback: false })).toMatchObject({ retryable: true });
+  });
+
+  it('an HTTP error with a failed status and pushback -1 stops; a 4xx or a 200 is not a pushback', () => {
+    const httpError = (statusCode: number, headers: Record<string, string>) =>
+      Object.assign(new Error(String(statusCode)), { statusCode, headers });
+    expect(classifyFailure(httpError(503, { 'grpc-retry-pushback-ms': '-1' }))).toMatchObject({
+      retryable: false,
+      kind: 'pushback',
+      pushback: true,
+      status: 503,
+    });
+    expect(classifyFailure(httpError(500, { 'grpc-retry-pushback-ms': '40' }))).toMatchObject({
+      retryable: true,
+      retryAfterMs: 40,
+    });
+    // The pushback's wait comes before Retry-After (both are the server's; it is in ms).
+    expect(
+      classifyFailure(httpError(503, { 'grpc-retry-pushback-ms': '40', 'retry-after': '9' }), {
+        nowEpochMs: 0,
+      }),
+    ).toMatchObject({ retryAfterMs: 40 });
+    expect(classifyFailure(httpError(404, { 'grpc-retry-pushback-ms': '-1' }))).toMatchObject({
+      retryable: false,
+      kind: 'status',
+    });
+    expect(classifyFailure(httpError(404, { 'grpc-retry-pushback-ms': '-1' })).pushback).toBeUndefined();
+  });
+});
