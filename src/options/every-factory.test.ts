@@ -279,6 +279,8 @@ const NO_OPTIONS: Record<string, string> = {
   markResponseStarted: 'an error',
   parseRetryAfter: 'a header value and a time',
   retryAfterMs: 'a status, headers and a time',
+  parsePushback: 'a header value',
+  readPushback: 'headers or gRPC metadata',
   ServerEventHub: 'a hub: no options',
   createServerEventHub: 'no argument',
   createServerStats: 'a hub',
