@@ -7,6 +7,7 @@ import type { LimitWaiter } from '../limit/limiter.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
+import { markDependencyFailure } from '../retry/pushback.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { type Attempt, type AttemptOwner, OperationAttempt } from './attempt.js';
 import type { DependencyCore } from './core.js';
@@ -398,9 +399,13 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       const { originals, extras } = core.budget.state();
       const error = new RetryBudgetExhaustedError({ dependency: core.name, originals, extras, cause: value });
       this.finish(false, error);
+    } else if (reason === 'deadline-insufficient') {
+      this.finish(false, insufficient(core, remaining, next));
     } else {
-      const timeUp = reason === 'deadline-insufficient';
-      this.finish(false, timeUp ? insufficient(core, remaining, next) : value);
+      // The dependency's own failure (refused, reset, a gRPC UNAVAILABLE...), given as it was thrown,
+      // after this layer's plan: marked, so a server answering it pushes back (SPEC X6). A failure
+      // that was never retryable (a constraint violation, a 4xx-like error) is the request's, unmarked.
+      this.finish(false, reason === 'not-retryable' ? value : markDependencyFailure(value, core.name));
     }
   }
 
@@ -414,7 +419,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const other = this.#primary ?? this.#hedge;
     other?.cancel(new DOMException(PUSHED_BACK, 'AbortError'));
     this.releaseHeld();
-    this.finish(ok, value);
+    this.finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
   }
 
   #win(attempt: Attempt<T>, value: T): void {

@@ -11,6 +11,8 @@ export const ErrorCode = Object.freeze({
   CONCURRENCY_LIMITED: 'CONCURRENCY_LIMITED',
   NO_INSTANCE: 'NO_INSTANCE',
   INVALID_OPTIONS: 'INVALID_OPTIONS',
+  /** A dependency answered with a failure (an HTTP 5xx, 408 or 429; a gRPC failure status). */
+  DEPENDENCY_FAILED: 'DEPENDENCY_FAILED',
   /** A latency file (histogram, CSV, samples) that cannot be read as one. */
   INVALID_SOURCE: 'INVALID_SOURCE',
   /** A Prometheus range query that did not produce a matrix (unreachable, timeout, an error answer, a bad body). */

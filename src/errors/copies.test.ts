@@ -135,6 +135,24 @@ describe('errors across two installed copies of prazo (#14 item 4)', () => {
     expect(invalid instanceof (b!.root.InvalidOptionsError as ErrorClass)).toBe(true);
   });
 
+  it("pushes back on the other copy's dependency failures (SPEC X6)", () => {
+    const [a, b] = copies;
+    const answer = b!.server.pushbackAnswer as (
+      e: unknown,
+    ) => { status: number; body: { error: string } } | undefined;
+    const failed = new (a!.server.DependencyFailedError as new (d: unknown) => Error)({
+      dependency: 'x',
+      httpStatus: 503,
+    });
+    expect(answer(failed)).toMatchObject({ status: 503, body: { error: 'DEPENDENCY_FAILED' } });
+    const late = new (a!.root.DeadlineInsufficientError as new (d: unknown) => Error)({
+      dependency: 'x',
+      remainingMs: 1,
+      neededMs: 2,
+    });
+    expect(answer(new Error('wrapped', { cause: late }))).toMatchObject({ status: 504 });
+  });
+
   it("takes the other copy's deadline: instanceof, and a call under it", async () => {
     const [a, b] = copies;
     const deadline = (a!.root.Deadline as { after(ms: number): object }).after(5_000);

@@ -1,6 +1,6 @@
 /**
  * `prazo/grpc`: deadlines across gRPC hops with @grpc/grpc-js (an optional peer) (SPEC D1, D2, D4,
- * D7, D8). Client: `deadlineInterceptor`. Server: `withGrpcDeadline`.
+ * D7, D8) and pushback (X6). Client: `deadlineInterceptor`. Server: `withGrpcDeadline`.
  *
  * @module prazo/grpc
  */
@@ -11,10 +11,16 @@ export {
   deadlineInterceptor,
 } from './client.js';
 export {
+  GRPC_DEADLINE_OPTIONS,
   type GrpcDeadlineFields,
   type GrpcDeadlineOptions,
   type GrpcHandlerOf,
   type WithDeadline,
   withGrpcDeadline,
 } from './server.js';
-export { deadlineStatus, type PrazoStatusObject, prazoErrorOf, toGrpcError } from './status.js';
+export {
+  deadlineStatus,
+  type PrazoStatusObject,
+  prazoErrorOf,
+  toGrpcError,
+} from './status.js';

@@ -2,22 +2,34 @@ import type { EventEmitter } from 'node:events';
 import type { Clock } from '../clock/clock.js';
 import { runWithDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
-import {
-  deadlineReader,
-  INCOMING_DEADLINE_OPTIONS,
-  type IncomingDeadlineOptions,
-  incomingDefaults,
-} from '../deadline/headers.js';
+import { deadlineReader, INCOMING_DEADLINE_OPTIONS, incomingDefaults } from '../deadline/headers.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { type CallLike, readCallDeadline } from './incoming.js';
 import { toGrpcError } from './status.js';
 
 /**
- * Options of {@link withGrpcDeadline}: the incoming-deadline options of every server integration
- * (`defaultMs`, `maxMs`, `clockSkewMs` for an `x-deadline-epoch-ms` metadata entry, `clock`).
+ * Options of {@link withGrpcDeadline}, declared once: the incoming-deadline options of every server
+ * integration (`defaultMs`, `maxMs`, `clockSkewMs` for an `x-deadline-epoch-ms` metadata entry,
+ * `clock`) and the pushback of a dependency's failure.
  */
-export type GrpcDeadlineOptions = IncomingDeadlineOptions;
+export const GRPC_DEADLINE_OPTIONS = defineOptions(
+  {
+    ...INCOMING_DEADLINE_OPTIONS.specs,
+    /**
+     * Retry at one layer (SPEC X6): a handler that fails because one of its dependencies failed (a
+     * prazo deadline, timeout, connect, budget or DependencyFailedError, on the error or its `cause`
+     * chain, as prazo's `deadlineInterceptor` attaches to a dependency's failure status) is answered
+     * `UNAVAILABLE` or `DEADLINE_EXCEEDED` with the trailer `grpc-retry-pushback-ms: -1`: gRPC's own
+     * "do not retry" (A6). Default true.
+     */
+    pushback: option.boolean({ default: true }),
+  },
+  (values, report, context) => INCOMING_DEADLINE_OPTIONS.check(values, report, context),
+);
+
+export type GrpcDeadlineOptions = OptionsOf<typeof GRPC_DEADLINE_OPTIONS>;
 
 /** Set on the call object by {@link withGrpcDeadline}. */
 export interface GrpcDeadlineFields {
@@ -50,23 +62,24 @@ type GrpcHandler = (call: any, callback?: any) => unknown;
  * `maxMs`, `defaultMs` when the call has none. `currentDeadline()` works in the handler and in
  * everything it awaits; `call.deadline` and `call.prazoSignal` are set. A call that arrives expired
  * is answered `DEADLINE_EXCEEDED` without running the handler; a deadline error the handler fails
- * with (callback, throw, rejection) is answered `DEADLINE_EXCEEDED` too, never UNKNOWN.
+ * with (callback, throw, rejection) is answered `DEADLINE_EXCEEDED` too, never UNKNOWN; one that
+ * fails because a dependency failed is answered with a pushback (SPEC X6): `UNAVAILABLE` or
+ * `DEADLINE_EXCEEDED` + `grpc-retry-pushback-ms: -1`.
  */
 export function withGrpcDeadline<H extends GrpcHandler>(
   handler: H,
   options: GrpcDeadlineOptions = {},
 ): GrpcHandlerOf<H> {
-  const incoming = incomingDefaults(
-    readOptions('withGrpcDeadline', INCOMING_DEADLINE_OPTIONS, options),
-    options,
-  );
+  const o = readOptions('withGrpcDeadline', GRPC_DEADLINE_OPTIONS, options);
+  const incoming = incomingDefaults(o, options);
+  const pushback = o.pushback;
   const { clock } = incoming;
   const read = deadlineReader(incoming);
   if (typeof handler !== 'function') {
     throw new TypeError(`withGrpcDeadline(handler): handler must be a function, got ${typeof handler}`);
   }
   function wrapped(this: unknown, call: ServerSurfaceCall, callback?: Callback): void {
-    if (callback === undefined) mapStreamErrors(call);
+    if (callback === undefined) mapStreamErrors(call, pushback);
     const incoming = readCallDeadline(read, clock, call);
     const { deadline } = incoming;
     let settled = false;
@@ -76,7 +89,7 @@ export function withGrpcDeadline<H extends GrpcHandler>(
       if (callback === undefined) call.emit('error', error);
       else if (!settled) {
         settled = true;
-        callback(toGrpcError(error));
+        callback(toGrpcError(error, pushback));
       }
     };
     if (incoming.expired) {
@@ -91,7 +104,7 @@ export function withGrpcDeadline<H extends GrpcHandler>(
         if (settled) return;
         settled = true;
         release();
-        callback(error == null ? error : toGrpcError(error), ...rest);
+        callback(error == null ? error : toGrpcError(error, pushback), ...rest);
       });
     const fields = call as ServerSurfaceCall & GrpcDeadlineFields;
     fields.deadline = deadline;
@@ -144,10 +157,10 @@ function arm(clock: Clock, call: ServerSurfaceCall, deadline: Deadline, stream: 
  * it): grpc-js turns `e` into a status by its numeric `code`, and prazo's string codes would come
  * out as UNKNOWN. This call's own `emit` maps deadline errors to `DEADLINE_EXCEEDED` first.
  */
-function mapStreamErrors(call: ServerSurfaceCall): void {
+function mapStreamErrors(call: ServerSurfaceCall, pushback: boolean): void {
   const emit = call.emit;
   call.emit = function (this: ServerSurfaceCall, name: string | symbol, ...args: unknown[]): boolean {
-    if (name === 'error') args[0] = toGrpcError(args[0]);
+    if (name === 'error') args[0] = toGrpcError(args[0], pushback);
     return emit.call(this, name, ...args);
   };
 }

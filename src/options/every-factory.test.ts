@@ -172,6 +172,10 @@ const CASES: Record<string, readonly [Call, string]> = {
   // prazo/grpc
   deadlineInterceptor: [(m) => m.deadlineInterceptor!({ p99: 10 } as never), 'p99Ms'],
   withGrpcDeadline: [(m) => m.withGrpcDeadline!(grpcHandler as never, { maxMS: 2_000 } as never), 'maxMs'],
+  pushbackAnswer: [
+    (m) => m.pushbackAnswer!(new Error('x') as never, { retryAfter: 2 } as never),
+    'retryAfterS',
+  ],
   // prazo/pg
   queryWithDeadline: [
     (m) => m.queryWithDeadline!(pg as never, 'select 1' as never, [] as never, { p99: 1 } as never),
@@ -262,6 +266,7 @@ const NO_OPTIONS: Record<string, string> = {
   RetryBudgetExhaustedError: 'an error class: its details',
   ConcurrencyLimitError: 'an error class: its details',
   NoInstanceError: 'an error class: its details',
+  DependencyFailedError: 'an error class: its details',
   InvalidOptionsError: 'an error class: a context and problems',
   SourceError: 'an error class: a line and a message',
   ConfigRejectedError: 'an error class: its details',

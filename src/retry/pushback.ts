@@ -1,5 +1,15 @@
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { MAX_PUSHBACK_LENGTH, PUSHBACK_HEADER } from './constants.js';
+import { isPrazoError, type PrazoError } from '../errors/base.js';
+import { ErrorCode } from '../errors/codes.js';
+import { DependencyFailedError } from '../errors/dependency.js';
+import {
+  BODY_TIMEOUT_CODES,
+  isFailureStatus,
+  MAX_CAUSE_DEPTH,
+  MAX_PUSHBACK_LENGTH,
+  PUSHBACK_HEADER,
+  RESPONSE_TIMEOUT_CODES,
+} from './constants.js';
 
 /**
  * Pushback (SPEC X6): the server's own word on whether its caller may retry, in gRPC's terms
@@ -66,4 +76,105 @@ export function readPushback(headers: unknown): Pushback | undefined {
     if (Buffer.isBuffer(value)) return STOP; // a binary metadata value is not an ASCII integer
   }
   return parsePushback(value ?? undefined);
+}
+
+/**
+ * Why a handler's failure is a dependency's, in the caller's terms (SPEC X6): `timeout`, the time ran
+ * out (the deadline, or the dependency did not answer in time: HTTP 504, gRPC DEADLINE_EXCEEDED);
+ * `unavailable`, the dependency is down or failing (refused, unreachable, its budget spent, a 5xx:
+ * HTTP 503, gRPC UNAVAILABLE).
+ */
+export interface DependencyFailure {
+  readonly kind: 'timeout' | 'unavailable';
+  /** The prazo error recognised: the handler's own, or one in its `cause` chain. */
+  readonly error: PrazoError;
+}
+
+const TIMEOUT_STATUSES: ReadonlySet<number> = new Set([408, 504]);
+/** gRPC's DEADLINE_EXCEEDED. */
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+/**
+ * The mark of a dependency's own failure (a refused connect, a reset, a gRPC UNAVAILABLE...) that
+ * prazo's executor gave to its caller as thrown, after its retries: the name of that dependency. A
+ * registry symbol, so another installed copy of prazo reads it too.
+ */
+const DEPENDENCY_FAILURE = Symbol.for('prazo.dependencyFailure');
+
+/**
+ * Marks `error` as the final failure of `dependency` after prazo's plan (the executor does it), so a
+ * server answering it pushes back (SPEC X6) although the error is not prazo's own. Returns `error`.
+ */
+export function markDependencyFailure<E>(error: E, dependency: string): E {
+  if (error === null || typeof error !== 'object' || isPrazoError(error)) return error;
+  try {
+    Object.defineProperty(error, DEPENDENCY_FAILURE, { value: dependency, configurable: true });
+  } catch {
+    // a frozen error stays unmarked: answered as any error
+  }
+  return error;
+}
+
+const TIMEOUT_CODES: ReadonlySet<string> = new Set([...RESPONSE_TIMEOUT_CODES, ...BODY_TIMEOUT_CODES]);
+
+function failureKind(error: PrazoError): DependencyFailure['kind'] | undefined {
+  switch (error.code) {
+    case ErrorCode.DEADLINE_EXCEEDED:
+    case ErrorCode.DEADLINE_INSUFFICIENT:
+    case ErrorCode.RESPONSE_TIMEOUT:
+    case ErrorCode.BODY_TIMEOUT:
+      return 'timeout';
+    case ErrorCode.CONNECT_TIMEOUT:
+    case ErrorCode.CONNECT_FAILED:
+    case ErrorCode.QUEUE_TIMEOUT:
+    case ErrorCode.RETRY_BUDGET_EXHAUSTED:
+      return 'unavailable';
+    case ErrorCode.DEPENDENCY_FAILED: {
+      const { httpStatus: status, grpcCode } = error as DependencyFailedError;
+      if (status !== undefined) {
+        if (!isFailureStatus(status)) return undefined; // a 4xx is about the request, not the dependency
+        return TIMEOUT_STATUSES.has(status) ? 'timeout' : 'unavailable';
+      }
+      return grpcCode === GRPC_DEADLINE_EXCEEDED ? 'timeout' : 'unavailable';
+    }
+    default:
+      return undefined; // invalid options, an unreadable file: a bug here, not a dependency's failure
+  }
+}
+
+/** The marked failure of `dependency` as prazo's own error (the original as its cause). */
+function failedError(dependency: string, cause: object): PrazoError {
+  const grpcCode = (cause as { code?: unknown }).code;
+  return new DependencyFailedError({
+    dependency,
+    ...(typeof grpcCode === 'number' ? { grpcCode } : {}),
+    cause,
+  });
+}
+
+/**
+ * The dependency failure behind a handler's error, if it is one (SPEC X6): a prazo error (any installed
+ * copy's, by its brand and stable code) meaning the time ran out or a dependency failed, or a
+ * dependency's own error that prazo's executor gave up on (marked by it: a refused connect after the
+ * retries), found on the error itself or along its `cause` chain (4 levels: `new Error('checkout failed', { cause })`, a gRPC
+ * error carrying prazo's cause). The first prazo error met decides: a bug (INVALID_OPTIONS) is not
+ * one, whatever it wraps.
+ */
+export function dependencyFailureOf(error: unknown): DependencyFailure | undefined {
+  let current = error;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH; depth += 1) {
+    if (current === null || typeof current !== 'object') return undefined;
+    if (isPrazoError(current)) {
+      const kind = failureKind(current);
+      return kind === undefined ? undefined : { kind, error: current };
+    }
+    const dependency = (current as Record<symbol, unknown>)[DEPENDENCY_FAILURE];
+    if (typeof dependency === 'string') {
+      const code = (current as { code?: unknown }).code;
+      const timeout = typeof code === 'string' && TIMEOUT_CODES.has(code);
+      return { kind: timeout ? 'timeout' : 'unavailable', error: failedError(dependency, current) };
+    }
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -3,6 +3,12 @@
 /** Status answered to a request that arrives with its deadline already gone (the gateway-timeout class). */
 export const EXPIRED_STATUS_CODE = 504;
 
+/**
+ * Statuses of a pushback (SPEC X6): the handler failed because time ran out (the gateway-timeout
+ * class) or because a dependency is down or failing (service unavailable).
+ */
+export const PUSHBACK_STATUS = Object.freeze({ timeout: 504, unavailable: 503 } as const);
+
 /** Status answered when a wrapped `node:http` handler fails with something other than a deadline error. */
 export const HANDLER_ERROR_STATUS_CODE = 500;
 

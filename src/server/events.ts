@@ -60,8 +60,21 @@ export interface HandlerErrorEvent extends EventBase {
   readonly statusCode: number;
 }
 
+/**
+ * A handler failed because one of its dependencies did, and was answered with a pushback (SPEC X6):
+ * `503`/`504` + `grpc-retry-pushback-ms: -1`, so its callers do not retry it.
+ */
+export interface PushbackEvent extends EventBase {
+  readonly type: 'pushback';
+  /** 504 (time ran out) or 503 (a dependency down or failing). */
+  readonly statusCode: number;
+  /** The prazo error code recognised (DEADLINE_INSUFFICIENT, CONNECT_FAILED, DEPENDENCY_FAILED, ...). */
+  readonly code: string;
+}
+
 export type ServerEvent =
   | RejectedExpiredEvent
+  | PushbackEvent
   | CancelledEvent
   | FinishedEvent
   | WastedWorkEvent

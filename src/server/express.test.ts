@@ -113,8 +113,9 @@ describe('deadlineMiddleware (real Express 5 on 127.0.0.1)', () => {
     expect(isDeadlineExceeded(signal.reason)).toBe(true);
     const res = await pending;
     expect(res.statusCode).toBe(504);
+    expect(res.headers['grpc-retry-pushback-ms']).toBe('-1'); // out of time: do not retry (SPEC X6)
     expect(await res.body.json()).toMatchObject({ error: 'DEADLINE_EXCEEDED' });
     expect(clock.pendingTimers()).toBe(0);
-    expect(events.map((e) => e.type)).toEqual(['cancelled', 'finished']);
+    expect(events.map((e) => e.type)).toEqual(['cancelled', 'pushback', 'finished']);
   });
 });

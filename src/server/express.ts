@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { runWithDeadline } from '../deadline/ambient.js';
+import type { Deadline } from '../deadline/deadline.js';
+import type { DeadlineSource } from '../deadline/headers.js';
 import { attachFields } from './fields.js';
-import { resolveServerOptions, type ServerDeadlineOptions } from './options.js';
+import { type ResolvedServerOptions, resolveServerOptions, type ServerDeadlineOptions } from './options.js';
 import { admitRequest } from './request.js';
-import { errorAnswer, isDeadlineError, writeJson } from './respond.js';
+import { errorAnswer, isDeadlineError, notifyPushback, writeJson } from './respond.js';
 
 /** A Connect-style middleware; Express 5 accepts it as is (typed on `node:http`, no express import). */
 export type ConnectMiddleware = (
@@ -28,7 +30,7 @@ export type ConnectErrorMiddleware = (
  * @example
  * app.use(deadlineMiddleware({ defaultMs: 1500, maxMs: 5000 }));
  * app.get('/orders', async (req, res) => { ... callWithDeadline(currentDeadline(), { signal: req.prazoSignal, ... }) });
- * app.use(deadlineErrorHandler()); // deadline errors from routes become 504
+ * app.use(deadlineErrorHandler()); // a dependency's failure: a pushback (503/504); deadline errors: 504
  */
 export function deadlineMiddleware(options: ServerDeadlineOptions = {}): ConnectMiddleware {
   const resolved = resolveServerOptions('deadlineMiddleware', 'express', options);
@@ -36,21 +38,41 @@ export function deadlineMiddleware(options: ServerDeadlineOptions = {}): Connect
     const admitted = admitRequest(resolved, req, res);
     if (admitted === undefined) return;
     attachFields(req, admitted);
+    (req as Admitted)[ADMITTED] = { resolved, source: admitted.incoming.source };
     runWithDeadline(admitted.deadline, () => next());
   };
 }
 
+/** What `deadlineErrorHandler` needs from the middleware that admitted the request. */
+const ADMITTED = Symbol('prazo.admitted');
+type Admitted = IncomingMessage & {
+  [ADMITTED]?: { readonly resolved: ResolvedServerOptions; readonly source: DeadlineSource };
+  deadline?: Deadline;
+};
+
 /**
- * Error middleware answering 504 with a small JSON body when a route failed with a deadline error
- * (exceeded or insufficient, SPEC D6); any other error goes on to the next error handler.
+ * Error middleware, mounted after the routes. A route that failed because one of its dependencies did
+ * (SPEC X6) is answered with a pushback: 503 or 504 with `grpc-retry-pushback-ms: -1`, `Retry-After`
+ * and a small JSON body, as `deadlineMiddleware`'s `pushback` option says (default on). Any other
+ * deadline error (exceeded or insufficient, SPEC D6) is answered 504; every other error goes on to the
+ * next error handler.
  */
 export function deadlineErrorHandler(): ConnectErrorMiddleware {
-  return (error, _req, res, next) => {
-    if (!isDeadlineError(error) || res.headersSent) {
+  return (error, req, res, next) => {
+    const admitted = (req as Admitted)[ADMITTED];
+    const answer = res.headersSent
+      ? undefined
+      : errorAnswer(
+          error,
+          admitted === undefined ? {} : admitted.resolved.pushback,
+          (req as Admitted).deadline,
+        );
+    if (answer === undefined || (answer.pushback === undefined && !isDeadlineError(error))) {
       next(error);
       return;
     }
-    const { status, body } = errorAnswer(error);
-    writeJson(res, status, body);
+    writeJson(res, answer.status, answer.body, answer.headers);
+    if (admitted !== undefined)
+      notifyPushback(admitted.resolved, req.method ?? 'GET', admitted.source, answer);
   };
 }

@@ -3,7 +3,7 @@ import { runWithDeadline } from '../deadline/ambient.js';
 import { attachFields, type DeadlineFields } from './fields.js';
 import { resolveServerOptions, type ServerDeadlineOptions } from './options.js';
 import { admitRequest } from './request.js';
-import { errorAnswer, writeJson } from './respond.js';
+import { errorAnswer, notifyPushback, writeJson } from './respond.js';
 
 /** A `node:http` request handler that receives the deadline fields. */
 export type DeadlineHandler<Req extends IncomingMessage, Res extends ServerResponse> = (
@@ -16,8 +16,10 @@ export type DeadlineHandler<Req extends IncomingMessage, Res extends ServerRespo
  * capped, an already expired request is answered 504 without calling `handler`, and `handler` runs
  * inside the ambient deadline (`currentDeadline()`) with `req.deadline` and `req.prazoSignal`.
  *
- * A handler that throws or rejects is answered here (nobody else would): 504 with a JSON body for
- * deadline errors, 500 otherwise, and a `handler-error` event carries the error.
+ * A handler that throws or rejects is answered here (nobody else would), with a JSON body: a pushback
+ * when it failed because a dependency did (503 or 504 + `grpc-retry-pushback-ms: -1` + `Retry-After`,
+ * SPEC X6; option `pushback`), else 504 for deadline errors, 500 otherwise; a `handler-error` event
+ * carries the error (and a `pushback` event the pushback).
  *
  * @example
  * http.createServer(withIncomingDeadline(async (req, res) => { ... }, { defaultMs: 1500, maxMs: 5000 }))
@@ -34,9 +36,13 @@ export function withIncomingDeadline<
     const admitted = admitRequest(resolved, req, res);
     if (admitted === undefined) return;
     const onError = (error: unknown): void => {
-      const { status, body } = errorAnswer(error);
+      const answer = errorAnswer(error, resolved.pushback, admitted.deadline);
+      const { status, body } = answer;
       const answered = !res.headersSent && !res.writableEnded;
-      if (answered) writeJson(res, status, body);
+      if (answered) {
+        writeJson(res, status, body, answer.headers);
+        notifyPushback(resolved, req.method ?? 'GET', admitted.incoming.source, answer);
+      }
       // Cut mid-way: destroying tells the client the answer is not whole. An ended response is whole
       // (and may still be flushing): destroying it would lose or truncate what the handler sent.
       else if (!res.writableEnded) res.destroy();

@@ -14,11 +14,12 @@ import {
   type ServerEventListener,
   type ServerFramework,
 } from './events.js';
+import { PUSHBACK_OPTIONS, type PushbackSettings } from './pushback.js';
 
 /**
  * Options shared by `deadlineMiddleware`, `fastifyDeadline` and `withIncomingDeadline`, declared once:
  * the incoming-deadline options (`defaultMs`, `maxMs`, `clockSkewMs`, `clock`, the same as the
- * config's `service` section) and where the events go. Validated once, when the middleware is built;
+ * config's `service` section), where the events go, and the pushback of a dependency's failure. Validated once, when the middleware is built;
  * every problem is reported together, an unknown key with a "did you mean" (`maxMS` would otherwise
  * leave the 10 s default cap in force).
  */
@@ -32,6 +33,15 @@ export const SERVER_DEADLINE_OPTIONS = defineOptions(
       'a ServerEventHub (from createServerEventHub)',
       option.hasMethods('onServerEvent', 'emit'),
     ),
+    /**
+     * Retry at one layer (SPEC X6): a handler that fails because one of its dependencies failed (a
+     * prazo deadline, timeout, connect, budget or DependencyFailedError, on the error or its `cause`
+     * chain) is answered `503` (dependency down or failing) or `504` (time ran out) with
+     * `grpc-retry-pushback-ms: -1` and a `Retry-After`, so its callers do not retry what was already
+     * retried next to the failure. `true` (the default) or `{ retryAfterS }`; `false` answers as
+     * before (deadline errors 504, others as the framework does).
+     */
+    pushback: option.toggle(PUSHBACK_OPTIONS),
   },
   (values, report, context) => INCOMING_DEADLINE_OPTIONS.check(values, report, context),
 );
@@ -45,6 +55,8 @@ export interface ResolvedServerOptions {
   readonly read: (headers: HeadersLike) => IncomingDeadline;
   readonly events: ServerEventHub;
   readonly onEvent: ServerEventListener | undefined;
+  /** How a dependency failure is answered (SPEC X6); undefined: pushback is off. */
+  readonly pushback: PushbackSettings | undefined;
 }
 
 /** Validates `options` once for `context` (the public function's name); throws one InvalidOptionsError. */
@@ -61,5 +73,7 @@ export function resolveServerOptions(
     read: deadlineReader(incoming),
     events: o.events ?? defaultServerEvents,
     onEvent: o.onEvent,
+    pushback:
+      o.pushback === false ? undefined : o.pushback === true || o.pushback === undefined ? {} : o.pushback,
   };
 }
