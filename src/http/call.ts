@@ -207,13 +207,14 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 
   /**
    * How an attempt's end counts for its instance (ejection, SPEC X5): a 5xx, a connect failure, a lost
-   * connection or a timeout is the instance's failure; a 429 or a request that never left the client
-   * is nobody's fault; any other answer is a success.
+   * connection or a timeout is the instance's failure; a 429, a pushback or a request that never left
+   * the client is nobody's fault; any other answer is a success.
    */
   #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown): InstanceVerdict {
     if (ok) {
       const status = attempt.statusCode;
-      if (status >= 500) return 'failure';
+      // A pushback is the instance saying its own dependency failed (SPEC X6): not its failure.
+      if (status >= 500) return this.classify(attempt)?.pushback === true ? 'neutral' : 'failure';
       return status === 429 ? 'neutral' : 'success';
     }
     if (isQueueTimeout(value)) return 'neutral';

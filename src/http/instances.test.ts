@@ -193,6 +193,22 @@ describe('ejection on real servers (SPEC X5)', () => {
     expect(c.instances().find((s) => s.instance === refused)!.state).toBe('ejected');
   });
 
+  it('an instance that pushes back is not ejected for it; one answering plain 503s is (SPEC X5, X6)', async () => {
+    const a = await instance(() => 1);
+    const pushing = await instance(() => 1, faults.status(503, { 'grpc-retry-pushback-ms': '-1' }));
+    const failing = await instance(() => 1, faults.status(503));
+    const { client: c, events } = client({
+      origins: [a.origin, pushing.origin, failing.origin],
+      p99Ms: 200,
+      balance: { decayMs: 100 }, // forgets fast: the failing one is probed again and again
+    });
+    await load(c, 4, 1_500);
+    expect(pushing.seen.length).toBeGreaterThan(10);
+    const ejected = events.filter((e) => e.type === 'instance-ejected').map((e) => 'instance' in e && e.instance);
+    expect(ejected).toEqual([failing.origin]);
+    expect(c.instances().find((s) => s.instance === pushing.origin)!.state).not.toBe('ejected');
+  });
+
   it('latency ejection, probation, a second ejection for longer, and the return of a recovered instance', async () => {
     let slowMode = true;
     let n = 0;
