@@ -204,7 +204,9 @@ describe('ejection on real servers (SPEC X5)', () => {
     });
     await load(c, 4, 1_500);
     expect(pushing.seen.length).toBeGreaterThan(10);
-    const ejected = events.filter((e) => e.type === 'instance-ejected').map((e) => 'instance' in e && e.instance);
+    const ejected = events
+      .filter((e) => e.type === 'instance-ejected')
+      .map((e) => 'instance' in e && e.instance);
     expect(ejected).toEqual([failing.origin]);
     expect(c.instances().find((s) => s.instance === pushing.origin)!.state).not.toBe('ejected');
   });
