@@ -3,6 +3,7 @@ import { report } from '../lib/child.mjs';
 import { Unavailable } from '../lib/prazo.mjs';
 import { amplification } from './amplification.mjs';
 import { hedging } from './hedging.mjs';
+import { instances } from './instances.mjs';
 
 /** One simulated incident, one process, on prazo's FakeClock: deterministic for a given seed. */
 const { values } = parseArgs({
@@ -14,7 +15,7 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '20000' },
   },
 });
-const scenarios = { amplification, hedging };
+const scenarios = { amplification, hedging, instances };
 const run = scenarios[values.scenario];
 if (!run) throw new Error(`unknown scenario: ${values.scenario}`);
 try {

@@ -15,13 +15,24 @@ const PARENT_ENV = 'PRAZO_BENCH_PARENT';
 // a load generator orphaned that way was seen spinning at 50% CPU for an hour. Linux re-parents an
 // orphan (to init or a subreaper), so a changed ppid is the signal; the check is unref'd and never
 // keeps a child alive by itself.
+//
+// The first signal is the IPC channel every child is started with: it closes the instant the parent
+// process goes, however it went, so the child exits at once. The channel is unref'd, so it never
+// keeps a child alive by itself. The ppid check stays for a child started without it.
 const parent = Number(process.env[PARENT_ENV]);
 if (parent > 0 && parent !== process.pid) {
+  if (process.channel !== undefined) {
+    process.once('disconnect', () => process.exit(70));
+    process.channel.unref();
+  }
   const watch = setInterval(() => {
     if (process.ppid !== parent) process.exit(70);
   }, 500);
   watch.unref();
 }
+
+/** stdin ignored, stdout and stderr read, and an IPC channel whose end tells the child its parent left. */
+const STDIO = ['ignore', 'pipe', 'pipe', 'ipc'];
 
 function childEnv(env) {
   return { ...(env ?? process.env), [PARENT_ENV]: String(process.pid) };
@@ -39,7 +50,7 @@ export function report(result) {
 export function runChild(script, args = [], { nodeArgs = [], timeoutMs = 120_000, env } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: STDIO,
       env: childEnv(env),
     });
     let stdout = '';
@@ -82,7 +93,7 @@ export function runChild(script, args = [], { nodeArgs = [], timeoutMs = 120_000
 export function startChild(script, args = [], { timeoutMs = 20_000 } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: STDIO,
       env: childEnv(),
     });
     let buffer = '';

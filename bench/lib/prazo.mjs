@@ -37,6 +37,8 @@ const SOURCES = {
   retry: ['prazo', '../../dist/retry/index.js'],
   deadline: ['prazo', '../../dist/deadline/index.js'],
   clock: ['../../dist/clock/index.js'],
+  // Internal: the instance set behind prazo/http's origins (what a pick costs, not a public API).
+  balance: ['../../dist/balance/instances.js', '../../dist/balance/ejection.js'],
 };
 
 /** The export `name` of prazo's `area`, or throws {@link Unavailable}. */

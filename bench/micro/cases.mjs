@@ -9,6 +9,43 @@ import { prazo } from '../lib/prazo.mjs';
  */
 const RESOLVED = Promise.resolve(1);
 
+/**
+ * Picks of the instance set behind `createHttpClient({ origins })` (SPEC X5): power of two choices over
+ * peak-EWMA × (in flight + 1), ejection with its latency windows on, `n` instances. `now` is given, as
+ * the attempt gives it (it has read the clock already): a synthetic instant 1 µs later per operation,
+ * so the estimates decay and the windows close as under 1,000,000 picks a second. `settle: false`
+ * releases each pick as the neutral end of an attempt (the pick's cost); `true` settles it with a
+ * success (the peak-EWMA update and the latency window's sketch too: what a whole attempt pays).
+ */
+async function pickCase(n, settle) {
+  const InstanceSet = await prazo('balance', 'InstanceSet');
+  const ejectionSettings = await prazo('balance', 'ejectionSettings');
+  const systemClock = await prazo('clock', 'systemClock');
+  const set = new InstanceSet({
+    clock: systemClock,
+    random: Math.random,
+    decayMs: 10_000,
+    initialEstimateMs: 30,
+    ejection: ejectionSettings(true),
+    floorMs: () => 50,
+    penaltyMs: () => 200,
+  });
+  let now = systemClock.now();
+  const key = (i) => `http://10.0.${i >> 8}.${i & 255}:8080`;
+  set.replace(
+    Array.from({ length: n }, (_, i) => ({ key: key(i), value: i })),
+    now,
+  );
+  let i = 0;
+  return () => {
+    now += 0.001;
+    const instance = set.pick(now);
+    i = (i + 1) & 1023;
+    set.settle(instance, settle ? 'success' : 'neutral', 5 + (i & 15), now);
+    return instance;
+  };
+}
+
 export const MICRO_CASES = [
   {
     name: 'await (bare)',
@@ -142,5 +179,23 @@ export const MICRO_CASES = [
       if (dependency.recorder.quantile(0.95) === undefined) throw new Error('hedging never armed');
       return () => dependency.execute(operation, options);
     },
+  },
+  {
+    name: 'instance pick, 3 instances',
+    kind: 'prazo',
+    about: 'p2c over peak-EWMA × (in flight + 1), ejection on; released as a neutral end',
+    setup: () => pickCase(3, false),
+  },
+  {
+    name: 'instance pick, 100 instances',
+    kind: 'prazo',
+    about: 'the same over 100 instances: O(1), two random draws whatever the count',
+    setup: () => pickCase(100, false),
+  },
+  {
+    name: 'instance pick+settle, 3 instances',
+    kind: 'prazo',
+    about: 'a pick and its success settled: peak-EWMA update, ejection streak, latency window sketch',
+    setup: () => pickCase(3, true),
   },
 ];

@@ -8,6 +8,9 @@ const RUN_CASE = fileURLToPath(new URL('./run-case.mjs', import.meta.url));
 /** Goal of issue 13: the executor's fixed cost per call (no I/O: a resolved operation), in ns. */
 export const EXECUTOR_GOAL_NS = 300;
 const EXECUTOR_CASE = 'executor execute() fixed cost';
+/** Goal of issue 15: an instance pick with 3 and with 100 instances, in ns. */
+export const PICK_GOAL_NS = 100;
+const PICK_CASES = ['instance pick, 3 instances', 'instance pick, 100 instances'];
 
 export async function runMicroSuite({ runs, batchMs, batches, log }) {
   const names = MICRO_CASES.map((c) => c.name);
@@ -48,6 +51,27 @@ export async function runMicroSuite({ runs, batchMs, batches, log }) {
         ? `over ${executor.runs} process(es): ${executor.nsPerOp.min}–${executor.nsPerOp.max} ns`
         : undefined,
     }),
+    ...PICK_CASES.map((name) => {
+      const c = cases.find((x) => x.name === name);
+      return goal({
+        what: `${name} (ns per pick)`,
+        atMost: PICK_GOAL_NS,
+        achieved: c?.nsPerOp?.median ?? null,
+        unavailable: c?.skipped,
+        note: c?.nsPerOp ? `over ${c.runs} process(es): ${c.nsPerOp.min}–${c.nsPerOp.max} ns` : undefined,
+      });
+    }),
   ];
+  // O(1): the pick over 100 instances costs what it costs over 3 (ratio of the medians, one run).
+  const [few, many] = PICK_CASES.map((name) => cases.find((x) => x.name === name)?.nsPerOp?.median);
+  if (few !== undefined && many !== undefined)
+    goals.push(
+      goal({
+        what: 'pick cost, 100 instances ÷ 3 instances (×)',
+        atMost: 1.5,
+        achieved: round(many / few, 2),
+        note: `${many} ns ÷ ${few} ns`,
+      }),
+    );
   return { settings: { runs, batchMs, batches }, cases, goals };
 }

@@ -77,6 +77,15 @@ interface Results {
   };
   goals: Goal[];
 }
+interface InstanceSide {
+  skipped?: string;
+  failed: number;
+  p50Ms: number;
+  p99Ms: number;
+  extraRequestsShare: number;
+  slowInstanceShare: number;
+}
+
 const isRange = (r: Range): boolean =>
   typeof r.median === 'number' &&
   typeof r.min === 'number' &&
@@ -193,6 +202,26 @@ describe('npm run bench -- --quick', () => {
       }
     }
     for (const s of results.effect.sections) expect(s.skipped, s.title).toBeUndefined();
+  });
+
+  it('simulates three instances, one slow: picking starves it, a hedge goes elsewhere (SPEC X5, #15)', () => {
+    const picks = (results.effect as unknown as { instances: Record<string, InstanceSide>[] }).instances;
+    expect(picks.length).toBeGreaterThan(0);
+    for (const p of picks) {
+      expect(p.skipped).toBeUndefined();
+      for (const key of ['roundRobin', 'picking', 'hedging', 'both']) {
+        expect(p[key]!.failed, key).toBe(0);
+        expect(p[key]!.p50Ms, key).toBeLessThanOrEqual(p[key]!.p99Ms);
+      }
+      // Deterministic on the fake clock: round robin gives the slow one a third, the picker far less.
+      expect(p.roundRobin!.slowInstanceShare).toBeCloseTo(1 / 3, 2);
+      expect(p.picking!.slowInstanceShare).toBeLessThan(0.1);
+      expect(p.roundRobin!.extraRequestsShare).toBe(0);
+      expect(p.both!.extraRequestsShare).toBeGreaterThan(0);
+    }
+    expect(results.micro.cases.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['instance pick, 3 instances', 'instance pick, 100 instances']),
+    );
   });
 
   it('states every goal with target, achieved value and verdict', () => {

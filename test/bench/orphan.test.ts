@@ -47,3 +47,24 @@ it('a child spinning forever exits within seconds once its parent is SIGKILLed',
   if (!gone) process.kill(pid, 'SIGKILL');
   expect(gone).toBe(true);
 }, 40_000);
+
+it('a child exits when its IPC channel closes, the parent still alive (the signal that needs no polling)', async () => {
+  const spin = join(dir, 'spin-ipc.mjs');
+  const parent = join(dir, 'parent-ipc.mjs');
+  writeFileSync(spin, `import ${JSON.stringify(CHILD_LIB)};\nsetInterval(() => {}, 1000);\n`);
+  // The parent starts the child as runChild does (stdio with 'ipc', the parent's pid in the env), then
+  // only closes the channel: its pid stays the child's ppid, so the ppid check alone would never fire.
+  writeFileSync(
+    parent,
+    [
+      `import { spawn } from 'node:child_process';`,
+      `const child = spawn(process.execPath, [${JSON.stringify(spin)}], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, PRAZO_BENCH_PARENT: String(process.pid) } });`,
+      `setTimeout(() => child.disconnect(), 300);`,
+      `const started = performance.now();`,
+      `const deadline = setTimeout(() => { child.kill('SIGKILL'); console.log('alive'); }, 5_000);`,
+      `child.on('exit', (code) => { clearTimeout(deadline); console.log(code === 70 ? 'exited ' + Math.round(performance.now() - started) : 'code ' + code); });`,
+    ].join('\n'),
+  );
+  const ran = spawnSync(process.execPath, [parent], { timeout: 30_000, encoding: 'utf8' });
+  expect(ran.stdout.trim()).toMatch(/^exited \d+$/);
+});
