@@ -1,5 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
-import { ATTEMPT_KINDS, ATTR, OUTCOMES, TIMEOUT_PHASES } from './constants.js';
+import { ATTEMPT_KINDS, ATTR, EJECTION_REASONS, OUTCOMES, TIMEOUT_PHASES } from './constants.js';
 
 /**
  * Attribute sets of one dependency, built once and reused for every data point: recording then
@@ -50,6 +50,35 @@ export class AttributeCache {
     if (hit) return hit;
     const built = dependencyAttributes(name);
     if (this.#sets.size < this.#limit) this.#sets.set(name, built);
+    return built;
+  }
+}
+
+/** Attribute sets of one instance of a dependency (SPEC X5): its own, and by ejection reason. */
+export interface InstanceAttributes {
+  readonly base: Attributes;
+  readonly byReason: Readonly<Record<(typeof EJECTION_REASONS)[number], Attributes>>;
+}
+
+/**
+ * A bounded cache of instance attribute sets, by instance (per dependency). Past `limit` instances
+ * (DNS discovery churning addresses), sets are built per call: memory stays bounded.
+ */
+export class InstanceAttributeCache {
+  readonly #sets = new Map<string, InstanceAttributes>();
+  readonly #limit: number;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  get(dependency: string, instance: string): InstanceAttributes {
+    const key = `${dependency}\u0000${instance}`;
+    const hit = this.#sets.get(key);
+    if (hit) return hit;
+    const base = Object.freeze({ [ATTR.dependency]: dependency, [ATTR.instance]: instance });
+    const built = Object.freeze({ base, byReason: table(EJECTION_REASONS, base, ATTR.ejectionReason) });
+    if (this.#sets.size < this.#limit) this.#sets.set(key, built);
     return built;
   }
 }

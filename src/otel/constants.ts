@@ -41,6 +41,13 @@ export const ATTR = Object.freeze({
    * file's SHA-256): one value per version, and only the version in force is reported.
    */
   configHash: 'prazo.config.hash',
+  /**
+   * One instance of a dependency that is several (SPEC X5): its origin (`http://10.0.0.1:8080`). One
+   * value per instance the client knows: as many as its origins, or as DNS discovery finds.
+   */
+  instance: 'prazo.instance',
+  /** Why an instance was ejected: `failures` (consecutive) or `latency` (its window p99). */
+  ejectionReason: 'prazo.ejection.reason',
 });
 
 export const ATTEMPT_KINDS = Object.freeze(['original', 'retry', 'hedge'] as const);
@@ -58,6 +65,7 @@ export const TIMEOUT_PHASES = Object.freeze([
 /** Phases whose limit is the dependency's own calibrated timeout (what abandonment measures, SPEC C5). */
 export const CALIBRATED_PHASES = Object.freeze(['response', 'body'] as const);
 export const OUTCOMES = Object.freeze(['success', 'error', 'timeout', 'cancelled'] as const);
+export const EJECTION_REASONS = Object.freeze(['failures', 'latency'] as const);
 
 export type InstrumentKind = 'counter' | 'histogram' | 'gauge';
 
@@ -152,6 +160,27 @@ export const METRICS = Object.freeze({
     '{generation}',
     [D, ATTR.configHash],
     'Generation of the config version in force on a dependency (1 at start, +1 per version applied), by content hash (SPEC X9, C7)',
+  ),
+  instanceAttempts: spec(
+    'prazo.instance.attempts',
+    'counter',
+    '{attempt}',
+    [D, ATTR.instance],
+    'Attempts sent to each instance of a dependency that is several: the load per instance (SPEC X5)',
+  ),
+  instanceEjections: spec(
+    'prazo.instance.ejections',
+    'counter',
+    '{ejection}',
+    [D, ATTR.instance, ATTR.ejectionReason],
+    'Instances taken out of rotation, by reason: consecutive failures or latency (SPEC X5)',
+  ),
+  instanceReturns: spec(
+    'prazo.instance.returns',
+    'counter',
+    '{return}',
+    [D, ATTR.instance],
+    'Ejected instances back in rotation, on probation (SPEC X5): ejections − returns is how many are out',
   ),
   wastedWork: spec(
     'prazo.server.wasted_work',

@@ -1,5 +1,10 @@
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
-import { AttributeCache, type DependencyAttributes, dependencyAttributes } from './attributes.js';
+import {
+  AttributeCache,
+  type DependencyAttributes,
+  dependencyAttributes,
+  InstanceAttributeCache,
+} from './attributes.js';
 import { MS_PER_S, OTEL_LIMITS } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
 
@@ -48,12 +53,23 @@ export function recordDependencyEvents(
   const own = dependencyAttributes(dependency.name);
   const others = new AttributeCache(OTEL_LIMITS.attributeCacheSize);
   const attrsOf = (name: string): DependencyAttributes => (name === dependency.name ? own : others.get(name));
+  const instances = new InstanceAttributeCache(OTEL_LIMITS.attributeCacheSize);
   const I = instruments;
   return dependency.on((event) => {
     const a = attrsOf(event.dependency);
     switch (event.type) {
       case 'attempt':
         I.attempts.add(1, a.byKind[event.kind] ?? a.base);
+        if (event.instance !== undefined)
+          I.instanceAttempts.add(1, instances.get(event.dependency, event.instance).base);
+        return;
+      case 'instance-ejected': {
+        const at = instances.get(event.dependency, event.instance);
+        I.instanceEjections.add(1, at.byReason[event.reason] ?? at.base);
+        return;
+      }
+      case 'instance-returned':
+        I.instanceReturns.add(1, instances.get(event.dependency, event.instance).base);
         return;
       case 'attempt-end': {
         const latency = event.latencyMs / MS_PER_S;

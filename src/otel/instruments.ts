@@ -12,6 +12,9 @@ export interface PrazoInstruments {
   readonly timeouts: Counter;
   readonly deadlineInsufficient: Counter;
   readonly hedgesWon: Counter;
+  readonly instanceAttempts: Counter;
+  readonly instanceEjections: Counter;
+  readonly instanceReturns: Counter;
   readonly attemptDuration: Histogram;
   readonly retryRatio: ObservableGauge;
   readonly timeoutConfigured: ObservableGauge;
@@ -41,6 +44,9 @@ export function createInstruments(meter: Meter): PrazoInstruments {
     timeouts: counter(M.timeouts),
     deadlineInsufficient: counter(M.deadlineInsufficient),
     hedgesWon: counter(M.hedgesWon),
+    instanceAttempts: counter(M.instanceAttempts),
+    instanceEjections: counter(M.instanceEjections),
+    instanceReturns: counter(M.instanceReturns),
     attemptDuration: meter.createHistogram(M.attemptDuration.name, {
       ...options(M.attemptDuration),
       advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_S] },

@@ -182,6 +182,30 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
     expect([...scraped].sort()).toEqual([...exportedSeriesNames('exporter')].sort());
   });
 
+  it('a dependency of several instances: attempts per instance, ejections by reason, returns (SPEC X5)', () => {
+    const stock = (more: Record<string, string> = {}) => dep('stock', more);
+    const [good, refused] = run.stock.instances().map((s) => s.instance);
+    const attempts = (instance: string) =>
+      sampleValue(x, 'prazo_instance_attempts_total', stock({ prazo_instance: instance }));
+    const states = run.stock.instances();
+    // The counters say what the client's own instance states say.
+    for (const s of states) expect(attempts(s.instance)).toBe(s.picks);
+    expect(attempts(good!)).toBeGreaterThan(attempts(refused!));
+    const ejections = sampleValue(
+      x,
+      'prazo_instance_ejections_total',
+      stock({ prazo_instance: refused!, prazo_ejection_reason: 'failures' }),
+    );
+    const returns = sampleValue(x, 'prazo_instance_returns_total', stock({ prazo_instance: refused! }));
+    expect(ejections).toBeGreaterThanOrEqual(2);
+    expect(returns).toBeGreaterThanOrEqual(1);
+    expect(ejections - returns).toBeGreaterThanOrEqual(0);
+    expect(ejections - returns).toBeLessThanOrEqual(1);
+    expect(find(x, 'prazo_instance_ejections_total').every((s) => s.labels.prazo_instance === refused)).toBe(
+      true,
+    );
+  });
+
   it('every series a generated rule or dashboard panel reads is one the exporter serves', () => {
     const scraped = new Set(x.samples.map((s) => s.name));
     const rules = generateAlertRules(CONFIG).groups.flatMap((g) => g.rules.map((r) => r.expr));

@@ -19,6 +19,8 @@ import { freePort, get, HOST, startExporter, startHttp, startUnacceptingListener
  * - `supplier`: an outage (connection refused), 3 attempts asked, the default retry budget (SPEC R1, R7);
  * - `inventory`: a host that never accepts (connect timeouts, SPEC C2, D6);
  * - `catalog`: healthy, hedged; 1 call in 5 is slow on its original only (SPEC H1–H3);
+ * - `stock`: two instances, one refusing connections: per-instance attempts, its ejections and returns
+ *   (SPEC X5);
  * - `pricing`: a slow handler that outlives the caller's deadline (deadline and response timeouts,
  *   wasted work on the server, SPEC D4–D7) and a deadline too short for its p99 (fast failure);
  * - the server `orders`, and the latency budget of `POST /orders` (SPEC B3).
@@ -135,6 +137,14 @@ async function traffic(cleanups: (() => unknown)[]) {
     recorder: { windowMs: 500, minSamples: 10 },
   });
   const pricing = createHttpClient({ name: 'pricing', origin: app.origin, p99Ms: 100 });
+  // Two instances, the second one refused: ejected at its first failure, back after 100 ms, again.
+  const stock = createHttpClient({
+    name: 'stock',
+    origins: [app.origin, closed],
+    p99Ms: 100,
+    ejection: { consecutiveFailures: 1, baseEjectionMs: 100, maxEjectionMs: 100, latency: false },
+    balance: { decayMs: 100 },
+  });
   // `pricing` follows a watched config file (SPEC X9): the config-generation gauge reports its version.
   const configDir = mkdtempSync(join(tmpdir(), 'prazo-e2e-config-'));
   const configFile = join(configDir, 'prazo.config.yaml');
@@ -146,7 +156,7 @@ async function traffic(cleanups: (() => unknown)[]) {
   });
   watcher.bind(pricing);
   const firstVersion = watcher.version;
-  const clients = [supplier, inventory, catalog, pricing];
+  const clients = [supplier, inventory, catalog, pricing, stock];
   cleanups.push(() => Promise.all(clients.map((c) => c.destroy())));
   const otel = instrumentPrazo({
     meterProvider: provider,
@@ -181,6 +191,9 @@ async function traffic(cleanups: (() => unknown)[]) {
   ] as const) {
     tracker.observe(component, ms);
   }
+  // Two instances, one refused: attempts per instance, ejections and returns (SPEC X5). Before
+  // `catalog`'s stream, whose latency window must be the last one closed when the scrape comes.
+  await streamFor(600, 2, () => call(stock, '/stock'));
   // Healthy and hedged: a stream long enough to fill latency windows; 1 call in 20 has a slow first copy.
   await streamFor(2_500, 4, (i) =>
     call(catalog, '/catalog', { headers: { 'x-call': String(i), 'x-slow': String(i % 20 === 19) } }),
@@ -202,6 +215,8 @@ async function traffic(cleanups: (() => unknown)[]) {
       inventory: inventory.dependency,
       catalog: catalog.dependency,
       pricing: pricing.dependency,
+      stock: stock.dependency,
     },
+    stock,
   };
 }
