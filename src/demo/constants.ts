@@ -86,11 +86,6 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
    * per window, within 10% of any run of 2 s or more.
    */
   budgetMinPerSecond: 0.3,
-  /**
-   * Retry-After (s) a service answers when its own dependency failed: longer than any deadline, so
-   * callers fail now instead of retrying at every hop (SPEC R3; retries live at one hop).
-   */
-  retryAfterS: 2,
   /** Latency windows of the live recorder (hedging's p95): scenarios last seconds, not minutes. */
   recorderWindowMs: 1_000,
   recorderMinSamples: 15,

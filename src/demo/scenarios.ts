@@ -41,6 +41,18 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
       { kind: 'healthy' },
     ],
   },
+  {
+    name: 'instance-down',
+    title: 'One instance down',
+    description: 'one supplier instance of several is gone (connections refused); the others are healthy',
+    supplier: [{ kind: 'refuse' }, { kind: 'healthy' }],
+  },
+  {
+    name: 'instance-503',
+    title: 'One instance failing half its calls',
+    description: 'one supplier instance of several answers 503 on half of its calls; the others are healthy',
+    supplier: [{ kind: 'fail', probability: 0.5 }, { kind: 'healthy' }],
+  },
 ]);
 
 /** Looks scenarios up by name; unknown names are reported together. */

@@ -18,7 +18,9 @@ export type SupplierBehaviour =
   /** Accepts connections and requests, never answers. */
   | { readonly kind: 'hang' }
   /** Healthy, except that a share of answers stall for `stallMs`. */
-  | { readonly kind: 'stall'; readonly probability: number; readonly stallMs: number };
+  | { readonly kind: 'stall'; readonly probability: number; readonly stallMs: number }
+  /** Healthy latency, but a share of answers are a 503 (a bad deploy, a dependency of its own down). */
+  | { readonly kind: 'fail'; readonly probability: number };
 
 export interface Scenario {
   readonly name: string;
@@ -67,7 +69,6 @@ export type ServiceConfig =
       readonly poolConnections?: number;
       /** prazo only: the server's deadline for requests that bring none, and its local ceiling (D2). */
       readonly deadline?: { readonly defaultMs: number; readonly maxMs: number };
-      readonly retryAfterS?: number;
       readonly bucketMs: number;
     };
 

@@ -171,9 +171,10 @@ describe('ejection on real servers (SPEC X5)', () => {
     const { client: c, events } = client({
       origins: [a.origin, b.origin, refused],
       p99Ms: 200,
-      // A refused connect costs at least the attempt timeout in the estimate: the picker alone keeps
-      // away from it for a minute. Forgetting fast here shows the ejection doing the rest.
-      balance: { decayMs: 200 },
+      // A refused connect costs ten attempt timeouts in the estimate: the picker alone keeps away from
+      // it for a minute. Forgetting fast (and ejecting at 2 in a row) shows the ejection doing the rest.
+      balance: { decayMs: 100 },
+      ejection: { consecutiveFailures: 2 },
     });
     const result = await load(c, 4, 2_500);
     expect(result.failed).toEqual([]);
@@ -201,6 +202,7 @@ describe('ejection on real servers (SPEC X5)', () => {
       origins: [a.origin, pushing.origin, failing.origin],
       p99Ms: 200,
       balance: { decayMs: 100 }, // forgets fast: the failing one is probed again and again
+      ejection: { consecutiveFailures: 2 },
     });
     await load(c, 4, 1_500);
     expect(pushing.seen.length).toBeGreaterThan(10);

@@ -14,6 +14,14 @@ import { NoInstanceError } from '../errors/capacity.js';
 import type { Dispatch } from './handler.js';
 
 /**
+ * What a failed attempt costs an instance's estimate, in attempt timeouts: a failure is worth a caller
+ * waiting out several timeouts (the attempt, its retry, the budget it spends), not one. At one timeout
+ * a refused instance (its failures take no time) still won about a pick in five against healthy peers
+ * whose peaks reach the p99, and each of those picks spent a retry; at 10 it is probed again only once
+ * its estimate has decayed tenfold (about 23 s at the 10 s decay), and ejection does the rest.
+ */
+const FAILURE_PENALTY_TIMEOUTS = 10;
+/**
  * A route's instances (SPEC X5): the origins an HTTP dependency is reached at — a fixed list, or the
  * addresses its name resolves to (DNS discovery of a Kubernetes headless Service) — each with what
  * dispatches to it, picked per attempt by the balance's {@link InstanceSet}. `createHttpClient`
@@ -91,7 +99,7 @@ export class RouteInstances {
       initialEstimateMs: settings.initialEstimateMs,
       ejection: settings.ejection,
       floorMs: () => core().p99Ms,
-      penaltyMs: () => core().responseMs,
+      penaltyMs: () => FAILURE_PENALTY_TIMEOUTS * core().responseMs,
       listener,
     });
     const discovery = settings.discovery;

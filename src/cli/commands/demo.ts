@@ -44,7 +44,7 @@ export function register(program: Command): void {
       'load time per scenario and stack, in seconds',
       numberArg('--duration', 'seconds'),
     )
-    .option('--scenarios <list>', 'comma-separated: healthy,slow,down,hung,tail')
+    .option('--scenarios <list>', 'comma-separated: healthy,slow,down,hung,tail,instance-down,instance-503')
     .option('--stacks <list>', 'comma-separated: naive,cockatiel,prazo (default naive,prazo)')
     .option('--rate <rps>', 'checkout requests per second', numberArg('--rate', 'requests per second'))
     .option(

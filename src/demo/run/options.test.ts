@@ -6,7 +6,15 @@ describe('runDemo options', () => {
   it('defaults: naive vs prazo, every scenario, the seed-sized numbers', () => {
     const s = resolveDemoOptions({});
     expect(s.stacks).toEqual(['naive', 'prazo']);
-    expect(s.scenarios.map((x) => x.name)).toEqual(['healthy', 'slow', 'down', 'hung', 'tail']);
+    expect(s.scenarios.map((x) => x.name)).toEqual([
+      'healthy',
+      'slow',
+      'down',
+      'hung',
+      'tail',
+      'instance-down',
+      'instance-503',
+    ]);
     expect(s).toMatchObject({
       userDeadlineMs: 2_000,
       checkoutRate: 20,

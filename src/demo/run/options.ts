@@ -10,7 +10,7 @@ import type { ProgressEvent } from './progress-events.js';
 export interface DemoOptions {
   /** Stacks compared side by side. Default naive and prazo (add cockatiel for the third). */
   readonly stacks?: readonly StackName[];
-  /** Scenario names, in order. Default all: healthy, slow, down, hung, tail. */
+  /** Scenario names, in order. Default all: healthy, slow, down, hung, tail, instance-down, instance-503. */
   readonly scenarios?: readonly string[];
   /** Load time of each scenario, per stack. Default 3000; [200, 600000]. */
   readonly loadMs?: number;

@@ -106,7 +106,7 @@ export async function startStack(
   );
   const P = PRAZO_STACK_DEFAULTS;
   const prazo = stack === 'prazo';
-  const common = { stack, bucketMs: settings.bucketMs, ...(prazo ? { retryAfterS: P.retryAfterS } : {}) };
+  const common = { stack, bucketMs: settings.bucketMs };
   const inner = prazo ? { deadline: { defaultMs: P.serviceMaxMs, maxMs: P.serviceMaxMs } } : {};
   const inventoryPort = await group.start(childOf('inventory'), {
     role: 'inventory',

@@ -47,6 +47,18 @@ export function roundRobin(origins: readonly string[], counter: SendCounter): Di
   });
 }
 
+/**
+ * A dispatcher for a client that picks the instance of each request itself (prazo's `origins`): it
+ * sends each request to the origin it names, and counts it.
+ */
+export function counting(counter: SendCounter): Dispatcher {
+  const agent = new Agent({ connections: null, pipelining: 1 });
+  return agent.compose((dispatch) => (opts, handler) => {
+    counter.count();
+    return dispatch(opts, handler);
+  });
+}
+
 /** A bounded pool to one origin, sampled every `everyMs` for its occupancy (the gateway's pool). */
 export class SampledPool {
   readonly pool: Pool;

@@ -4,7 +4,7 @@ import { type Clock, sleep } from '../../clock/index.js';
 import type { RunningService } from '../process/child.js';
 import type { HopClient, Stack } from '../stacks/types.js';
 import type { HopSettings, ServiceConfig } from '../types.js';
-import { roundRobin, SampledPool, SendCounter } from './dispatchers.js';
+import { counting as countingAgent, roundRobin, SampledPool, SendCounter } from './dispatchers.js';
 import { answer, listen, shut } from './http.js';
 import { accountingHeaders, WorkLedger } from './ledger.js';
 
@@ -13,7 +13,7 @@ type RoleConfig = Extract<ServiceConfig, { role: 'gateway' | 'orders' | 'invento
 /**
  * The three middle services of the seed's chain, the same code for every stack:
  *
- *   user ─▶ gateway ─(pool of N)─▶ orders ─▶ inventory ─(round robin)─▶ supplier × k
+ *   user ─▶ gateway ─(pool of N)─▶ orders ─▶ inventory ─(instances)─▶ supplier × k
  *            GET /checkout ──────▶ /orders/checkout ──▶ /stock ────────▶ /quote
  *            GET /catalog  ──────▶ /catalog (answered by orders: the independent route)
  *
@@ -57,10 +57,17 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
     config.role === 'gateway'
       ? new SampledPool(config.downstream[0]!, config.poolConnections ?? 10, clock)
       : undefined;
-  const dispatcher = pool ? pool.pool.compose(counting) : roundRobin(config.downstream, counter);
+  // Several instances: prazo's client picks among them (SPEC X5); the others get a round robin below.
+  const picks = stack.picksInstances === true && config.downstream.length > 1;
+  const dispatcher = pool
+    ? pool.pool.compose(counting)
+    : picks
+      ? countingAgent(counter)
+      : roundRobin(config.downstream, counter);
   const client = stack.client({
     name: NEXT_HOP[config.role],
     origin: config.downstream[0]!,
+    ...(picks ? { origins: config.downstream } : {}),
     dispatcher,
     hop,
     clock,
@@ -99,11 +106,14 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
           if (g.latencies.length < MAX_LATENCY_SAMPLES) g.latencies.push(clock.now() - t0);
           return answer(res, 200, { ok: true, from: config.role });
         }
-        const failure = stack.failure({ status: reply.status }, config);
+        const failure = stack.failure(
+          { status: reply.status },
+          { ...config, dependency: NEXT_HOP[config.role], req },
+        );
         const cause = reply.body.slice(0, 300);
         answer(res, failure.status, { error: `${next} answered ${reply.status}: ${cause}` }, failure.headers);
       } catch (error) {
-        const failure = stack.failure(error, config);
+        const failure = stack.failure(error, { ...config, dependency: NEXT_HOP[config.role], req });
         answer(res, failure.status, { error: String(error) }, failure.headers);
       }
     } finally {

@@ -28,6 +28,8 @@ export function answerDelayMs(behaviour: SupplierBehaviour, random: () => number
       return random() < behaviour.probability
         ? jittered(behaviour.stallMs)
         : logNormal(random, P.medianMs, P.sigma, P.minMs);
+    case 'fail':
+      return logNormal(random, P.medianMs, P.sigma, P.minMs);
     case 'hang':
     case 'refuse':
       return undefined;
@@ -53,13 +55,15 @@ export async function startSupplier(
     const end = ledger.begin(req.headers);
     req.resume();
     const delay = answerDelayMs(behaviour, random);
+    const fails = behaviour.kind === 'fail' && random() < behaviour.probability;
     if (delay === undefined) {
       res.once('close', end); // hung: the work lasts until the caller hangs up
       return;
     }
     const timer = clock.setTimer(() => {
       timers.delete(timer);
-      answer(res, 200, { item: 'sku-1', available: 7, instance: config.instance });
+      if (fails) answer(res, 503, { error: 'unavailable', instance: config.instance });
+      else answer(res, 200, { item: 'sku-1', available: 7, instance: config.instance });
       end();
     }, delay);
     timers.add(timer);

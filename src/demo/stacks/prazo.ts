@@ -1,8 +1,10 @@
 import type { IncomingMessage } from 'node:http';
+import { DependencyFailedError } from '../../errors/dependency.js';
 import { createHttpClient } from '../../http/client.js';
 import { createLatencyRecorder } from '../../latency/recorder.js';
 import type { DeadlineFields } from '../../server/fields.js';
 import { withIncomingDeadline } from '../../server/node.js';
+import { pushbackAnswer } from '../../server/pushback.js';
 import { PRAZO_STACK_DEFAULTS as P } from '../constants.js';
 import { withCalibratedFallback } from './fallback-source.js';
 import type { FailureAnswer, HopClient, HopClientOptions, Stack } from './types.js';
@@ -17,19 +19,22 @@ import type { FailureAnswer, HopClient, HopClientOptions, Stack } from './types.
  * - retries and hedges paid from one budget per dependency, 10% of the traffic (R1, H3);
  * - a hedge after the live p95 on the supplier's reads (H1, H2), the calibrated one until the live
  *   windows (1 s here: scenarios last seconds) have enough samples;
- * - a handler whose caller hung up stops its downstream calls (D7).
- * When its own dependency fails, for any reason, a service answers 503 with a `Retry-After` longer
- * than any deadline in the chain, so its callers fail now instead of retrying at every hop (R3):
- * retries happen once, next to the failure, where one budget can see them (the SRE book's "retry at
- * one layer"). Budgets at every hop would otherwise compound: 1.1 × 1.1 × 1.1.
+ * - a handler whose caller hung up stops its downstream calls (D7);
+ * - several instances (the suppliers) are one client's `origins`: power of two choices over
+ *   peak-EWMA, a retry and a hedge to another instance, ejection of the failing or slow one (X5).
+ * When its own dependency fails, for any reason, a service answers with prazo/server's pushback
+ * (`pushbackAnswer`: 503 or 504, `grpc-retry-pushback-ms: -1`, a `Retry-After` of the seconds its
+ * deadline has left), and prazo's clients upstream neither retry nor hedge it (X6): retries happen
+ * once, next to the failure, where one budget can see them (the SRE book's "retry at one layer").
+ * Budgets at every hop would otherwise compound: 1.1 × 1.1 × 1.1.
  */
 
 function prazoClient(options: HopClientOptions): HopClient {
-  const { hop, clock, dispatcher, origin, name } = options;
+  const { hop, clock, dispatcher, origin, origins, name } = options;
   if (hop.stack !== 'prazo') throw new Error('prazo client needs prazo hop settings');
   const http = createHttpClient({
     name,
-    origin,
+    ...(origins === undefined ? { origin } : { origins: [...origins] }),
     p99Ms: hop.p99Ms,
     attempts: hop.attempts,
     retryBudget: {
@@ -56,16 +61,24 @@ function prazoClient(options: HopClientOptions): HopClient {
 }
 
 export const prazoStack: Stack = {
+  picksInstances: true,
   client: prazoClient,
   serve: (handler, options) =>
     withIncomingDeadline(handler, {
       clock: options.clock,
       ...(options.deadline ? { defaultMs: options.deadline.defaultMs, maxMs: options.deadline.maxMs } : {}),
     }),
-  // Whatever the cause (budget refused, timeout, deadline), the answer asks the caller not to come back
-  // within its deadline: a 504 would be retried one hop up, each hop paying its own 10%.
-  failure: (_cause, options): FailureAnswer => ({
-    status: 503,
-    headers: { 'retry-after': String(options.retryAfterS ?? 2) },
-  }),
+  // The library's pushback (SPEC X6): a failed answer is the dependency's failure, a thrown prazo
+  // error (budget refused, timeout, deadline, connect) says what failed. Anything else is this
+  // service's own fault: a 500, which callers may retry.
+  failure: (cause, { dependency, req }): FailureAnswer => {
+    const status = (cause as { status?: unknown } | null)?.status;
+    const error =
+      typeof status === 'number' ? new DependencyFailedError({ dependency, httpStatus: status }) : cause;
+    const deadline = (req as IncomingMessage & Partial<DeadlineFields>).deadline;
+    const answer = pushbackAnswer(error, deadline === undefined ? {} : { deadline });
+    return answer === undefined
+      ? { status: 500, headers: {} }
+      : { status: answer.status, headers: answer.headers };
+  },
 };

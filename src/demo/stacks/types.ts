@@ -26,6 +26,11 @@ export interface HopClientOptions {
   readonly name: string;
   /** Origin addressed (the dispatcher may route elsewhere: several instances). */
   readonly origin: string;
+  /**
+   * Every instance of the next hop, when it is several and the stack picks among them itself
+   * ({@link Stack.picksInstances}): the dispatcher then only counts and sends where it is told.
+   */
+  readonly origins?: readonly string[];
   readonly dispatcher: Dispatcher;
   readonly hop: HopSettings;
   readonly clock: Clock;
@@ -47,9 +52,20 @@ export interface FailureAnswer {
 }
 
 export interface Stack {
+  /**
+   * The stack's client chooses the instance of each attempt itself (prazo: `origins`, SPEC X5). The
+   * others get a round robin below them, like a Kubernetes Service.
+   */
+  readonly picksInstances?: boolean;
   client(options: HopClientOptions): HopClient;
   /** Turns a role handler into the server's listener (prazo: reads and enforces the deadline). */
   serve(handler: RoleHandler, options: ServeOptions): RequestListener;
-  /** The answer for a failed downstream call (a thrown error, or a non-200 status). */
-  failure(cause: unknown, options: { readonly retryAfterS?: number }): FailureAnswer;
+  /**
+   * The answer for a failed downstream call (a thrown error, or `{ status }` for a non-200 answer of
+   * the hop `dependency`), to the request `req`.
+   */
+  failure(
+    cause: unknown,
+    options: { readonly dependency: string; readonly req: IncomingMessage },
+  ): FailureAnswer;
 }
