@@ -65,8 +65,8 @@ export type AdaptiveLimitOptions = OptionsOf<typeof ADAPTIVE_LIMIT_OPTIONS>;
 export const CONCURRENCY_LIMIT_OPTIONS = defineOptions(
   {
     /**
-     * A fixed limit: attempts (retries and hedges included) in flight at once. `prazo check` suggests
-     * one from Little's law (`pool.rps` × the p99). Integer [1, 100000].
+     * A fixed limit: attempts (retries and hedges included) in flight at once. By Little's law, the
+     * rate you expect × the p99 in seconds, with room for bursts. Integer [1, 100000].
      */
     maxInFlight: option.integer({ min: 1, max: 100_000 }),
     /** An adaptive limit that follows min RTT ÷ current RTT: `true` for the defaults, or options. */
