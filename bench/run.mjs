@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runCalibrateSuite } from './calibrate/suite.mjs';
 import { runEffectSuite } from './effect/suite.mjs';
 import { runHttpSuite } from './http/suite.mjs';
 import { describeMachine } from './lib/machine.mjs';
@@ -16,7 +17,7 @@ import { runMicroSuite } from './micro/suite.mjs';
  * suite, well under a minute, which `npm test` exercises so the benchmarks cannot rot).
  *
  * Options: `--quick`; `--out FILE` (default bench/results.json, or a temporary file in quick mode so a
- * smoke run never replaces the last full results); `--only http,micro,memory,effect`.
+ * smoke run never replaces the last full results); `--only http,micro,memory,effect,calibrate`.
  * Writes the results as JSON, prints the markdown report on stdout and progress on stderr.
  * Imports prazo from `dist/`: build first (`npm run build`; `npm test` does it).
  */
@@ -28,7 +29,7 @@ const { values } = parseArgs({
   },
 });
 
-const SUITES = ['http', 'micro', 'memory', 'effect'];
+const SUITES = ['http', 'micro', 'memory', 'effect', 'calibrate'];
 const quick = values.quick;
 const only = values.only ? values.only.split(',').map((s) => s.trim()) : SUITES;
 for (const s of only)
@@ -44,12 +45,14 @@ export const SETTINGS = {
     micro: { runs: 3, batchMs: 50, batches: 10 },
     memory: { runs: 3, rates: [1_000, 100_000], windowMs: 10_000, steadyMs: 1_000, prazoCopies: 25 },
     effect: { runs: 3, outageSeconds: 60, rps: 100, hedgeRequests: 20_000 },
+    calibrate: { runs: 3, dependencies: 200, queryMs: 25 },
   },
   quick: {
     http: { runs: 1, warmupMs: 100, durationMs: 200, concurrency: 50 },
     micro: { runs: 1, batchMs: 5, batches: 3 },
     memory: { runs: 1, rates: [100_000], windowMs: 1_000, steadyMs: 50, prazoCopies: 2 },
     effect: { runs: 1, outageSeconds: 20, rps: 100, hedgeRequests: 2_000 },
+    calibrate: { runs: 1, dependencies: 20, queryMs: 5 },
   },
 };
 
@@ -70,6 +73,7 @@ const runners = {
   micro: () => runMicroSuite({ ...settings.micro, log }),
   memory: () => runMemorySuite({ ...settings.memory, log }),
   effect: () => runEffectSuite({ ...settings.effect, log }),
+  calibrate: () => runCalibrateSuite({ ...settings.calibrate, log }),
 };
 for (const suite of SUITES) {
   if (!only.includes(suite)) continue;

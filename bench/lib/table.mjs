@@ -26,6 +26,7 @@ export function renderMarkdown(results) {
   if (results.micro) out.push(...microTable(results.micro), '');
   if (results.memory) out.push(...memoryTable(results.memory), '');
   if (results.effect) out.push(...effectTables(results.effect), '');
+  if (results.calibrate) out.push(...effectTables(results.calibrate), '');
   out.push(...goalsTable(results.goals));
   return out.join('\n');
 }

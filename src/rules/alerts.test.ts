@@ -1,11 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { queriesOf } from '../calibrate/fleet.js';
+import { checkConfigText } from '../config/load.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { generateAlertRules, renderAlertRules } from './alerts.js';
 import { ALERTS } from './constants.js';
+import { generateDashboard } from './dashboard.js';
+import { rulesInputFromConfig } from './from-config.js';
 import type { RulesInput } from './input.js';
-import { exportedSeriesNames, type NamingScheme } from './names.js';
+import { exportedSeriesNames, latencySeries, type NamingScheme } from './names.js';
 import { parsePromQL } from './promql.test-helpers.js';
 import type { RuleFile } from './types.js';
 
@@ -129,5 +133,62 @@ describe('generateAlertRules (SPEC R7, V1, V3, B3, C5, X3)', () => {
         expect(text).toContain(part);
       }
     }
+  });
+});
+
+describe('the timeout alert judges the fleet p99 of the series calibration reads (SPEC C5, X8, #16 item 4)', () => {
+  const CONFIG = `version: 1
+dependencies:
+  - name: inventory
+    p99Ms: 80
+    histogram:
+      prometheus:
+        metric: http_client_request_duration_seconds
+        selector: '{service="inventory"}'
+        outcomeLabel: http_response_status_code
+  - name: supplier
+    p99Ms: 60
+    histogram: { prometheus: { metric: supplier_latency_ms_bucket } }
+  - name: pricing
+    p99Ms: 60
+`;
+  const loaded = checkConfigText(CONFIG, { file: 'prazo.config.yaml' }).config!;
+  const input = rulesInputFromConfig(loaded);
+  const timeoutRule = (name: string, naming: NamingScheme = 'exporter') =>
+    rules(generateAlertRules(input, { naming })).find(
+      (r) => r.alert === ALERTS.timeoutBelowP99 && r.labels.prazo_dependency === name,
+    )!;
+
+  it('reads the histogram `prazo calibrate --prometheus` reads, summed over every instance', () => {
+    for (const name of ['inventory', 'supplier', 'pricing']) {
+      const dep = loaded.dependencies.get(name)!;
+      const series = latencySeries(name, dep.prometheus, 'exporter');
+      const { buckets } = queriesOf(series, 600_000);
+      // calibrate sums increase() of the same selector by le; the alert sums rate() of it by le
+      const selectorOf = (q: string) => /\(([a-z_:]+_bucket(\{[^}]*\})?)\[/.exec(q)?.[1];
+      const expr = timeoutRule(name).expr;
+      expect(selectorOf(expr), name).toBe(selectorOf(buckets));
+      expect(expr).toMatch(/histogram_quantile\(0\.99, sum by \(le\) \(rate\(/);
+      expect(expr).not.toContain('prazo_dependency_latency_p99'); // not one process's recorder
+    }
+    expect(timeoutRule('inventory').expr).toContain(
+      'http_client_request_duration_seconds_bucket{service="inventory",http_response_status_code!~',
+    );
+    // a histogram in ms is compared with the timeout gauge in seconds: × 0.001 (× the 1.1 headroom)
+    expect(timeoutRule('supplier').expr).toMatch(
+      /\(rate\(supplier_latency_ms_bucket\[10m\]\)\)\) \* 0\.0011\)$/,
+    );
+    expect(timeoutRule('pricing').expr).toContain(
+      'prazo_dependency_attempt_duration_bucket{prazo_dependency="pricing",prazo_outcome=~',
+    );
+    expect(timeoutRule('pricing', 'otlp').expr).toContain(
+      'prazo_dependency_attempt_duration_seconds_bucket{',
+    );
+  });
+
+  it('the dashboard plots the same fleet p99 next to the configured timeout', () => {
+    const dashboard = JSON.stringify(generateDashboard(input));
+    expect(dashboard).toContain('fleet p99');
+    expect(dashboard).toContain('http_client_request_duration_seconds_bucket{service=\\"inventory\\"');
   });
 });

@@ -27,6 +27,11 @@ export const RULE_DEFAULTS = Object.freeze({
    */
   timeoutHeadroom: 1.1,
   timeoutFor: '10m',
+  /**
+   * Window of the fleet p99 the timeout is compared with: `histogram_quantile` over every instance's
+   * buckets summed (SPEC C5, X8), not one process's recorder. 10 minutes holds enough calls for a p99.
+   */
+  fleetP99Window: '10m',
   /** Abandonment (response/body timeouts ÷ attempts) above 1% on a healthy dependency is too tight (C5). */
   abandonmentRatio: 0.01,
   /** "Healthy": fewer than this fraction of attempts end in an error (otherwise the dependency is the problem). */

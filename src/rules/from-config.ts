@@ -1,6 +1,10 @@
 import { isRetryBudget, type RetryBudgetOptions } from '../budget/budget.js';
+import type { PrometheusSeries } from '../calibrate/options.js';
 import type { PrazoConfig } from '../config/load.js';
 import type { RulesDependency, RulesInput } from './input.js';
+
+/** `histogram.prometheus` without the calibration-only `baselineP99Ms`. */
+const seriesOf = ({ baselineP99Ms: _, ...series }: PrometheusSeries & { baselineP99Ms?: number }) => series;
 
 /**
  * `prazo.config.yaml`, as loaded by `loadConfig`/`checkConfigFile`, to what the generators read: per
@@ -8,7 +12,7 @@ import type { RulesDependency, RulesInput } from './input.js';
  * A dependency given a shared budget *object* (in code, not in the file) keeps the budget defaults.
  */
 export function rulesInputFromConfig(config: Pick<PrazoConfig, 'dependencies' | 'endpoints'>): RulesInput {
-  const dependencies = [...config.dependencies.values()].map(({ options }): RulesDependency => {
+  const dependencies = [...config.dependencies.values()].map(({ options, prometheus }): RulesDependency => {
     const budget = isRetryBudget(options.retryBudget)
       ? undefined
       : (options.retryBudget as RetryBudgetOptions | undefined);
@@ -18,6 +22,7 @@ export function rulesInputFromConfig(config: Pick<PrazoConfig, 'dependencies' | 
       minPerSecond: budget?.minPerSecond,
       hedging: options.hedge !== undefined && options.hedge !== false,
       attempts: options.attempts,
+      ...(prometheus === undefined ? {} : { prometheus: seriesOf(prometheus) }),
     };
   });
   const endpoints = [...config.endpoints.values()].map(({ budget }) => ({

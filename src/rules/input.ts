@@ -1,8 +1,9 @@
 import { RETRY_BUDGET_OPTIONS } from '../budget/options.js';
-import { CALIBRATE_TIMEOUT_OPTIONS } from '../calibrate/options.js';
+import type { FleetSeries } from '../calibrate/fleet.js';
+import { CALIBRATE_TIMEOUT_OPTIONS, PROMETHEUS_SERIES_OPTIONS } from '../calibrate/options.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
-import { NAMING_SCHEMES, type NamingScheme } from './names.js';
+import { latencySeries, NAMING_SCHEMES, type NamingScheme } from './names.js';
 
 /**
  * What the generators need from `prazo.config.yaml`: the dependencies with their retry budget, and
@@ -31,6 +32,13 @@ export const RULES_DEPENDENCY = defineOptions({
    * a constant 0.
    */
   attempts: CALIBRATE_TIMEOUT_OPTIONS.specs.attempts,
+  /**
+   * Where the dependency's latency histogram is in the fleet's Prometheus: the config's
+   * `histogram.prometheus` (metric, selector, outcome label, unit), the one `prazo calibrate
+   * --prometheus` reads. The timeout alert compares the configured timeout with that histogram's fleet
+   * p99. Default: prazo/otel's own attempt-duration histogram of the dependency.
+   */
+  prometheus: option.nested(PROMETHEUS_SERIES_OPTIONS),
 });
 
 export type RulesDependency = OptionsOf<typeof RULES_DEPENDENCY>;
@@ -74,6 +82,8 @@ export interface ResolvedDependency {
   readonly minPerSecond: number;
   readonly hedging: boolean;
   readonly attempts: number;
+  /** The latency histogram's series in the fleet's Prometheus, resolved under the naming scheme. */
+  readonly series: FleetSeries;
 }
 
 export interface ResolvedInput {
@@ -94,9 +104,18 @@ function unique(v: OptionsValidator, what: string, names: readonly string[]): vo
 export function resolveInput(input: RulesInput, options: RulesOptions, context: string): ResolvedInput {
   const v = new OptionsValidator(context);
   const top = v.read(RULES_INPUT, input);
-  const dependencies = (top.dependencies ?? []).map(
-    (d, i): ResolvedDependency => v.read(RULES_DEPENDENCY, d, ['dependencies', i]),
-  );
+  const { naming } = v.read(RULES_OPTIONS, options);
+  const dependencies = (top.dependencies ?? []).map((d, i): ResolvedDependency => {
+    const read = v.read(RULES_DEPENDENCY, d, ['dependencies', i]);
+    let series: FleetSeries;
+    try {
+      series = latencySeries(read.name ?? '', read.prometheus, naming ?? 'exporter');
+    } catch {
+      // already reported by the read above (a selector that is not label matchers)
+      series = latencySeries(read.name ?? '', undefined, naming ?? 'exporter');
+    }
+    return { ...read, series };
+  });
   unique(
     v,
     'dependency',
@@ -110,7 +129,6 @@ export function resolveInput(input: RulesInput, options: RulesOptions, context: 
     'endpoint',
     endpoints.map((e) => e.name),
   );
-  const { naming } = v.read(RULES_OPTIONS, options);
   v.done();
   return { dependencies, endpoints, naming };
 }

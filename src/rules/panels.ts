@@ -3,6 +3,7 @@ import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
 import { RULE_DEFAULTS } from './constants.js';
 import type { ResolvedInput } from './input.js';
 import { familyNames, labelName } from './names.js';
+import { fleetP99Seconds } from './rules-dependency.js';
 
 /**
  * The dashboard's panels, row by row (SPEC V3: the retry ratio first, with its budget line; then
@@ -100,7 +101,8 @@ export function dashboardRows(input: ResolvedInput): RowSpec[] {
     panels: [
       {
         title: 'Configured timeout vs live p99',
-        description: 'The timeout must stay above the p99 of a healthy dependency.',
+        description:
+          "The timeout must stay above the p99 of a healthy dependency: each process's own, and the fleet's (every instance's histogram summed), which the timeout alert judges.",
         unit: 's',
         targets: [
           {
@@ -108,6 +110,11 @@ export function dashboardRows(input: ResolvedInput): RowSpec[] {
             legendFormat: `timeout {{${L.dep}}} {{${L.phase}}} {{instance}}`,
           },
           { expr: selector(N.latencyP99, [dep]), legendFormat: `p99 {{${L.dep}}} {{instance}}` },
+          // The fleet's p99 (every instance's buckets), the number the timeout alert judges (SPEC X8).
+          ...input.dependencies.map((d) => ({
+            expr: `label_replace(${fleetP99Seconds(d, W)}, ${quote(L.dep)}, ${quote(d.name)}, "", "")`,
+            legendFormat: `fleet p99 {{${L.dep}}}`,
+          })),
         ],
       },
       {

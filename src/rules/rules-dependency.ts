@@ -1,4 +1,13 @@
-import { type Matcher, num, oneOf, rate, selector, sumBy, sumWithout } from '../calibrate/promql.js';
+import {
+  type Matcher,
+  num,
+  oneOf,
+  rate,
+  selector,
+  successMatcher,
+  sumBy,
+  sumWithout,
+} from '../calibrate/promql.js';
 import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
 import { ALERTS, RULE_DEFAULTS as R } from './constants.js';
 import type { ResolvedDependency } from './input.js';
@@ -20,6 +29,26 @@ const L = {
 const BY = ['job', L.dependency];
 
 const pct = (x: number): string => `${Number((x * 100).toPrecision(6))}%`;
+
+/** le's unit in seconds: the configured-timeout gauge is in seconds. */
+const UNIT_TO_S = Object.freeze({ s: 1, ms: 1e-3, us: 1e-6 });
+
+/**
+ * The fleet p99 of the dependency's successful calls (SPEC C5, X8): its latency histogram (the
+ * config's `histogram.prometheus`, the one `prazo calibrate --prometheus` reads), every instance's
+ * buckets summed by `le`, in the histogram's own unit.
+ */
+export function fleetP99(dep: ResolvedDependency, window: string = R.fleetP99Window): string {
+  const s = dep.series;
+  const ok: Matcher[] = s.outcomeLabel === undefined ? [] : [successMatcher(s.outcomeLabel)];
+  return `histogram_quantile(0.99, ${sumBy(['le'], rate(`${s.metric}_bucket`, [...s.matchers, ...ok], window))})`;
+}
+
+/** {@link fleetP99} in seconds, the unit of prazo's timeout gauges (for the dashboard). */
+export function fleetP99Seconds(dep: ResolvedDependency, window: string): string {
+  const f = UNIT_TO_S[dep.series.unit];
+  return f === 1 ? fleetP99(dep, window) : `${fleetP99(dep, window)} * ${num(f)}`;
+}
 
 export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): AlertRule[] {
   const N = familyNames(naming);
@@ -80,13 +109,13 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
   const response: Matcher = [L.phase, '=', 'response'];
   rules.push({
     alert: ALERTS.timeoutBelowP99,
-    expr: `${selector(N.timeoutConfigured, [d, response])} < ignoring (${L.phase}) (${selector(N.latencyP99, [d])} * ${num(R.timeoutHeadroom)})`,
+    expr: `max(${selector(N.timeoutConfigured, [d, response])}) < (${fleetP99(dep)} * ${num(UNIT_TO_S[dep.series.unit] * R.timeoutHeadroom)})`,
     for: R.timeoutFor,
     labels: { severity: 'warning', ...own },
     annotations: {
-      summary: `The response timeout of ${dep.name} is below (or within ${pct(R.timeoutHeadroom - 1)} of) its live p99`,
-      description: `Configured response timeout {{ $value | humanizeDuration }} for ${dep.name} no longer clears the measured p99: healthy calls are being cut (SPEC C5, V1).`,
-      runbook: `Recalibrate ${dep.name} from a healthy window (prazo calibrate), or find why its p99 grew (deploy, volume, a missing index).`,
+      summary: `The response timeout of ${dep.name} is below (or within ${pct(R.timeoutHeadroom - 1)} of) its fleet p99`,
+      description: `Configured response timeout {{ $value | humanizeDuration }} for ${dep.name} no longer clears the p99 of ${dep.series.metric} summed over the fleet: healthy calls are being cut (SPEC C5, V1, X8).`,
+      runbook: `Recalibrate ${dep.name} from the fleet's healthy windows (prazo calibrate --prometheus URL --write), or find why its p99 grew (deploy, volume, a missing index).`,
     },
   });
 

@@ -75,6 +75,11 @@ interface Results {
     hedging: Array<Skippable & { without: HedgeSide; with: HedgeSide }>;
     sections: Array<Skippable & { title: string }>;
   };
+  calibrate: {
+    parallel: FleetRun[];
+    sequential: FleetRun[];
+    sections: Array<Skippable & { title: string }>;
+  };
   goals: Goal[];
 }
 interface InstanceSide {
@@ -86,6 +91,14 @@ interface InstanceSide {
   slowInstanceShare: number;
 }
 
+interface FleetRun {
+  dependencies: number;
+  concurrency: number;
+  wallMs: number;
+  queries: number;
+  maxInFlight: number;
+  calibrated: number;
+}
 const isRange = (r: Range): boolean =>
   typeof r.median === 'number' &&
   typeof r.min === 'number' &&
@@ -108,7 +121,8 @@ describe('npm run bench -- --quick', () => {
     results = JSON.parse(readFileSync(out, 'utf8')) as Results;
     expect(results.schema).toBe('prazo-bench/1');
     expect(results.mode).toBe('quick');
-    for (const suite of ['http', 'micro', 'memory', 'effect'] as const) expect(results[suite]).toBeDefined();
+    for (const suite of ['http', 'micro', 'memory', 'effect', 'calibrate'] as const)
+      expect(results[suite]).toBeDefined();
   }, 60_000);
 
   it('describes the machine', () => {
@@ -222,6 +236,18 @@ describe('npm run bench -- --quick', () => {
     expect(results.micro.cases.map((c) => c.name)).toEqual(
       expect.arrayContaining(['instance pick, 3 instances', 'instance pick, 100 instances']),
     );
+  });
+
+  it('calibrates a fleet against a Prometheus stand-in, bounded in flight, both sides measured (SPEC X8)', () => {
+    const { parallel, sequential } = results.calibrate;
+    for (const r of [...parallel, ...sequential]) {
+      expect(r.calibrated).toBe(r.dependencies);
+      expect(r.queries).toBe(2 * r.dependencies); // buckets and calls, one range query each
+      expect(r.maxInFlight).toBeLessThanOrEqual(r.concurrency);
+      expect(r.wallMs).toBeGreaterThan(0);
+    }
+    expect(parallel[0]!.maxInFlight).toBeGreaterThan(1);
+    expect(sequential[0]!.maxInFlight).toBe(1);
   });
 
   it('states every goal with target, achieved value and verdict', () => {
