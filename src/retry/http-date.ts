@@ -27,8 +27,8 @@ export function daysFromCivil(year: number, month: number, day: number): number 
   return era * 146_097 + doe - 719_468;
 }
 
-/** The Gregorian year of an epoch instant in ms. */
-export function yearOf(epochMs: number): number {
+/** The proleptic Gregorian date of an epoch instant in ms (H. Hinnant's `civil_from_days`). */
+export function civilOf(epochMs: number): { year: number; month: number; day: number } {
   const z = Math.floor(epochMs / DAY_MS) + 719_468;
   const era = Math.floor(z / 146_097);
   const doe = z - era * 146_097;
@@ -37,7 +37,17 @@ export function yearOf(epochMs: number): number {
   );
   const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
   const mp = Math.floor((5 * doy + 2) / 153);
-  return yoe + era * 400 + (mp >= 10 ? 1 : 0);
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  return {
+    year: yoe + era * 400 + (month <= 2 ? 1 : 0),
+    month,
+    day: doy - Math.floor((153 * mp + 2) / 5) + 1,
+  };
+}
+
+/** The Gregorian year of an epoch instant in ms. */
+export function yearOf(epochMs: number): number {
+  return civilOf(epochMs).year;
 }
 
 const isLeap = (y: number): boolean => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;

@@ -4,8 +4,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../cli.test-helpers.js';
+import { formatEpoch } from './calibrate-render.js';
 
 /**
  * `prazo calibrate --prometheus` through the CLI (SPEC X8, C4, C5, #16 item 1) against a Prometheus
@@ -333,5 +335,17 @@ describe('prazo calibrate --prometheus', () => {
     );
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/bad.yaml has problems/);
+  });
+});
+
+describe('formatEpoch', () => {
+  it('property: the UTC date and time Date itself gives, to the minute', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 8_000_000_000_000 }), (ms) => {
+        const shown = formatEpoch(ms);
+        expect(shown.slice(0, 16)).toBe(new Date(ms).toISOString().slice(0, 16));
+        expect(shown.length === 17).toBe(ms % 60_000 === 0);
+      }),
+    );
   });
 });

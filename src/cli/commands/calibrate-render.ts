@@ -2,6 +2,7 @@ import type { WindowVerdict } from '../../calibrate/health.js';
 import { formatDuration as formatDurationMs } from '../../calibrate/promql.js';
 import type { LatencyDistribution } from '../../calibrate/sources/types.js';
 import type { TimeoutCalibration } from '../../calibrate/timeout.js';
+import { civilOf } from '../../retry/http-date.js';
 import type { FleetReport } from './calibrate-fleet.js';
 
 /** What `prazo calibrate` found: printed as a table, or as this very object with `--json`. */
@@ -73,18 +74,7 @@ export function renderCalibrateTable(r: CalibrateReport): string {
 export function formatEpoch(epochMs: number): string {
   const days = Math.floor(epochMs / 86_400_000);
   const msOfDay = epochMs - days * 86_400_000;
-  // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-  const z = days + 719_468;
-  const era = Math.floor(z / 146_097);
-  const doe = z - era * 146_097;
-  const yoe = Math.floor(
-    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
-  );
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const month = mp < 10 ? mp + 3 : mp - 9;
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const { year, month, day } = civilOf(epochMs);
   const two = (n: number): string => String(n).padStart(2, '0');
   const h = Math.floor(msOfDay / 3_600_000);
   const m = Math.floor((msOfDay % 3_600_000) / 60_000);

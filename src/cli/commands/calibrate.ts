@@ -7,10 +7,10 @@ import { type LatencyDistribution, SOURCE_LIMITS, SourceError } from '../../cali
 import { calibrateTimeout } from '../../calibrate/timeout.js';
 import { readBoundedText } from '../../config/load.js';
 import { isInvalidOptions } from '../../errors/guards.js';
-import { NAMING_SCHEMES, type NamingScheme } from '../../rules/names.js';
+import { NAMING_SCHEMES } from '../../rules/names.js';
 import { cliContext, ExitCode, UsageError } from '../context.js';
 import { choiceArg, numberArg } from '../parse-args.js';
-import { fleetCommand } from './calibrate-fleet.js';
+import { type FleetFlags, fleetCommand } from './calibrate-fleet.js';
 import { type CalibrateReport, renderCalibrateTable, renderFleetTable } from './calibrate-render.js';
 
 /**
@@ -19,7 +19,7 @@ import { type CalibrateReport, renderCalibrateTable, renderFleetTable } from './
  * latency column. The window is judged first; a degraded one is refused (exit 1). With `--prometheus`,
  * every dependency of a config, from the fleet's Prometheus (`calibrate-fleet.ts`).
  */
-interface Flags {
+interface Flags extends Omit<FleetFlags, 'prometheus'> {
   p99?: number;
   histogram?: string;
   format?: 'prometheus' | 'samples' | 'csv';
@@ -33,25 +33,12 @@ interface Flags {
   connectCap?: number;
   overhead?: number;
   baselineP99?: number;
-  maxErrorRate?: number;
-  maxTimeoutRate?: number;
-  minSamples?: number;
   poolSize?: number;
   rps?: number;
   json?: boolean;
   strict?: boolean;
-  // --prometheus (fleet calibration)
+  /** --prometheus: fleet calibration, with its own flags (`calibrate-fleet.ts`). */
   prometheus?: string;
-  config?: string;
-  window?: string;
-  step?: string;
-  end?: string;
-  write?: boolean;
-  naming?: NamingScheme;
-  bearerTokenFile?: string;
-  basicAuthFile?: string;
-  timeout?: number;
-  concurrency?: number;
 }
 
 /** Flags that describe one dependency: with --prometheus each dependency's own config says them. */
