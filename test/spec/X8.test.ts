@@ -155,14 +155,19 @@ describe.skipIf(!hasPrometheus)('SPEC X8: prazo calibrate --prometheus against a
       expect(w.verdict.health).toBe('degraded');
       expect(w.verdict.reasons.join(' ')).toMatch(/error rate/);
     }
-    // Every sub-window wholly inside the healthy stretch is healthy once it has the calls to be
-    // judged (the first may start before Prometheus' first scrape: too few calls, never degraded).
+    // The sub-windows wholly inside the healthy stretch: judged healthy once they have the calls to
+    // be judged (the first may start before Prometheus' first scrape: too few calls). A shared machine
+    // can stall the loop long enough to make one of them slow for real: the guard may refuse that one
+    // for its p99 jump, never for errors (there were none), and at least two stay healthy.
     const inHealthy = windows.filter((w) => w.endEpochMs <= degradedFrom - 1000);
-    expect(inHealthy.filter((w) => w.count >= 100).length).toBeGreaterThanOrEqual(2);
-    for (const w of inHealthy)
-      expect(w.verdict.health, JSON.stringify(w)).toBe(w.count >= 100 ? 'healthy' : 'insufficient');
-    // (the insufficient first one, if any, is not counted healthy)
-    expect(inv.healthyWindows).toBeGreaterThanOrEqual(inHealthy.filter((w) => w.count >= 100).length);
+    expect(inHealthy.filter((w) => w.verdict.health === 'healthy').length).toBeGreaterThanOrEqual(2);
+    for (const w of inHealthy) {
+      if (w.count < 100) expect(w.verdict.health, JSON.stringify(w)).toBe('insufficient');
+      else if (w.verdict.health !== 'healthy')
+        expect(w.verdict.reasons.join(' '), JSON.stringify(w)).toMatch(
+          /^p99 [\d.]+ ms is [\d.]+x the healthy baseline/,
+        );
+    }
     expect(
       windows.filter((w) => w.verdict.health === 'healthy').every((w) => w.endEpochMs <= degradedFrom + 1000),
     ).toBe(true);
@@ -172,11 +177,10 @@ describe.skipIf(!hasPrometheus)('SPEC X8: prazo calibrate --prometheus against a
     expect(inv.recommendation.responseMs).toBe(slackedTimeoutMs(m.p99, 1.4));
     // ...within the bucket resolution: the true p99 of the healthy calls lies in the bucket it was
     // interpolated in (the server's 30–60 ms plus the client's overhead: (50, 75] on a quiet machine).
-    const healthySpan = windows.filter((w) => w.verdict.health === 'healthy');
-    const from = Math.min(...healthySpan.map((w) => w.startEpochMs));
-    const to = Math.max(...healthySpan.map((w) => w.endEpochMs));
+    const healthy = windows.filter((w) => w.verdict.health === 'healthy');
+    expect(inv.healthyWindows).toBe(healthy.length);
     const seen = healthyLatencies
-      .filter((l) => l.at > from && l.at <= to)
+      .filter((l) => healthy.some((w) => l.at > w.startEpochMs && l.at <= w.endEpochMs))
       .map((l) => l.ms)
       .sort((a, b) => a - b);
     const trueP99 = seen[Math.ceil(seen.length * 0.99) - 1]!;
@@ -195,7 +199,7 @@ describe.skipIf(!hasPrometheus)('SPEC X8: prazo calibrate --prometheus against a
     expect(report.changes[0]).toMatchObject({ dependency: 'inventory', fromMs: 120 });
 
     // Each sub-window's p99 is Prometheus' own histogram_quantile over the same buckets.
-    const w = inHealthy.filter((x) => x.count >= 100).at(-1)!;
+    const w = healthy.at(-1)!;
     const [sample] = (await prometheus!.query(
       `histogram_quantile(0.99, sum by (le) (increase(prazo_dependency_attempt_duration_bucket{prazo_dependency="inventory",prazo_outcome="success"}[${STEP_S}s] @ ${w.endEpochMs / 1000})))`,
     )) as { value: [number, string] }[];
