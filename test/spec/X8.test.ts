@@ -128,6 +128,13 @@ interface Window {
   verdict: { health: string; reasons: string[] };
 }
 
+// Never a silent pass: without the binary the end-to-end test below cannot run, and this one says so.
+it('a real Prometheus is installed (Debian `prometheus`; .ci/run installs it)', () => {
+  expect(hasPrometheus, 'apt-get install prometheus: the X8 end-to-end test needs the real server').toBe(
+    true,
+  );
+});
+
 describe.skipIf(!hasPrometheus)('SPEC X8: prazo calibrate --prometheus against a real Prometheus', () => {
   it('refuses the degraded sub-windows and recommends ceil(p99 × 1.4) of the healthy ones, within the bucket', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'prazo-x8-'));
