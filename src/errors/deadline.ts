@@ -8,6 +8,11 @@ export interface DeadlineExceededDetails {
   readonly elapsedMs?: number;
   /** The deadline as wall-clock epoch ms (what travelled in the header). */
   readonly deadlineEpochMs?: number;
+  /**
+   * `'unknown'` when the work had been sent and may have taken effect (a write whose deadline passed
+   * mid-flight): it must not be retried blindly. Absent when the integration cannot tell.
+   */
+  readonly outcome?: 'unknown';
   readonly cause?: unknown;
 }
 
@@ -21,14 +26,23 @@ export class DeadlineExceededError extends PrazoError {
   readonly dependency: string | undefined;
   readonly elapsedMs: number | undefined;
   readonly deadlineEpochMs: number | undefined;
+  /** `'unknown'`: the work was sent and may have taken effect; never retry it blindly. */
+  readonly outcome: 'unknown' | undefined;
 
   constructor(details: DeadlineExceededDetails = {}) {
     const where = details.dependency ? ` calling ${details.dependency}` : '';
     const after = details.elapsedMs === undefined ? '' : ` after ${Math.round(details.elapsedMs)} ms`;
-    super(ErrorCode.DEADLINE_EXCEEDED, `deadline exceeded${where}${after}`, { cause: details.cause });
+    const outcome =
+      details.outcome === 'unknown'
+        ? '; it was sent and its outcome is unknown (it may have taken effect): do not retry it blindly'
+        : '';
+    super(ErrorCode.DEADLINE_EXCEEDED, `deadline exceeded${where}${after}${outcome}`, {
+      cause: details.cause,
+    });
     this.dependency = details.dependency;
     this.elapsedMs = details.elapsedMs;
     this.deadlineEpochMs = details.deadlineEpochMs;
+    this.outcome = details.outcome;
   }
 }
 

@@ -36,6 +36,7 @@ const window = { count: 1_000, errors: 0, timeouts: 0, p99: 10 };
 const source = { record: () => {}, quantile: () => 5 };
 const histogram = 'x_bucket{le="10"} 100\nx_bucket{le="+Inf"} 100\n';
 const pg = { query: () => Promise.resolve({ rows: [] }), getTransactionStatus: () => 'I' };
+const mysql = { query: () => Promise.resolve([[]]), threadId: 1, _handshakePacket: { serverVersion: '8.4' } };
 const grpcHandler = () => {};
 
 /**
@@ -185,6 +186,15 @@ const CASES: Record<string, readonly [Call, string]> = {
     (m) => m.transactionWithDeadline!(pg as never, (async () => 1) as never, { cancelGrace: 1 } as never),
     'cancelGraceMs',
   ],
+  // prazo/mysql
+  mysqlQuery: [
+    (m) => m.mysqlQuery!(mysql as never, 'select 1' as never, [] as never, { p99: 1 } as never),
+    'p99Ms',
+  ],
+  mysqlTransaction: [
+    (m) => m.mysqlTransaction!(mysql as never, (async () => 1) as never, { killvia: mysql } as never),
+    'killVia',
+  ],
   // prazo/otel
   instrumentPrazo: [(m) => m.instrumentPrazo!({ dependency: [] } as never), 'dependencies'],
   // prazo/rules
@@ -253,6 +263,7 @@ const NO_OPTIONS: Record<string, string> = {
   isInvalidOptions: 'a guard',
   isDeadlineError: 'a guard',
   isQueryCanceled: 'a guard',
+  isStatementInterrupted: 'a guard',
   isQueueTimeout: 'a guard',
   PrazoError: 'an error class: a code and a message',
   DeadlineExceededError: 'an error class: its details',

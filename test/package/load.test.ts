@@ -61,6 +61,7 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
     'prazo/server': [],
     'prazo/fastify': [],
     'prazo/pg': [],
+    'prazo/mysql': [],
     'prazo/testing': [],
   };
 
@@ -80,7 +81,8 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
     const otel = packagesLoadedBy('prazo/otel');
     expect(otel).toContain('@opentelemetry/api');
     for (const loaded of [grpc, otel])
-      for (const other of ['yaml', 'undici', 'express', 'fastify', 'pg']) expect(loaded).not.toContain(other);
+      for (const other of ['yaml', 'undici', 'express', 'fastify', 'pg', 'mysql2', 'mariadb'])
+        expect(loaded).not.toContain(other);
   });
 
   it('covers every entry point of package.json', () => {

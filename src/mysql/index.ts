@@ -1,0 +1,12 @@
+/**
+ * `prazo/mysql`: MySQL and MariaDB statements and transactions that stop on the server when the
+ * deadline passes (SPEC D4, D7), over `mysql2` (promise and callback APIs) and the `mariadb`
+ * connector. Both are optional peers: nothing of them is imported.
+ *
+ * @module prazo/mysql
+ */
+export type { MysqlConnection, MysqlPool, MysqlServer, MysqlTarget } from './driver.js';
+export { MYSQL_DEADLINE_OPTIONS, type MysqlDeadlineOptions } from './options.js';
+export { mysqlQuery } from './query.js';
+export { isStatementInterrupted } from './statement.js';
+export { type MysqlTransaction, mysqlTransaction } from './transaction.js';

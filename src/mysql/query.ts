@@ -1,0 +1,44 @@
+import { currentDeadline } from '../deadline/ambient.js';
+import { invoke, type MysqlTarget } from './driver.js';
+import { type MysqlDeadlineOptions, resolveMysqlOptions } from './options.js';
+import { checkFits, openSession, runStatement } from './session.js';
+import { isServerError } from './statement.js';
+
+/**
+ * Runs one statement on MySQL or MariaDB under the ambient or given deadline (SPEC D4, D7), through
+ * `mysql2` (promise or callback API) or the `mariadb` connector, on a pool or on one connection:
+ * - with less than `p99Ms` left it is not sent and no connection is taken (DeadlineInsufficientError);
+ * - a pool's connection is waited for no longer than the deadline;
+ * - the statement carries a server-side limit from the time left (MariaDB
+ *   `SET STATEMENT max_statement_time=… FOR …`; MySQL `MAX_EXECUTION_TIME` on SELECT), and the client
+ *   sends `KILL QUERY` when the deadline passes for what the limit does not cover;
+ * - the server's "interrupted" errors become DeadlineExceededError with `outcome: 'unknown'` (a
+ *   write stopped mid-flight may or may not have taken effect: never retry it blindly);
+ * - a connection whose statement may still be running, or that was sent a kill, is destroyed, never
+ *   handed back to the pool.
+ * Resolves with what the driver gives (`mysql2`: `[rows, fields]`; `mariadb`: `rows`). Outside any
+ * deadline the statement runs as given: prazo never invents one.
+ */
+export async function mysqlQuery<T = unknown>(
+  target: MysqlTarget,
+  sql: string,
+  values?: unknown,
+  options: MysqlDeadlineOptions = {},
+): Promise<T> {
+  const resolved = resolveMysqlOptions('mysqlQuery', options, currentDeadline());
+  const { deadline } = resolved;
+  if (deadline !== undefined) checkFits(deadline, resolved);
+  const session = await openSession(target, deadline, resolved);
+  try {
+    const result =
+      deadline === undefined
+        ? await invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
+        : await runStatement(session, sql, values, deadline, resolved, target);
+    session.end();
+    return result as T;
+  } catch (error) {
+    if (!isServerError(error)) session.taint();
+    session.end();
+    throw error;
+  }
+}

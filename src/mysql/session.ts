@@ -1,0 +1,213 @@
+import type { Deadline } from '../deadline/deadline.js';
+import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
+import {
+  invoke,
+  isPool,
+  type MysqlConnection,
+  type MysqlServer,
+  type MysqlTarget,
+  serverOf,
+} from './driver.js';
+import type { ResolvedMysqlOptions } from './options.js';
+import { isServerError, isStatementInterrupted, limitStatement } from './statement.js';
+
+/** Fails fast, before any I/O and before a connection is taken, when less than the p99 is left (SPEC D4). */
+export function checkFits(deadline: Deadline, options: ResolvedMysqlOptions): void {
+  const remainingMs = deadline.remainingMs();
+  if (remainingMs <= 0 || remainingMs < options.p99Ms) {
+    throw new DeadlineInsufficientError({ dependency: options.name, remainingMs, neededMs: options.p99Ms });
+  }
+}
+
+/**
+ * One connection for one call, and how it ends. A connection is *tainted* once it may still be
+ * running a statement (the client stopped waiting), once `KILL QUERY` was sent for it (the kill may
+ * land on whatever it runs next), or once its socket failed: a tainted connection is destroyed, never
+ * handed back to the pool, so no late reply or late kill can reach the pool's next user.
+ */
+export class Session {
+  private tainted = false;
+  private ended = false;
+
+  constructor(
+    readonly connection: MysqlConnection,
+    readonly server: MysqlServer,
+    private readonly pooled: boolean,
+  ) {}
+
+  taint(): void {
+    this.tainted = true;
+  }
+
+  get isTainted(): boolean {
+    return this.tainted;
+  }
+
+  /** Gives the connection back (pooled, clean), or destroys it (tainted, or `drop`). Idempotent. */
+  end(drop = false): void {
+    if (this.ended) return;
+    if (!this.pooled && !drop && !this.tainted) return; // the caller's own connection, healthy: theirs
+    this.ended = true;
+    const method = drop || this.tainted ? 'destroy' : 'release';
+    const fn = (this.connection as unknown as Record<string, unknown>)[method];
+    if (typeof fn !== 'function') return;
+    try {
+      const returned = (fn as () => unknown).call(this.connection);
+      if (returned instanceof Promise) returned.catch(() => undefined);
+    } catch {
+      // a connection already closed by its driver has nothing left to give back
+    }
+  }
+}
+
+/** A connection of the caller's, or one taken from the pool within what is left of the deadline. */
+export async function openSession(
+  target: MysqlTarget,
+  deadline: Deadline | undefined,
+  options: ResolvedMysqlOptions,
+): Promise<Session> {
+  if (!isPool(target)) return new Session(target, options.server ?? (await serverOf(target)), false);
+  const taken = deadline === undefined ? acquire(target) : withinDeadline(acquire(target), deadline, options);
+  const connection = await taken;
+  try {
+    return new Session(connection, options.server ?? (await serverOf(connection)), true);
+  } catch (error) {
+    new Session(connection, 'mysql', true).end(true);
+    throw error;
+  }
+}
+
+const acquire = (pool: MysqlTarget): Promise<MysqlConnection> =>
+  invoke(pool, 'getConnection', []) as Promise<MysqlConnection>;
+
+/** A pool with no free connection must not hold the call past its deadline; a late one goes back. */
+function withinDeadline(
+  pending: Promise<MysqlConnection>,
+  deadline: Deadline,
+  options: ResolvedMysqlOptions,
+): Promise<MysqlConnection> {
+  const { clock, name } = options;
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const started = clock.now();
+    const timer = clock.setTimer(
+      () => {
+        late = true;
+        reject(new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: clock.now() - started }));
+      },
+      deadline.remainingMs(),
+      { unref: true },
+    );
+    pending.then(
+      (connection) => {
+        clock.clearTimer(timer);
+        if (late) new Session(connection, 'mysql', true).end();
+        else resolve(connection);
+      },
+      (error: unknown) => {
+        clock.clearTimer(timer);
+        if (!late) reject(error);
+      },
+    );
+  });
+}
+
+/** Sends `KILL QUERY <thread>` from another connection; best effort (a kill that fails is dropped). */
+function sendKill(session: Session, via: MysqlTarget | undefined): boolean {
+  const id = session.connection.threadId;
+  if (via === undefined || typeof id !== 'number' || !Number.isSafeInteger(id) || id <= 0) return false;
+  session.taint();
+  invoke(via, 'query', [`KILL QUERY ${id}`]).catch(() => undefined);
+  return true;
+}
+
+/**
+ * Runs one statement under `deadline` with real, server-side cancellation (SPEC D7):
+ * - the server's own limit (`max_statement_time` / `MAX_EXECUTION_TIME`) is the first line, when the
+ *   statement takes one (see `limitStatement`);
+ * - `KILL QUERY` from another connection at the deadline for a statement the limit does not cover,
+ *   `cancelGraceMs` after it for one it does (a backup), and at once when the caller's signal aborts;
+ * - `cancelGraceMs` after the kill the client stops waiting: the connection is destroyed (its reply
+ *   must never be read as another statement's) and the call rejects.
+ * The server's "interrupted" errors become DeadlineExceededError (the driver's error as `cause`),
+ * or the signal's reason. Once sent, a statement stopped by the deadline has an unknown outcome.
+ */
+export function runStatement(
+  session: Session,
+  sql: string,
+  values: unknown,
+  deadline: Deadline,
+  options: ResolvedMysqlOptions,
+  target: MysqlTarget,
+): Promise<unknown> {
+  const { clock, signal, name, cancelGraceMs } = options;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  const remainingMs = deadline.remainingMs();
+  if (remainingMs <= 0) {
+    return Promise.reject(
+      new DeadlineExceededError({ dependency: name, elapsedMs: 0, deadlineEpochMs: deadline.epochMs() }),
+    );
+  }
+  const via = options.killVia ?? (isPool(target) ? target : undefined);
+  const limited = limitStatement(sql, session.server, remainingMs);
+  const started = clock.now();
+  const exceeded = (cause?: unknown): DeadlineExceededError =>
+    new DeadlineExceededError({
+      dependency: name,
+      elapsedMs: clock.now() - started,
+      deadlineEpochMs: deadline.epochMs(),
+      outcome: 'unknown',
+      cause,
+    });
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let killed = false;
+    let giveUpTimer: ReturnType<typeof clock.setTimer> | undefined;
+    const settle = (then: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clock.clearTimer(killTimer);
+      if (giveUpTimer !== undefined) clock.clearTimer(giveUpTimer);
+      if (signal !== undefined) unsubscribeAbort(signal, kill);
+      then();
+    };
+    const giveUp = (): void =>
+      settle(() => {
+        session.taint();
+        session.end(true);
+        reject(signal?.aborted ? signal.reason : exceeded());
+      });
+    function kill(): void {
+      if (killed || settled) return;
+      killed = sendKill(session, via);
+      giveUpTimer = clock.setTimer(giveUp, cancelGraceMs, { unref: true });
+    }
+    const killTimer = clock.setTimer(kill, limited.covered ? remainingMs + cancelGraceMs : remainingMs, {
+      unref: true,
+    });
+    if (signal !== undefined) subscribeAbort(signal, kill);
+    const args = values === undefined ? [limited.sql] : [limited.sql, values];
+    invoke(session.connection, 'query', args).then(
+      (value) => settle(() => resolve(value)),
+      (error: unknown) =>
+        settle(() => {
+          if (!isServerError(error)) session.taint();
+          if (signal?.aborted) reject(signal.reason);
+          else if (isStatementInterrupted(error) && (killed || ours(error, deadline, cancelGraceMs)))
+            reject(exceeded(error));
+          else reject(error);
+        }),
+    );
+  });
+}
+
+/**
+ * Whether an "interrupted" error is the deadline's: the server's own limit (1969, 3024) fires a little
+ * before the deadline (rounded down, set before the statement started), hence the grace. A `KILL
+ * QUERY` from elsewhere (1317) with time still left is someone else's, and stays the driver's error.
+ */
+function ours(error: unknown, deadline: Deadline, graceMs: number): boolean {
+  const errno = (error as { errno?: unknown }).errno;
+  return errno === 1969 || errno === 3024 || deadline.remainingMs() <= graceMs;
+}

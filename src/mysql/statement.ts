@@ -1,0 +1,65 @@
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import type { MysqlServer } from './driver.js';
+
+/**
+ * The server-side limit of one statement, from the time left (SPEC D7), in each dialect:
+ * - MariaDB: `SET STATEMENT max_statement_time=<s> FOR <statement>`, for any statement, scoped to
+ *   that statement on the server (nothing to reset, nothing to leak into the pool's next user);
+ * - MySQL: the `MAX_EXECUTION_TIME(<ms>)` optimizer hint, which MySQL honours for read-only `SELECT`
+ *   only. Every other statement is *not covered*: the client sends `KILL QUERY` at the deadline.
+ * A statement is left as written, and not covered, when the prefix would change what it means or is
+ * refused: transaction control and `SET` itself, several statements in one string (only the first
+ * would be limited), a `SELECT` already carrying a hint block (MySQL reads only the first one).
+ */
+export interface LimitedStatement {
+  readonly sql: string;
+  /** True when the server itself ends the statement at the limit; false: only `KILL QUERY` does. */
+  readonly covered: boolean;
+}
+
+/** Statements the prefix must not touch: they end no work of their own or refuse `SET STATEMENT`. */
+const UNWRAPPABLE =
+  /^\s*(set|begin|start|commit|rollback|savepoint|release|xa|lock|unlock|use|kill|prepare|execute|deallocate|call)\b/i;
+/** A second statement after a `;` (a conservative test: a `;` inside a string literal counts too). */
+const SEVERAL = /;\s*\S/;
+const SELECT = /^(\s*\(*\s*select)\b/i;
+
+/** The limit in whole ms, rounded down and at least 1 (0 means "no limit" to both servers). */
+export function limitMs(remainingMs: number): number {
+  return Math.min(MAX_TIMER_DELAY_MS, Math.max(1, Math.floor(remainingMs)));
+}
+
+export function limitStatement(sql: string, server: MysqlServer, remainingMs: number): LimitedStatement {
+  if (UNWRAPPABLE.test(sql) || SEVERAL.test(sql.trimEnd().replace(/;$/, ''))) return { sql, covered: false };
+  const ms = limitMs(remainingMs);
+  if (server === 'mariadb') {
+    return { sql: `SET STATEMENT max_statement_time=${(ms / 1000).toFixed(3)} FOR ${sql}`, covered: true };
+  }
+  const select = SELECT.exec(sql);
+  if (select === null || /^\s*\/\*\+/.test(sql.slice(select[0].length))) return { sql, covered: false };
+  return {
+    sql: `${select[1]} /*+ MAX_EXECUTION_TIME(${ms}) */${sql.slice(select[0].length)}`,
+    covered: true,
+  };
+}
+
+/**
+ * The server's own "interrupted" errors (`errno`): MariaDB's `max_statement_time` (1969), MySQL's
+ * `MAX_EXECUTION_TIME` (3024), and `KILL QUERY` (1317, both servers).
+ */
+export const INTERRUPTED_ERRNOS: ReadonlySet<number> = new Set([1969, 3024, 1317]);
+
+/** True for an error the server raised because the statement was interrupted (limit or KILL). */
+export function isStatementInterrupted(error: unknown): boolean {
+  const errno = (error as { errno?: unknown } | null)?.errno;
+  return typeof errno === 'number' && INTERRUPTED_ERRNOS.has(errno);
+}
+
+/**
+ * True when an error came from the server about the statement (it carries a SQL state): the
+ * connection is fine. Anything else (a socket error, a protocol error) means it is not.
+ */
+export function isServerError(error: unknown): boolean {
+  const e = error as { sqlState?: unknown; sqlMessage?: unknown; fatal?: unknown } | null;
+  return typeof e?.sqlState === 'string' && e.sqlState.length === 5 && e.fatal !== true;
+}

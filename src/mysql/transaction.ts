@@ -1,0 +1,84 @@
+import { currentDeadline } from '../deadline/ambient.js';
+import type { Deadline } from '../deadline/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { invoke, type MysqlConnection, type MysqlTarget } from './driver.js';
+import { type MysqlDeadlineOptions, type ResolvedMysqlOptions, resolveMysqlOptions } from './options.js';
+import { checkFits, openSession, runStatement, type Session } from './session.js';
+
+/** What the function given to {@link mysqlTransaction} works with. */
+export interface MysqlTransaction {
+  /** The connection holding the transaction (use `query` below for deadline-aware statements). */
+  readonly connection: MysqlConnection;
+  /** The deadline the transaction runs under, when there is one. */
+  readonly deadline: Deadline | undefined;
+  /**
+   * Runs one statement of the transaction with its server-side limit from the time left, refused at
+   * once once the deadline has passed or the caller's signal aborted, killed on the server when the
+   * time runs out. Resolves with what the driver gives.
+   */
+  query<T = unknown>(sql: string, values?: unknown): Promise<T>;
+}
+
+/**
+ * Runs `fn` in a transaction bounded by the deadline (SPEC D4, D7): `START TRANSACTION`, every
+ * statement through `tx.query` (each limited on the server by the time left), `COMMIT` when `fn`
+ * resolves in time. A business error (a rejection of `fn`) rolls back and keeps the connection; an
+ * abort or a passed deadline rolls back and drops it (a kill may still be in flight towards it);
+ * finishing after the deadline rolls back too: the caller has been told "deadline exceeded" and may
+ * retry, so the work must not also have happened. A `COMMIT` whose reply does not come by the
+ * deadline rejects with `outcome: 'unknown'`. With less than `p99Ms` (the whole transaction's p99)
+ * left, nothing is sent and no connection is taken.
+ */
+export async function mysqlTransaction<T>(
+  target: MysqlTarget,
+  fn: (tx: MysqlTransaction) => Promise<T>,
+  options: MysqlDeadlineOptions = {},
+): Promise<T> {
+  const resolved = resolveMysqlOptions('mysqlTransaction', options, currentDeadline());
+  const { deadline, signal } = resolved;
+  if (deadline !== undefined) checkFits(deadline, resolved);
+  const session = await openSession(target, deadline, resolved);
+  const run = (sql: string, values?: unknown): Promise<unknown> =>
+    deadline === undefined
+      ? invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
+      : runStatement(session, sql, values, deadline, resolved, target);
+  try {
+    await run('START TRANSACTION');
+    const result = await fn(transaction(session, deadline, resolved, run));
+    if (signal?.aborted) throw signal.reason;
+    if (deadline?.expired()) throw exceeded(deadline, resolved);
+    await run('COMMIT');
+    session.end();
+    return result;
+  } catch (error) {
+    const rolledBack =
+      !session.isTainted &&
+      (await invoke(session.connection, 'query', ['ROLLBACK']).then(
+        () => true,
+        () => false,
+      ));
+    session.end(!rolledBack || signal?.aborted === true || deadline?.expired() === true);
+    throw error;
+  }
+}
+
+function transaction(
+  session: Session,
+  deadline: Deadline | undefined,
+  options: ResolvedMysqlOptions,
+  run: (sql: string, values?: unknown) => Promise<unknown>,
+): MysqlTransaction {
+  return {
+    connection: session.connection,
+    deadline,
+    async query<R>(sql: string, values?: unknown) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (deadline?.expired()) throw exceeded(deadline, options);
+      return (await run(sql, values)) as R;
+    },
+  };
+}
+
+function exceeded(deadline: Deadline, options: ResolvedMysqlOptions): DeadlineExceededError {
+  return new DeadlineExceededError({ dependency: options.name, deadlineEpochMs: deadline.epochMs() });
+}
