@@ -82,7 +82,7 @@ const acquire = (pool: MysqlTarget): Promise<MysqlConnection> =>
   invoke(pool, 'getConnection', []) as Promise<MysqlConnection>;
 
 /** A pool with no free connection must not hold the call past its deadline; a late one goes back. */
-function withinDeadline(
+export function withinDeadline(
   pending: Promise<MysqlConnection>,
   deadline: Deadline,
   options: ResolvedMysqlOptions,
@@ -114,12 +114,44 @@ function withinDeadline(
 }
 
 /** Sends `KILL QUERY <thread>` from another connection; best effort (a kill that fails is dropped). */
-function sendKill(session: Session, via: MysqlTarget | undefined): boolean {
+export function sendKill(session: Session, via: MysqlTarget | undefined): boolean {
   const id = session.connection.threadId;
   if (via === undefined || typeof id !== 'number' || !Number.isSafeInteger(id) || id <= 0) return false;
-  session.taint();
   invoke(via, 'query', [`KILL QUERY ${id}`]).catch(() => undefined);
   return true;
+}
+
+/** Runs one statement of a {@link Session} under `deadline` (see {@link guardStatement}). */
+export function runStatement(
+  session: Session,
+  sql: string,
+  values: unknown,
+  deadline: Deadline,
+  options: ResolvedMysqlOptions,
+  target: MysqlTarget,
+): Promise<unknown> {
+  const via = options.killVia ?? (isPool(target) ? target : undefined);
+  return guardStatement(sql, session.server, deadline, options, {
+    execute: (limited) =>
+      invoke(session.connection, 'query', values === undefined ? [limited] : [limited, values]),
+    kill: () => sendKill(session, via),
+    taint: () => session.taint(),
+    drop: () => {
+      session.taint();
+      session.end(true);
+    },
+  });
+}
+
+/** How a guarded statement reaches its connection: run it, kill it, mark or drop the connection. */
+export interface StatementHandle {
+  execute(sql: string): Promise<unknown>;
+  /** Sends `KILL QUERY` for the connection from elsewhere; false when there is nowhere to send it from. */
+  kill(): boolean;
+  /** The connection must not be reused (a kill was sent, or it failed). */
+  taint(): void;
+  /** The client gives up waiting: the connection is destroyed now. */
+  drop(): void;
 }
 
 /**
@@ -133,13 +165,12 @@ function sendKill(session: Session, via: MysqlTarget | undefined): boolean {
  * The server's "interrupted" errors become DeadlineExceededError (the driver's error as `cause`),
  * or the signal's reason. Once sent, a statement stopped by the deadline has an unknown outcome.
  */
-export function runStatement(
-  session: Session,
+export function guardStatement(
   sql: string,
-  values: unknown,
+  server: MysqlServer,
   deadline: Deadline,
   options: ResolvedMysqlOptions,
-  target: MysqlTarget,
+  handle: StatementHandle,
 ): Promise<unknown> {
   const { clock, signal, name, cancelGraceMs } = options;
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -149,8 +180,7 @@ export function runStatement(
       new DeadlineExceededError({ dependency: name, elapsedMs: 0, deadlineEpochMs: deadline.epochMs() }),
     );
   }
-  const via = options.killVia ?? (isPool(target) ? target : undefined);
-  const limited = limitStatement(sql, session.server, remainingMs);
+  const limited = limitStatement(sql, server, remainingMs);
   const started = clock.now();
   const exceeded = (cause?: unknown): DeadlineExceededError =>
     new DeadlineExceededError({
@@ -174,25 +204,24 @@ export function runStatement(
     };
     const giveUp = (): void =>
       settle(() => {
-        session.taint();
-        session.end(true);
+        handle.drop();
         reject(signal?.aborted ? signal.reason : exceeded());
       });
     function kill(): void {
       if (killed || settled) return;
-      killed = sendKill(session, via);
+      killed = handle.kill();
+      if (killed) handle.taint();
       giveUpTimer = clock.setTimer(giveUp, cancelGraceMs, { unref: true });
     }
     const killTimer = clock.setTimer(kill, limited.covered ? remainingMs + cancelGraceMs : remainingMs, {
       unref: true,
     });
     if (signal !== undefined) subscribeAbort(signal, kill);
-    const args = values === undefined ? [limited.sql] : [limited.sql, values];
-    invoke(session.connection, 'query', args).then(
+    handle.execute(limited.sql).then(
       (value) => settle(() => resolve(value)),
       (error: unknown) =>
         settle(() => {
-          if (!isServerError(error)) session.taint();
+          if (!isServerError(error)) handle.taint();
           if (signal?.aborted) reject(signal.reason);
           else if (isStatementInterrupted(error) && (killed || ours(error, deadline, cancelGraceMs)))
             reject(exceeded(error));

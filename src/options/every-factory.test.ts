@@ -195,6 +195,11 @@ const CASES: Record<string, readonly [Call, string]> = {
     (m) => m.mysqlTransaction!(mysql as never, (async () => 1) as never, { killvia: mysql } as never),
     'killVia',
   ],
+  // prazo/redis
+  redisDeadlineClient: [
+    (m) => m.redisDeadlineClient!({ call: () => 1, duplicate: () => 1 } as never, { p99: 1 } as never),
+    'p99Ms',
+  ],
   // prazo/otel
   instrumentPrazo: [(m) => m.instrumentPrazo!({ dependency: [] } as never), 'dependencies'],
   // prazo/rules

@@ -62,6 +62,7 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
     'prazo/fastify': [],
     'prazo/pg': [],
     'prazo/mysql': [],
+    'prazo/redis': [],
     'prazo/testing': [],
   };
 
@@ -81,7 +82,17 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
     const otel = packagesLoadedBy('prazo/otel');
     expect(otel).toContain('@opentelemetry/api');
     for (const loaded of [grpc, otel])
-      for (const other of ['yaml', 'undici', 'express', 'fastify', 'pg', 'mysql2', 'mariadb'])
+      for (const other of [
+        'yaml',
+        'undici',
+        'express',
+        'fastify',
+        'pg',
+        'mysql2',
+        'mariadb',
+        'ioredis',
+        'redis',
+      ])
         expect(loaded).not.toContain(other);
   });
 

@@ -1,0 +1,198 @@
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runWithDeadline } from '../deadline/ambient.js';
+import { Deadline } from '../deadline/deadline.js';
+import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../errors/guards.js';
+import { isRetryable } from '../retry/classify.js';
+import { type RedisConnection, redisDeadlineClient } from './client.js';
+import { holdingProxy, startRedis, type TestRedis } from './redis.test-helpers.js';
+
+/** Real Redis 7 (Debian's redis-server) on 127.0.0.1 through ioredis 5 and node-redis 5 (SPEC D4, D7, #17 item 2). */
+let server: TestRedis;
+const closers: (() => Promise<unknown> | unknown)[] = [];
+beforeAll(async () => {
+  server = await startRedis();
+});
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+  await server?.stop();
+});
+
+const ioredis = (port = server.port) => {
+  const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined); // a proxy closed under it: reconnect attempts, not test failures
+  closers.push(() => client.disconnect());
+  return client;
+};
+const nodeRedis = async () => {
+  const client = createClient({ socket: { host: '127.0.0.1', port: server.port } });
+  await client.connect();
+  closers.push(() => client.destroy());
+  return client;
+};
+const timed = async <T>(work: () => Promise<T>) => {
+  const started = performance.now();
+  const outcome = await work().then(
+    (value) => ({ value, error: undefined as unknown }),
+    (error: unknown) => ({ value: undefined, error }),
+  );
+  return { ...outcome, ms: performance.now() - started };
+};
+
+describe('redisDeadlineClient on real Redis', () => {
+  const clients = {
+    ioredis: async () => ioredis() as unknown as RedisConnection,
+    'node-redis': async () => (await nodeRedis()) as unknown as RedisConnection,
+  };
+  for (const [kind, make] of Object.entries(clients)) {
+    it(`${kind}: BLPOP with a 10 s block under a 300 ms deadline returns at the deadline, and the next command gets its own reply`, async () => {
+      const raw = await make();
+      const redis = redisDeadlineClient(raw, { name: 'jobs-redis' });
+      closers.push(() => redis.close());
+      await redis.command('SET', [`${kind}:k`, 'own-value']);
+      const { value, error, ms } = await timed(() =>
+        redis.command('BLPOP', [`${kind}:empty`, 10], { deadline: Deadline.after(300) }),
+      );
+      expect(error).toBeUndefined();
+      expect(value).toBeNull(); // the server's own timeout: nothing arrived in time
+      expect(ms).toBeGreaterThan(150);
+      expect(ms).toBeLessThanOrEqual(300);
+      const next = await timed(() => redis.command('GET', [`${kind}:k`]));
+      expect(next.value).toBe('own-value');
+      expect(next.ms).toBeLessThan(100);
+      // the same connection, not a replacement: nothing was left pending on it
+      expect(redis.stuck).toBe(0);
+      const [pong, got] = await Promise.all([redis.command('PING'), redis.command('GET', [`${kind}:k`])]);
+      expect([pong, got]).toEqual(['PONG', 'own-value']);
+    });
+  }
+
+  it('control: a client-side command timeout only leaves the BLPOP blocking its connection on the server', async () => {
+    const raw = new Redis({ host: '127.0.0.1', port: server.port, commandTimeout: 300 });
+    closers.push(() => raw.disconnect());
+    await raw.ping();
+    const { error, ms } = await timed(() => raw.blpop('control:empty', 10));
+    expect((error as Error).message).toMatch(/timed out/i);
+    expect(ms).toBeLessThan(1_000);
+    // the next command queues behind the BLPOP still blocking on the server
+    const next = await timed(() => raw.ping());
+    expect(next.error).toBeDefined();
+    const clients = (await ioredis().call('CLIENT', 'LIST')) as string;
+    expect(clients).toMatch(/cmd=blpop/);
+    raw.disconnect();
+  });
+
+  it('XREAD BLOCK and WAIT are bounded the same way', async () => {
+    const redis = redisDeadlineClient(ioredis() as unknown as RedisConnection);
+    const xread = await timed(() =>
+      redis.command('XREAD', ['COUNT', 1, 'BLOCK', 10_000, 'STREAMS', 'no-stream', '$'], {
+        deadline: Deadline.after(300),
+      }),
+    );
+    expect(xread.error).toBeUndefined();
+    expect(xread.value).toBeNull();
+    expect(xread.ms).toBeLessThanOrEqual(300);
+    const wait = await timed(() => redis.command('WAIT', [1, 10_000], { deadline: Deadline.after(300) }));
+    expect(wait.value).toBe(0); // no replica acknowledged in time
+    expect(wait.ms).toBeLessThanOrEqual(300);
+  });
+
+  it('a reply that does not come: DEADLINE_EXCEEDED, outcome unknown, the connection set aside, the next command on another; the late write did happen', async () => {
+    const proxy = await holdingProxy(server.port);
+    closers.push(() => proxy.close());
+    const raw = ioredis(proxy.port);
+    await raw.set('held:n', '0');
+    const redis = redisDeadlineClient(raw as unknown as RedisConnection, { name: 'jobs-redis' });
+    closers.push(() => redis.close());
+    proxy.hold(0);
+    const { error, ms } = await timed(() =>
+      redis.command('INCR', ['held:n'], { deadline: Deadline.after(200) }),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ dependency: 'jobs-redis', outcome: 'unknown' });
+    expect((error as Error).message).toMatch(/outcome is unknown/);
+    expect(isRetryable(error)).toBe(false);
+    expect(ms).toBeGreaterThan(200);
+    expect(ms).toBeLessThan(600);
+    expect(redis.stuck).toBe(1);
+    // the next command goes to a new connection and reads its own reply
+    const next = await redis.command('GET', ['held:n'], { deadline: Deadline.after(2_000) });
+    expect(next).toBe('1'); // the INCR was applied: its outcome really was unknown
+    expect(proxy.connections).toBe(2);
+    proxy.release(0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(redis.stuck).toBe(0);
+    // the late reply was consumed by its own command: the original connection answers its own
+    expect(await raw.get('held:n')).toBe('1');
+    expect(await redis.command('INCR', ['held:n'])).toBe(2);
+  });
+
+  it('below the p99 nothing is sent', async () => {
+    const raw = ioredis();
+    await raw.set('p99:n', '0');
+    const redis = redisDeadlineClient(raw as unknown as RedisConnection, { p99Ms: 50 });
+    const error = await redis
+      .command('INCR', ['p99:n'], { deadline: Deadline.after(20) })
+      .catch((e: unknown) => e);
+    expect(isDeadlineInsufficient(error)).toBe(true);
+    const ambient = await runWithDeadline(Deadline.after(10), () => redis.command('INCR', ['p99:n'])).catch(
+      (e: unknown) => e,
+    );
+    expect(isDeadlineInsufficient(ambient)).toBe(true);
+    expect(await raw.get('p99:n')).toBe('0');
+  });
+
+  it('a client that is not connected: the command waits no longer than the deadline and is never sent late', async () => {
+    const proxy = await holdingProxy(server.port);
+    const raw = new Redis({ host: '127.0.0.1', port: proxy.port, lazyConnect: true });
+    raw.on('error', () => undefined);
+    closers.push(() => raw.disconnect());
+    const redis = redisDeadlineClient(raw as unknown as RedisConnection);
+    const { error, ms } = await timed(() =>
+      redis.command('SET', ['never:k', 'late'], { deadline: Deadline.after(150) }),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect((error as { outcome?: string }).outcome).toBeUndefined();
+    expect(ms).toBeLessThan(600);
+    await raw.connect();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await ioredis().get('never:k')).toBeNull();
+    await proxy.close();
+  });
+
+  it('the caller aborting rejects at once with its reason', async () => {
+    const redis = redisDeadlineClient((await nodeRedis()) as unknown as RedisConnection);
+    const controller = new AbortController();
+    const reason = new Error('client went away');
+    setTimeout(() => controller.abort(reason), 100);
+    const { error, ms } = await timed(() =>
+      redis.command('BLPOP', ['abort:empty', 0], {
+        deadline: Deadline.after(5_000),
+        signal: controller.signal,
+      }),
+    );
+    expect(error).toBe(reason);
+    expect(ms).toBeLessThan(1_000);
+  });
+
+  it('refuses hostile options together, with did-you-mean', async () => {
+    const raw = ioredis() as unknown as RedisConnection;
+    const built = (() => {
+      try {
+        return redisDeadlineClient(raw, { p99: 1, maxConnections: 0 } as never);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isInvalidOptions(built)).toBe(true);
+    expect((built as Error).message).toMatch(/p99Ms[\s\S]*maxConnections|maxConnections[\s\S]*p99Ms/);
+    expect(() => redisDeadlineClient({} as never)).toThrow(/ioredis or node-redis/);
+    const redis = redisDeadlineClient(raw);
+    const error = await redis
+      .command('PING', [], { deadlin: Deadline.after(1) } as never)
+      .catch((e: unknown) => e);
+    expect(isInvalidOptions(error)).toBe(true);
+    expect((error as Error).message).toContain('deadline');
+  });
+});

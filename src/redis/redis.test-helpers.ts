@@ -1,0 +1,114 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../mysql/mariadb.test-helpers.js';
+
+/**
+ * A real Redis for the tests, from Debian's `redis-server` (`.ci/run` installs it): 127.0.0.1, a free
+ * port, no persistence (`--save '' --appendonly no`), its directory a fresh temp dir. Stop it in
+ * afterAll (killed by its own pid). A missing package fails the test file, never skips it.
+ */
+export interface TestRedis {
+  readonly host: '127.0.0.1';
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+const PATHS = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'];
+
+export async function startRedis(): Promise<TestRedis> {
+  const binary = PATHS.find((p) => existsSync(p));
+  if (binary === undefined) {
+    throw new Error(
+      `redis-server not found (${PATHS.join(', ')}): install Debian's redis-server ` +
+        '(apt-get install -y --no-install-recommends redis-server; .ci/run does)',
+    );
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'prazo-redis-'));
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    binary,
+    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  const startedAt = Date.now();
+  while (!output.includes('Ready to accept connections')) {
+    if (child.exitCode !== null || Date.now() - startedAt > 15_000) {
+      await stop();
+      throw new Error(`redis-server did not start on 127.0.0.1:${port}:\n${output.slice(-2_000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { host: '127.0.0.1', port, stop };
+}
+
+/**
+ * A TCP proxy on loopback in front of a server whose replies can be held back per connection (the
+ * `hold(n)` of the n-th connection, 0-based): a server that never answers one connection, while it
+ * answers the others. `release(n)` lets the held bytes through.
+ */
+export interface HoldingProxy {
+  readonly port: number;
+  hold(index: number): void;
+  release(index: number): void;
+  readonly connections: number;
+  close(): Promise<void>;
+}
+
+export async function holdingProxy(target: number): Promise<HoldingProxy> {
+  const held = new Map<number, Buffer[] | null>();
+  const clients: Socket[] = [];
+  const upstreams: Socket[] = [];
+  const server: Server = createServer((client) => {
+    const index = clients.length;
+    clients.push(client);
+    const upstream = connect(target, '127.0.0.1');
+    upstreams.push(upstream);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      const queue = held.get(index);
+      if (queue) queue.push(chunk);
+      else client.write(chunk);
+    });
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    hold: (index) => held.set(index, []),
+    release: (index) => {
+      const queue = held.get(index);
+      held.set(index, null);
+      for (const chunk of queue ?? []) clients[index]?.write(chunk);
+    },
+    get connections() {
+      return clients.length;
+    },
+    close: async () => {
+      for (const s of [...clients, ...upstreams]) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
