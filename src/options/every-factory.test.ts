@@ -195,6 +195,25 @@ const CASES: Record<string, readonly [Call, string]> = {
     (m) => m.mysqlTransaction!(mysql as never, (async () => 1) as never, { killvia: mysql } as never),
     'killVia',
   ],
+  mysqlDeadlinePool: [
+    (m) => m.mysqlDeadlinePool!({ getConnection: () => 1, query: () => 1 } as never, { p99: 1 } as never),
+    'p99Ms',
+  ],
+  knexWithDeadline: [
+    (m) =>
+      m.knexWithDeadline!(
+        {
+          client: {
+            config: { client: 'mysql2' },
+            _query: () => 1,
+            acquireConnection: () => 1,
+            cancelQuery: () => 1,
+          },
+        } as never,
+        { cancelGrace: 1 } as never,
+      ),
+    'cancelGraceMs',
+  ],
   // prazo/redis
   redisDeadlineClient: [
     (m) => m.redisDeadlineClient!({ call: () => 1, duplicate: () => 1 } as never, { p99: 1 } as never),

@@ -1,0 +1,190 @@
+import { currentDeadline } from '../deadline/ambient.js';
+import type { Deadline } from '../deadline/deadline.js';
+import type { OptionsOf } from '../options/declare.js';
+import { pickOptions } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
+import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver.js';
+import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
+import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
+import { isServerError } from './statement.js';
+
+/** Options of {@link mysqlDeadlinePool}: those of `mysqlQuery` that hold for every query of a pool. */
+export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
+  'p99Ms',
+  'name',
+  'cancelGraceMs',
+  'server',
+  'killVia',
+  'clock',
+]);
+
+export type MysqlPoolOptions = OptionsOf<typeof MYSQL_POOL_OPTIONS>;
+
+type Fn = (...args: unknown[]) => unknown;
+const STATEMENT_METHODS = new Set(['query', 'execute']);
+
+/** The statement's text, whether given as a string or as mysql2's `{ sql, ... }`. */
+const textOf = (statement: unknown): string | undefined =>
+  typeof statement === 'string'
+    ? statement
+    : typeof (statement as { sql?: unknown } | null)?.sql === 'string'
+      ? (statement as { sql: string }).sql
+      : undefined;
+const withText = (statement: unknown, sql: string): unknown =>
+  typeof statement === 'string' ? sql : { ...(statement as object), sql };
+
+/** Splits `(statement, values?, callback?)` into its parts (a callback is the last function). */
+function split(args: readonly unknown[]): { rest: unknown[]; callback: Fn | undefined } {
+  const last = args.at(-1);
+  return typeof last === 'function'
+    ? { rest: args.slice(0, -1), callback: last as Fn }
+    : { rest: [...args], callback: undefined };
+}
+
+/** What a callback API passed after its error, kept whole for the caller's own callback. */
+class CallbackValues {
+  constructor(readonly values: unknown[]) {}
+}
+
+/** Calls `method` the way the caller did: with a callback (all its values kept) or for a promise. */
+function call(target: object, method: string, args: unknown[], viaCallback: boolean): Promise<unknown> {
+  const fn = (target as Record<string, Fn>)[method]!;
+  if (!viaCallback) return Promise.resolve(fn.apply(target, args));
+  return new Promise((resolve, reject) => {
+    fn.apply(target, [
+      ...args,
+      (error: unknown, ...values: unknown[]) => (error ? reject(error) : resolve(new CallbackValues(values))),
+    ]);
+  });
+}
+
+/** Delivers a promise to a node-style callback, or returns it. */
+function deliver(result: Promise<unknown>, callback: Fn | undefined): unknown {
+  if (callback === undefined) return result;
+  result.then(
+    (value) => (value instanceof CallbackValues ? callback(null, ...value.values) : callback(null, value)),
+    (error: unknown) => callback(error),
+  );
+  return undefined;
+}
+
+/**
+ * A `mysql2` pool (callback or promise API) whose every statement runs under the **ambient**
+ * deadline (SPEC D4, D7): what Kysely's `MysqlDialect({ pool })` and Drizzle's `drizzle(pool)` are
+ * given, so that their queries get the same fail-fast, server-side limit and kill as `mysqlQuery`
+ * without threading a deadline by hand. `pool.query`/`execute`, and `query`/`execute` of every
+ * connection `getConnection` hands out, are guarded; a connection is taken no longer than the
+ * deadline allows (and not at all below the p99); a connection that was sent a kill, or whose reply
+ * never came, is destroyed when released. Outside any deadline the pool behaves as given. A call
+ * that returns a stream (no callback, callback API) passes through unguarded.
+ */
+export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPoolOptions = {}): P {
+  const fixed = readOptions('mysqlDeadlinePool', MYSQL_POOL_OPTIONS, options);
+  const resolve = (deadline: Deadline): ResolvedMysqlOptions => ({
+    ...fixed,
+    deadline,
+    signal: undefined,
+    server: fixed.server,
+    killVia: fixed.killVia,
+    clock: fixed.clock ?? deadline.clock,
+  });
+  const promiseApi = typeof (pool as { Promise?: unknown }).Promise === 'function';
+
+  const poolStatement =
+    (method: string, original: Fn) =>
+    (...args: unknown[]): unknown => {
+      const deadline = currentDeadline();
+      const { rest, callback } = split(args);
+      const text = textOf(rest[0]);
+      if (deadline === undefined || text === undefined || (!promiseApi && callback === undefined))
+        return original.apply(pool, args);
+      const resolved = resolve(deadline);
+      const run = async (): Promise<unknown> => {
+        checkFits(deadline, resolved);
+        const session = await openSession(pool, deadline, resolved);
+        try {
+          const result = await guardStatement(text, session.server, deadline, resolved, {
+            execute: (sql) =>
+              call(
+                session.connection,
+                method,
+                [withText(rest[0], sql), ...rest.slice(1)],
+                callback !== undefined,
+              ),
+            kill: () => sendKill(session, fixed.killVia ?? pool),
+            taint: () => session.taint(),
+            drop: () => {
+              session.taint();
+              session.end(true);
+            },
+          });
+          session.end();
+          return result;
+        } catch (error) {
+          if (!isServerError(error)) session.taint();
+          session.end();
+          throw error;
+        }
+      };
+      return deliver(run(), callback);
+    };
+
+  const wrapConnection = async (connection: MysqlConnection): Promise<MysqlConnection> => {
+    const session = new Session(connection, fixed.server ?? (await serverOf(connection)), true);
+    return new Proxy(connection, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (key === 'release') return () => session.end();
+        if (key === 'destroy') return () => session.end(true);
+        if (typeof key !== 'string' || !STATEMENT_METHODS.has(key)) return (value as Fn).bind(target);
+        return (...args: unknown[]): unknown => {
+          const deadline = currentDeadline();
+          const { rest, callback } = split(args);
+          const text = textOf(rest[0]);
+          if (deadline === undefined || text === undefined || (!promiseApi && callback === undefined))
+            return (value as Fn).apply(target, args);
+          const resolved = resolve(deadline);
+          const result = guardStatement(text, session.server, deadline, resolved, {
+            execute: (sql) =>
+              call(target, key, [withText(rest[0], sql), ...rest.slice(1)], callback !== undefined),
+            kill: () => sendKill(session, fixed.killVia ?? pool),
+            taint: () => session.taint(),
+            drop: () => {
+              session.taint();
+              session.end(true);
+            },
+          });
+          return deliver(result, callback);
+        };
+      },
+    });
+  };
+
+  const getConnection = (original: Fn) => {
+    const take = async (): Promise<MysqlConnection> => {
+      const deadline = currentDeadline();
+      if (deadline === undefined)
+        return wrapConnection((await invoke(pool, 'getConnection', [])) as MysqlConnection);
+      const resolved = resolve(deadline);
+      checkFits(deadline, resolved); // below the p99: no connection is taken
+      const pending = invoke(pool, 'getConnection', []) as Promise<MysqlConnection>;
+      return wrapConnection(await withinDeadline(pending, deadline, resolved));
+    };
+    return (...args: unknown[]): unknown => {
+      const { callback } = split(args);
+      if (!promiseApi && callback === undefined) return original.apply(pool, args);
+      return deliver(take(), callback);
+    };
+  };
+
+  return new Proxy(pool, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key === 'getConnection') return getConnection(value as Fn);
+      if (typeof key === 'string' && STATEMENT_METHODS.has(key)) return poolStatement(key, value as Fn);
+      return (value as Fn).bind(target);
+    },
+  });
+}
