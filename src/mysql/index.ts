@@ -6,6 +6,7 @@
  * @module prazo/mysql
  */
 export type { MysqlConnection, MysqlPool, MysqlServer, MysqlTarget } from './driver.js';
+export { createStoreEvents, type StoreEvents } from './events.js';
 export { knexWithDeadline } from './knex.js';
 export { MYSQL_DEADLINE_OPTIONS, type MysqlDeadlineOptions } from './options.js';
 export { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, mysqlDeadlinePool } from './pool.js';

@@ -1,6 +1,7 @@
 import { currentDeadline } from '../deadline/ambient.js';
 import { readOptions } from '../options/validator.js';
 import { type MysqlConnection, serverOf } from './driver.js';
+import { emitterOf } from './events.js';
 import type { ResolvedMysqlOptions } from './options.js';
 import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions } from './pool.js';
 import { checkFits, guardStatement } from './session.js';
@@ -46,8 +47,10 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   if (marked[PATCHED] === true) return knex;
   marked[PATCHED] = true;
 
+  const emit = emitterOf(fixed.events);
   const resolve = (deadline: NonNullable<ReturnType<typeof currentDeadline>>): ResolvedMysqlOptions => ({
     ...fixed,
+    emit,
     deadline,
     signal: undefined,
     server: fixed.server,

@@ -2,9 +2,11 @@ import type { Clock } from '../clock/clock.js';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { Deadline } from '../deadline/deadline.js';
+import type { DependencyEvent } from '../dependency/types.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { MysqlServer, MysqlTarget } from './driver.js';
+import { emitterOf, isStoreEvents, type StoreEvents } from './events.js';
 
 const isTarget = (value: unknown): boolean =>
   value !== null &&
@@ -47,6 +49,11 @@ export const MYSQL_DEADLINE_OPTIONS = defineOptions({
    * statement outliving the deadline on it is left to its server-side limit and its socket closed.
    */
   killVia: option.value<MysqlTarget>('a mysql2 or mariadb pool or connection', isTarget),
+  /**
+   * Where the calls' events go (attempts, outcomes, fast failures), for `instrumentPrazo`:
+   * `createStoreEvents(name)`. Default none.
+   */
+  events: option.value<StoreEvents>('events from createStoreEvents(name)', isStoreEvents),
   /** Where time comes from (for the timers). Default: the deadline's clock, else the system clock. */
   clock: option.clock(),
 });
@@ -62,6 +69,8 @@ export interface ResolvedMysqlOptions {
   readonly server: MysqlServer | undefined;
   readonly killVia: MysqlTarget | undefined;
   readonly clock: Clock;
+  /** Emits an event built only when someone listens; absent without `events`. */
+  readonly emit: ((event: () => DependencyEvent) => void) | undefined;
 }
 
 /** Validates per call (these options are per call by nature); every problem reported together. */
@@ -72,5 +81,10 @@ export function resolveMysqlOptions(
 ): ResolvedMysqlOptions {
   const o = readOptions(context, MYSQL_DEADLINE_OPTIONS, options);
   const deadline = o.deadline ?? ambient;
-  return { ...o, deadline, clock: o.clock ?? deadline?.clock ?? systemClock };
+  return {
+    ...o,
+    deadline,
+    clock: o.clock ?? deadline?.clock ?? systemClock,
+    emit: emitterOf(o.events),
+  };
 }

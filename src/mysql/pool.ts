@@ -4,6 +4,7 @@ import type { OptionsOf } from '../options/declare.js';
 import { pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver.js';
+import { emitterOf } from './events.js';
 import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
 import { isServerError } from './statement.js';
@@ -15,6 +16,7 @@ export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
   'cancelGraceMs',
   'server',
   'killVia',
+  'events',
   'clock',
 ]);
 
@@ -80,8 +82,10 @@ function deliver(result: Promise<unknown>, callback: Fn | undefined): unknown {
  */
 export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPoolOptions = {}): P {
   const fixed = readOptions('mysqlDeadlinePool', MYSQL_POOL_OPTIONS, options);
+  const emit = emitterOf(fixed.events);
   const resolve = (deadline: Deadline): ResolvedMysqlOptions => ({
     ...fixed,
+    emit,
     deadline,
     signal: undefined,
     server: fixed.server,

@@ -6,6 +6,7 @@ import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../errors/guards.js';
 import { isRetryable } from '../retry/classify.js';
+import { createStoreEvents } from './events.js';
 import { startMariadb, type TestMariadb } from './mariadb.test-helpers.js';
 import { mysqlQuery } from './query.js';
 
@@ -256,6 +257,40 @@ describe('mysqlQuery on real MariaDB (SPEC D7)', () => {
     expect(isDeadlineExceeded(error)).toBe(true);
     expect(ms).toBeLessThan(700);
     expect(await running('%SLEEP(5)%')).toEqual([]);
+  });
+
+  it('emits the executor events: attempts, their outcome and phase, fast failures (for instrumentPrazo)', async () => {
+    const pool = promisePool();
+    const events = createStoreEvents('orders-db');
+    const seen: { type: string; outcome?: string; phase?: string; latencyMs?: number }[] = [];
+    const subscription = events.on((e) => seen.push(e as never));
+    const options = { events, name: 'orders-db' };
+    await mysqlQuery(pool, 'SELECT 1', undefined, { ...options, deadline: Deadline.after(2_000) });
+    await mysqlQuery(pool, 'SELECT SLEEP(5)', undefined, { ...options, deadline: Deadline.after(150) }).catch(
+      () => undefined,
+    );
+    await mysqlQuery(pool, 'SELECT * FROM nowhere', undefined, {
+      ...options,
+      deadline: Deadline.after(2_000),
+    }).catch(() => undefined);
+    await mysqlQuery(pool, 'SELECT 1', undefined, {
+      ...options,
+      deadline: Deadline.after(10),
+      p99Ms: 50,
+    }).catch(() => undefined);
+    expect(seen.map((e) => [e.type, e.outcome, e.phase])).toEqual([
+      ['attempt', undefined, undefined],
+      ['attempt-end', 'success', undefined],
+      ['attempt', undefined, undefined],
+      ['attempt-end', 'timeout', 'deadline'],
+      ['attempt', undefined, undefined],
+      ['attempt-end', 'error', undefined],
+      ['deadline-insufficient', undefined, undefined],
+    ]);
+    expect(seen[3]!.latencyMs).toBeGreaterThan(100); // the work the server did and threw away
+    subscription.dispose();
+    await mysqlQuery(pool, 'SELECT 1', undefined, { ...options, deadline: Deadline.after(2_000) });
+    expect(seen).toHaveLength(7);
   });
 
   it('refuses hostile options, every problem together, with did-you-mean', async () => {

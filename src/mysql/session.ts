@@ -16,9 +16,13 @@ import { isServerError, isStatementInterrupted, limitStatement } from './stateme
 export function checkFits(deadline: Deadline, options: ResolvedMysqlOptions): void {
   const remainingMs = deadline.remainingMs();
   if (remainingMs <= 0 || remainingMs < options.p99Ms) {
-    throw new DeadlineInsufficientError({ dependency: options.name, remainingMs, neededMs: options.p99Ms });
+    const { name: dependency, p99Ms: neededMs } = options;
+    options.emit?.(() => ({ type: 'deadline-insufficient', dependency, remainingMs, neededMs, attempt: 1 }));
+    throw new DeadlineInsufficientError({ dependency, remainingMs, neededMs });
   }
 }
+
+const ATTEMPT = { kind: 'original', attempt: 1 } as const;
 
 /**
  * One connection for one call, and how it ends. A connection is *tainted* once it may still be
@@ -94,7 +98,17 @@ export function withinDeadline(
     const timer = clock.setTimer(
       () => {
         late = true;
-        reject(new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: clock.now() - started }));
+        const latencyMs = clock.now() - started;
+        options.emit?.(() => ({ type: 'attempt', dependency: name, ...ATTEMPT }));
+        options.emit?.(() => ({
+          type: 'attempt-end',
+          dependency: name,
+          ...ATTEMPT,
+          latencyMs,
+          outcome: 'timeout',
+          phase: 'queue',
+        }));
+        reject(new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: latencyMs }));
       },
       deadline.remainingMs(),
       { unref: true },
@@ -182,6 +196,18 @@ export function guardStatement(
   }
   const limited = limitStatement(sql, server, remainingMs);
   const started = clock.now();
+  const { emit } = options;
+  emit?.(() => ({ type: 'attempt', dependency: name, ...ATTEMPT }));
+  const ended = (outcome: 'success' | 'error' | 'timeout' | 'cancelled', error?: unknown): void =>
+    emit?.(() => ({
+      type: 'attempt-end',
+      dependency: name,
+      ...ATTEMPT,
+      latencyMs: clock.now() - started,
+      outcome,
+      ...(outcome === 'timeout' ? { phase: 'deadline' as const } : {}),
+      ...(error === undefined ? {} : { error }),
+    }));
   const exceeded = (cause?: unknown): DeadlineExceededError =>
     new DeadlineExceededError({
       dependency: name,
@@ -205,7 +231,9 @@ export function guardStatement(
     const giveUp = (): void =>
       settle(() => {
         handle.drop();
-        reject(signal?.aborted ? signal.reason : exceeded());
+        const error = signal?.aborted ? signal.reason : exceeded();
+        ended(signal?.aborted ? 'cancelled' : 'timeout', error);
+        reject(error);
       });
     function kill(): void {
       if (killed || settled) return;
@@ -218,14 +246,25 @@ export function guardStatement(
     });
     if (signal !== undefined) subscribeAbort(signal, kill);
     handle.execute(limited.sql).then(
-      (value) => settle(() => resolve(value)),
+      (value) =>
+        settle(() => {
+          ended('success');
+          resolve(value);
+        }),
       (error: unknown) =>
         settle(() => {
           if (!isServerError(error)) handle.taint();
-          if (signal?.aborted) reject(signal.reason);
-          else if (isStatementInterrupted(error) && (killed || ours(error, deadline, cancelGraceMs)))
-            reject(exceeded(error));
-          else reject(error);
+          if (signal?.aborted) {
+            ended('cancelled', signal.reason);
+            reject(signal.reason);
+          } else if (isStatementInterrupted(error) && (killed || ours(error, deadline, cancelGraceMs))) {
+            const stopped = exceeded(error);
+            ended('timeout', stopped);
+            reject(stopped);
+          } else {
+            ended('error', error);
+            reject(error);
+          }
         }),
     );
   });

@@ -288,6 +288,7 @@ const NO_OPTIONS: Record<string, string> = {
   isDeadlineError: 'a guard',
   isQueryCanceled: 'a guard',
   isStatementInterrupted: 'a guard',
+  createStoreEvents: 'takes a name only',
   isQueueTimeout: 'a guard',
   PrazoError: 'an error class: a code and a message',
   DeadlineExceededError: 'an error class: its details',

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../errors/guards.js';
+import { instrumentPrazo } from '../otel/instrument.js';
+import { createSdk, pointValue } from '../otel/sdk.test-helpers.js';
 import { isRetryable } from '../retry/classify.js';
 import { type RedisConnection, redisDeadlineClient } from './client.js';
 import { holdingProxy, startRedis, type TestRedis } from './redis.test-helpers.js';
@@ -126,6 +128,35 @@ describe('redisDeadlineClient on real Redis', () => {
     // the late reply was consumed by its own command: the original connection answers its own
     expect(await raw.get('held:n')).toBe('1');
     expect(await redis.command('INCR', ['held:n'])).toBe(2);
+  });
+
+  it('its events reach prazo/otel: attempts, a timeout in phase deadline, a fast failure (real OpenTelemetry SDK)', async () => {
+    const sdk = createSdk();
+    const proxy = await holdingProxy(server.port);
+    closers.push(() => proxy.close());
+    const redis = redisDeadlineClient(ioredis(proxy.port) as unknown as RedisConnection, {
+      name: 'cache',
+      p99Ms: 30,
+    });
+    closers.push(() => redis.close());
+    const otel = instrumentPrazo({ meterProvider: sdk.provider });
+    otel.addDependency(redis);
+    await redis.command('PING', [], { deadline: Deadline.after(1_000) });
+    proxy.hold(0);
+    await redis.command('GET', ['x'], { deadline: Deadline.after(100) }).catch(() => undefined);
+    await redis.command('GET', ['x'], { deadline: Deadline.after(10) }).catch(() => undefined);
+    proxy.release(0);
+    const metrics = await sdk.collect();
+    const d = { 'prazo.dependency': 'cache' };
+    expect(
+      pointValue(metrics.get('prazo.dependency.attempts'), { ...d, 'prazo.attempt.kind': 'original' }),
+    ).toBe(2);
+    expect(
+      pointValue(metrics.get('prazo.dependency.timeouts'), { ...d, 'prazo.timeout.phase': 'deadline' }),
+    ).toBe(1);
+    expect(pointValue(metrics.get('prazo.dependency.deadline_insufficient'), d)).toBe(1);
+    otel.dispose();
+    await sdk.shutdown();
   });
 
   it('below the p99 nothing is sent', async () => {

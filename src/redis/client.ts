@@ -3,6 +3,8 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { type DependencyListener, Listeners } from '../dependency/events.js';
+import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -81,6 +83,14 @@ export interface RedisDeadlineClient {
   command<T = unknown>(name: string, args?: readonly RedisArg[], options?: RedisCommandOptions): Promise<T>;
   /** How many connections await a late reply right now (set aside, not used). */
   readonly stuck: number;
+  /** The dependency's name (the `name` option). */
+  readonly name: string;
+  /**
+   * The executor's events for each command (attempt; its end: success, error, timeout in phase
+   * `deadline` — or `connect` when never sent — or cancelled; deadline-insufficient), so
+   * `instrumentPrazo().addDependency(client)` counts Redis as it counts any dependency.
+   */
+  on(listener: DependencyListener): Disposable;
   /** Closes the duplicates prazo opened (after their pending replies); the given client stays yours. */
   close(): Promise<void>;
 }
@@ -120,6 +130,11 @@ export function redisDeadlineClient(
   const clock: Clock = o.clock ?? systemClock;
   const slots: Slot[] = [{ connection: client, owned: false, late: 0, ready: undefined }];
   const waiters = new Set<() => void>();
+  const listeners = new Listeners();
+  const emit = (make: () => DependencyEvent): void => {
+    if (listeners.active) listeners.emit(make());
+  };
+  const ATTEMPT = { dependency: o.name, kind: 'original', attempt: 1 } as const;
   let closed = false;
 
   const wake = (): void => {
@@ -173,9 +188,52 @@ export function redisDeadlineClient(
     if (signal?.aborted) throw signal.reason;
     if (deadline !== undefined) {
       const remainingMs = deadline.remainingMs();
-      if (remainingMs <= 0 || remainingMs < o.p99Ms)
-        throw new DeadlineInsufficientError({ dependency: o.name, remainingMs, neededMs: o.p99Ms });
+      if (remainingMs <= 0 || remainingMs < o.p99Ms) {
+        const neededMs = o.p99Ms;
+        emit(() => ({
+          type: 'deadline-insufficient',
+          dependency: o.name,
+          remainingMs,
+          neededMs,
+          attempt: 1,
+        }));
+        throw new DeadlineInsufficientError({ dependency: o.name, remainingMs, neededMs });
+      }
     }
+    const started = clock.now();
+    emit(() => ({ type: 'attempt', ...ATTEMPT }));
+    const ended = (
+      outcome: 'success' | 'error' | 'timeout' | 'cancelled',
+      error?: unknown,
+      phase?: 'connect' | 'deadline',
+    ): void =>
+      emit(() => ({
+        type: 'attempt-end',
+        ...ATTEMPT,
+        latencyMs: clock.now() - started,
+        outcome,
+        ...(phase === undefined ? {} : { phase }),
+        ...(error === undefined ? {} : { error }),
+      }));
+    try {
+      const reply = await attempt<T>(name, args, deadline, signal);
+      ended('success');
+      return reply;
+    } catch (error) {
+      if (signal?.aborted && error === signal.reason) ended('cancelled', error);
+      else if (error instanceof DeadlineExceededError)
+        ended('timeout', error, error.outcome === 'unknown' ? 'deadline' : 'connect');
+      else ended('error', error);
+      throw error;
+    }
+  };
+
+  const attempt = async <T>(
+    name: string,
+    args: readonly RedisArg[],
+    deadline: Deadline | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<T> => {
     const slot = await pick(deadline);
     if (slot.ready !== undefined || !isReady(slot.connection)) {
       await bounded(whenReady(slot), deadline, signal, clock, () => notSent(o.name));
@@ -212,6 +270,8 @@ export function redisDeadlineClient(
 
   return {
     command,
+    name: o.name,
+    on: (listener) => listeners.add(listener),
     get stuck() {
       return slots.filter((s) => s.late > 0).length;
     },
