@@ -58,8 +58,11 @@ describe('redisDeadlineClient on real Redis', () => {
       );
       expect(error).toBeUndefined();
       expect(value).toBeNull(); // the server's own timeout: nothing arrived in time
+      // the server ends the block 100 ms before the deadline (Redis checks block timeouts 10 times a
+      // second): ~200-300 ms; the bound leaves room for a loaded machine (a client-side give-up would
+      // have rejected, not resolved nil)
       expect(ms).toBeGreaterThan(150);
-      expect(ms).toBeLessThanOrEqual(300);
+      expect(ms).toBeLessThan(450);
       const next = await timed(() => redis.command('GET', [`${kind}:k`]));
       expect(next.value).toBe('own-value');
       expect(next.ms).toBeLessThan(100);
@@ -94,10 +97,10 @@ describe('redisDeadlineClient on real Redis', () => {
     );
     expect(xread.error).toBeUndefined();
     expect(xread.value).toBeNull();
-    expect(xread.ms).toBeLessThanOrEqual(300);
+    expect(xread.ms).toBeLessThan(450);
     const wait = await timed(() => redis.command('WAIT', [1, 10_000], { deadline: Deadline.after(300) }));
     expect(wait.value).toBe(0); // no replica acknowledged in time
-    expect(wait.ms).toBeLessThanOrEqual(300);
+    expect(wait.ms).toBeLessThan(450);
   });
 
   it('a reply that does not come: DEADLINE_EXCEEDED, outcome unknown, the connection set aside, the next command on another; the late write did happen', async () => {
