@@ -9,7 +9,12 @@ import { HEDGE_OPTIONS } from '../hedge/options.js';
 import type { OptionsOf } from '../options/declare.js';
 import type { OptionsValidator } from '../options/validator.js';
 import type { Path, RawProblem } from './problem.js';
-import { DEPENDENCY_IN_FILE, type HISTOGRAM_IN_FILE, type MESH_IN_FILE } from './schema.js';
+import {
+  DEPENDENCY_IN_FILE,
+  type HISTOGRAM_IN_FILE,
+  type MESH_IN_FILE,
+  type STORE_IN_FILE,
+} from './schema.js';
 
 /**
  * One `dependencies` entry → the options of `createDependency` (SPEC C7: the timeouts live in the
@@ -32,7 +37,12 @@ export interface DependencyConfig {
    * `prazo calibrate --prometheus`, `prazo rules` and the dashboard. Absent: prazo/otel's own histogram.
    */
   readonly prometheus?: PrometheusSeries & { readonly baselineP99Ms?: number };
+  /** The store it is (`store:`), for the store integrations' `…OptionsFrom(entry)`. */
+  readonly store?: StoreConfig;
 }
+
+/** `store:` of a dependency, as given (defaults are the integration's). */
+export type StoreConfig = OptionsOf<typeof STORE_IN_FILE>;
 
 /** `mesh:` of a dependency, as given (defaults are applied by the export). */
 export type MeshPlacement = OptionsOf<typeof MESH_IN_FILE>;
@@ -49,7 +59,7 @@ type Entry = OptionsOf<typeof DEPENDENCY_IN_FILE>;
 
 /** What the file-only keys leave for the executor: `hedge.enabled: false` becomes `hedge: false`. */
 function executorOptions(entry: Entry, p99Ms: number): DependencyOptions {
-  const { histogram: _h, pool: _p, mesh: _m, hedge, ...rest } = entry;
+  const { histogram: _h, pool: _p, mesh: _m, store: _s, hedge, ...rest } = entry;
   const options: Record<string, unknown> = { ...rest, p99Ms };
   if (hedge !== undefined) {
     if (typeof hedge === 'boolean') options.hedge = hedge;
@@ -157,8 +167,12 @@ export function readDependency(
   if (v.issues.length > before) return undefined;
   const p99Source = histogram ?? 'config';
   const given = entry.mesh;
-  const mesh =
-    given === undefined ? {} : { mesh: typeof given === 'boolean' ? given : Object.freeze({ ...given }) };
+  const mesh = {
+    ...(given === undefined
+      ? {}
+      : { mesh: typeof given === 'boolean' ? given : Object.freeze({ ...given }) }),
+    ...(entry.store === undefined ? {} : { store: Object.freeze({ ...entry.store }) }),
+  };
   const series = entry.histogram?.prometheus;
   const baseline = entry.histogram?.baselineP99Ms;
   const prometheus =

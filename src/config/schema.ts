@@ -68,6 +68,27 @@ export const HISTOGRAM_IN_FILE = defineOptions(
   },
 );
 
+/**
+ * `store:` the dependency is a database or cache reached through a prazo store integration
+ * (`prazo/mysql`, `prazo/redis`, `prazo/pg`; SPEC D7): which kind, and the settings that are the
+ * store's, not the executor's. `mysqlOptionsFrom` / `redisOptionsFrom` turn the entry into the
+ * integration's options (its name and p99 come from the entry itself).
+ */
+export const STORE_IN_FILE = defineOptions({
+  /** Which store: `mysql`, `mariadb`, `redis` or `postgres`. Required. */
+  kind: option.required(option.oneOf(['mysql', 'mariadb', 'redis', 'postgres'])),
+  /**
+   * Grace past the deadline before the client kills the statement (MySQL) or stops waiting (Redis),
+   * in ms. Default: the integration's (100 for MySQL, 50 for Redis); [0, 60000].
+   */
+  cancelGraceMs: option.number({ unit: 'ms', min: 0, max: 60_000 }),
+  /**
+   * Redis only: how much earlier than the deadline a blocking command's server-side block ends, in
+   * ms. Default 100; [0, 10000].
+   */
+  blockMarginMs: option.number({ unit: 'ms', min: 0, max: 10_000 }),
+});
+
 /** `pool:` the pool the dependency's calls hold a connection of, checked by Little's law (SPEC C6). */
 export const POOL_IN_FILE = defineOptions({
   /** Connections in the pool. Required; integer [1, 10^6]. */
@@ -170,6 +191,7 @@ export const DEPENDENCY_IN_FILE = defineOptions(
     hedge: option.toggle(HEDGE_IN_FILE),
     histogram: option.nested(HISTOGRAM_IN_FILE),
     pool: option.nested(POOL_IN_FILE),
+    store: option.nested(STORE_IN_FILE),
     mesh: option.toggle(MESH_IN_FILE),
   },
   (_values, report, { given }) => {

@@ -9,7 +9,13 @@ export type { MysqlConnection, MysqlPool, MysqlServer, MysqlTarget } from './dri
 export { createStoreEvents, type StoreEvents } from './events.js';
 export { knexWithDeadline } from './knex.js';
 export { MYSQL_DEADLINE_OPTIONS, type MysqlDeadlineOptions } from './options.js';
-export { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, mysqlDeadlinePool } from './pool.js';
+export {
+  MYSQL_POOL_OPTIONS,
+  type MysqlPoolOptions,
+  mysqlDeadlinePool,
+  mysqlOptionsFrom,
+  type StoreEntry,
+} from './pool.js';
 export { mysqlQuery } from './query.js';
 export { isStatementInterrupted } from './statement.js';
 export { type MysqlTransaction, mysqlTransaction } from './transaction.js';

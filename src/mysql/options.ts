@@ -34,9 +34,9 @@ export const MYSQL_DEADLINE_OPTIONS = defineOptions({
   /**
    * Grace past the deadline before the client sends `KILL QUERY` for a statement the server limits
    * itself, and again before it gives up waiting for any reply (the connection is then destroyed,
-   * never returned to the pool). Default 100; [1, 60000].
+   * never returned to the pool). Default 100; [0, 60000].
    */
-  cancelGraceMs: option.number({ default: 100, unit: 'ms', min: 1, max: 60_000 }),
+  cancelGraceMs: option.number({ default: 100, unit: 'ms', min: 0, max: 60_000 }),
   /**
    * The server's dialect for the statement limit: `mariadb` (`SET STATEMENT max_statement_time`) or
    * `mysql` (the `MAX_EXECUTION_TIME` hint on SELECT, `KILL QUERY` for the rest). Default: read from

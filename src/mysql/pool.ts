@@ -192,3 +192,31 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
     },
   });
 }
+
+/** What {@link mysqlOptionsFrom} reads of a `prazo.config.yaml` entry (`loadConfig`'s `DependencyConfig`). */
+export interface StoreEntry {
+  readonly options: { readonly name?: string; readonly p99Ms?: number };
+  readonly store?: { readonly kind: string; readonly cancelGraceMs?: number };
+}
+
+/**
+ * The options of `mysqlQuery`, `mysqlTransaction`, `mysqlDeadlinePool` and `knexWithDeadline` from
+ * a `prazo.config.yaml` dependency with `store: { kind: mysql | mariadb }`: its name, its p99 (given
+ * or measured from its histogram), the store's grace and dialect.
+ */
+export function mysqlOptionsFrom(entry: StoreEntry): MysqlPoolOptions {
+  const kind = entry.store?.kind;
+  if (kind !== 'mysql' && kind !== 'mariadb') {
+    throw new TypeError(
+      `mysqlOptionsFrom: dependency ${JSON.stringify(entry.options.name)} is not a MySQL store ` +
+        `(store.kind ${JSON.stringify(kind)}; expected mysql or mariadb)`,
+    );
+  }
+  const grace = entry.store?.cancelGraceMs;
+  return {
+    ...(entry.options.name === undefined ? {} : { name: entry.options.name }),
+    ...(entry.options.p99Ms === undefined ? {} : { p99Ms: entry.options.p99Ms }),
+    ...(grace === undefined ? {} : { cancelGraceMs: grace }),
+    server: kind,
+  };
+}

@@ -289,6 +289,8 @@ const NO_OPTIONS: Record<string, string> = {
   isQueryCanceled: 'a guard',
   isStatementInterrupted: 'a guard',
   createStoreEvents: 'takes a name only',
+  mysqlOptionsFrom: 'reads a config entry (validated by loadConfig)',
+  redisOptionsFrom: 'reads a config entry (validated by loadConfig)',
   isQueueTimeout: 'a guard',
   PrazoError: 'an error class: a code and a message',
   DeadlineExceededError: 'an error class: its details',

@@ -383,3 +383,33 @@ async function closeGracefully(connection: RedisConnection): Promise<void> {
     method(connection, 'disconnect')?.();
   }
 }
+
+/** What {@link redisOptionsFrom} reads of a `prazo.config.yaml` entry (`loadConfig`'s `DependencyConfig`). */
+export interface RedisStoreEntry {
+  readonly options: { readonly name?: string; readonly p99Ms?: number };
+  readonly store?: {
+    readonly kind: string;
+    readonly cancelGraceMs?: number;
+    readonly blockMarginMs?: number;
+  };
+}
+
+/**
+ * The options of {@link redisDeadlineClient} from a `prazo.config.yaml` dependency with
+ * `store: { kind: redis }`: its name, its p99 (given or measured), the store's grace and block margin.
+ */
+export function redisOptionsFrom(entry: RedisStoreEntry): RedisClientOptions {
+  if (entry.store?.kind !== 'redis') {
+    throw new TypeError(
+      `redisOptionsFrom: dependency ${JSON.stringify(entry.options.name)} is not a Redis store ` +
+        `(store.kind ${JSON.stringify(entry.store?.kind)}; expected redis)`,
+    );
+  }
+  const { cancelGraceMs, blockMarginMs } = entry.store;
+  return {
+    ...(entry.options.name === undefined ? {} : { name: entry.options.name }),
+    ...(entry.options.p99Ms === undefined ? {} : { p99Ms: entry.options.p99Ms }),
+    ...(cancelGraceMs === undefined ? {} : { cancelGraceMs }),
+    ...(blockMarginMs === undefined ? {} : { blockMarginMs }),
+  };
+}

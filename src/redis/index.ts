@@ -13,5 +13,7 @@ export {
   type RedisCommandOptions,
   type RedisConnection,
   type RedisDeadlineClient,
+  type RedisStoreEntry,
   redisDeadlineClient,
+  redisOptionsFrom,
 } from './client.js';
