@@ -9,7 +9,7 @@ import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
 import { knexWithDeadline } from './knex.js';
-import { startMariadb, type TestMariadb } from './mariadb.test-helpers.js';
+import { startMariadb, type TestMariadb, timed } from './mariadb.test-helpers.js';
 import { mysqlDeadlinePool } from './pool.js';
 
 /**
@@ -37,14 +37,6 @@ const sleeping = async () => {
     "SELECT id FROM information_schema.processlist WHERE info LIKE '%SLEEP(5)%' AND id <> CONNECTION_ID()",
   );
   return rows;
-};
-const timed = async <T>(work: () => Promise<T>) => {
-  const started = performance.now();
-  const outcome = await work().then(
-    (value) => ({ value, error: undefined as unknown }),
-    (error: unknown) => ({ value: undefined, error }),
-  );
-  return { ...outcome, ms: performance.now() - started };
 };
 
 // Knex and Drizzle builders are lazy thenables: they start when awaited, so the await is inside the

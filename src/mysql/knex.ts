@@ -1,9 +1,7 @@
 import { currentDeadline } from '../deadline/ambient.js';
 import { readOptions } from '../options/validator.js';
 import { type MysqlConnection, serverOf } from './driver.js';
-import { emitterOf } from './events.js';
-import type { ResolvedMysqlOptions } from './options.js';
-import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions } from './pool.js';
+import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, perDeadline } from './pool.js';
 import { checkFits, guardStatement } from './session.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
@@ -47,16 +45,7 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   if (marked[PATCHED] === true) return knex;
   marked[PATCHED] = true;
 
-  const emit = emitterOf(fixed.events);
-  const resolve = (deadline: NonNullable<ReturnType<typeof currentDeadline>>): ResolvedMysqlOptions => ({
-    ...fixed,
-    emit,
-    deadline,
-    signal: undefined,
-    server: fixed.server,
-    killVia: fixed.killVia,
-    clock: fixed.clock ?? deadline.clock,
-  });
+  const resolve = perDeadline(fixed);
 
   const acquire = client.acquireConnection.bind(client);
   client.acquireConnection = async () => {

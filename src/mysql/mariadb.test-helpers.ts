@@ -23,6 +23,18 @@ export interface TestMariadb {
 const SERVER_PATHS = ['/usr/sbin/mariadbd', '/usr/bin/mariadbd', '/usr/sbin/mysqld'];
 const INSTALL_PATHS = ['/usr/bin/mariadb-install-db', '/usr/bin/mysql_install_db'];
 
+/** Runs `work`, timing it: its value or error, and how long it took in ms (real time). */
+export async function timed<T>(
+  work: () => Promise<T>,
+): Promise<{ value: T | undefined; error: unknown; ms: number }> {
+  const started = performance.now();
+  const outcome = await work().then(
+    (value) => ({ value, error: undefined as unknown }),
+    (error: unknown) => ({ value: undefined, error }),
+  );
+  return { ...outcome, ms: performance.now() - started };
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

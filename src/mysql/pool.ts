@@ -35,6 +35,25 @@ const textOf = (statement: unknown): string | undefined =>
 const withText = (statement: unknown, sql: string): unknown =>
   typeof statement === 'string' ? sql : { ...(statement as object), sql };
 
+/**
+ * The per-call options of a guard installed once (a pool, a Knex client): the fixed options read at
+ * construction, with the ambient deadline of each call and its clock.
+ */
+export function perDeadline(fixed: MysqlPoolOptions): (deadline: Deadline) => ResolvedMysqlOptions {
+  const emit = emitterOf(fixed.events);
+  return (deadline) => ({
+    p99Ms: fixed.p99Ms ?? MYSQL_POOL_OPTIONS.defaults.p99Ms,
+    name: fixed.name ?? MYSQL_POOL_OPTIONS.defaults.name,
+    cancelGraceMs: fixed.cancelGraceMs ?? MYSQL_POOL_OPTIONS.defaults.cancelGraceMs,
+    server: fixed.server,
+    killVia: fixed.killVia,
+    emit,
+    deadline,
+    signal: undefined,
+    clock: fixed.clock ?? deadline.clock,
+  });
+}
+
 /** Splits `(statement, values?, callback?)` into its parts (a callback is the last function). */
 function split(args: readonly unknown[]): { rest: unknown[]; callback: Fn | undefined } {
   const last = args.at(-1);
@@ -82,16 +101,7 @@ function deliver(result: Promise<unknown>, callback: Fn | undefined): unknown {
  */
 export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPoolOptions = {}): P {
   const fixed = readOptions('mysqlDeadlinePool', MYSQL_POOL_OPTIONS, options);
-  const emit = emitterOf(fixed.events);
-  const resolve = (deadline: Deadline): ResolvedMysqlOptions => ({
-    ...fixed,
-    emit,
-    deadline,
-    signal: undefined,
-    server: fixed.server,
-    killVia: fixed.killVia,
-    clock: fixed.clock ?? deadline.clock,
-  });
+  const resolve = perDeadline(fixed);
   const promiseApi = typeof (pool as { Promise?: unknown }).Promise === 'function';
 
   const poolStatement =

@@ -7,7 +7,7 @@ import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../errors/guards.js';
 import { isRetryable } from '../retry/classify.js';
 import { createStoreEvents } from './events.js';
-import { startMariadb, type TestMariadb } from './mariadb.test-helpers.js';
+import { startMariadb, type TestMariadb, timed } from './mariadb.test-helpers.js';
 import { mysqlQuery } from './query.js';
 
 /**
@@ -59,14 +59,6 @@ const threadAlive = async (id: number) => {
     [id],
   );
   return rows.length > 0;
-};
-const timed = async <T>(work: () => Promise<T>) => {
-  const started = performance.now();
-  const outcome = await work().then(
-    (value) => ({ value, error: undefined as unknown }),
-    (error: unknown) => ({ value: undefined, error }),
-  );
-  return { ...outcome, ms: performance.now() - started };
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../errors/guards.js';
+import { timed } from '../mysql/mariadb.test-helpers.js';
 import { instrumentPrazo } from '../otel/instrument.js';
 import { createSdk, pointValue } from '../otel/sdk.test-helpers.js';
 import { isRetryable } from '../retry/classify.js';
@@ -32,14 +33,6 @@ const nodeRedis = async () => {
   await client.connect();
   closers.push(() => client.destroy());
   return client;
-};
-const timed = async <T>(work: () => Promise<T>) => {
-  const started = performance.now();
-  const outcome = await work().then(
-    (value) => ({ value, error: undefined as unknown }),
-    (error: unknown) => ({ value: undefined, error }),
-  );
-  return { ...outcome, ms: performance.now() - started };
 };
 
 describe('redisDeadlineClient on real Redis', () => {
