@@ -128,6 +128,26 @@ describe('query builders under the ambient deadline (real MariaDB)', () => {
     expect(() => knexWithDeadline(knexFactory({ client: 'pg' }))).toThrow(/not supported/);
   });
 
+  it('a guarded pool: execute (prepared statements) carries the limit too; no deadline, no change', async () => {
+    const raw = mysqlPromise.createPool({ ...config(), connectionLimit: 2 });
+    closers.push(() => raw.end());
+    const pool = mysqlDeadlinePool(raw);
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(200), () => pool.execute('SELECT SLEEP(?) AS s', [5])),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(ms).toBeLessThan(500);
+    expect(await sleeping()).toEqual([]);
+    const [rows] = await pool.execute<mysqlPromise.RowDataPacket[]>('SELECT ? + 1 AS n', [1]);
+    expect(rows[0]!.n).toBe(2);
+    const connection = await runWithDeadline(Deadline.after(2_000), () => pool.getConnection());
+    const [[{ v }]] = (await connection.query('SELECT @@max_statement_time AS v')) as unknown as [
+      [{ v: number }],
+    ];
+    expect(Number(v)).toBe(0); // the limit is the statement's, never the session's
+    connection.release();
+  });
+
   it('Drizzle (mysql2 promise pool): a query is stopped on the server by the deadline', async () => {
     const raw = mysqlPromise.createPool({ ...config(), connectionLimit: 2 });
     closers.push(() => raw.end());

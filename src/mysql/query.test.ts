@@ -299,5 +299,8 @@ describe('mysqlQuery on real MariaDB (SPEC D7)', () => {
     expect(message).toContain('cancelGraceMs');
     expect(message).toContain('server');
     expect(message).toContain('killVia');
+    for (const sql of [undefined, '', '   ', 42]) {
+      await expect(mysqlQuery(pool, sql as never)).rejects.toThrow(/non-empty string/);
+    }
   });
 });

@@ -25,6 +25,8 @@ export async function mysqlQuery<T = unknown>(
   values?: unknown,
   options: MysqlDeadlineOptions = {},
 ): Promise<T> {
+  if (typeof sql !== 'string' || sql.trim() === '')
+    throw new TypeError('mysqlQuery: sql must be a non-empty string');
   const resolved = resolveMysqlOptions('mysqlQuery', options, currentDeadline());
   const { deadline } = resolved;
   if (deadline !== undefined) checkFits(deadline, resolved);

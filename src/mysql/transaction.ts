@@ -72,6 +72,8 @@ function transaction(
     connection: session.connection,
     deadline,
     async query<R>(sql: string, values?: unknown) {
+      if (typeof sql !== 'string' || sql.trim() === '')
+        throw new TypeError('tx.query: sql must be a non-empty string');
       if (options.signal?.aborted) throw options.signal.reason;
       if (deadline?.expired()) throw exceeded(deadline, options);
       return (await run(sql, values)) as R;
