@@ -186,6 +186,11 @@ const CASES: Record<string, readonly [Call, string]> = {
     (m) => m.transactionWithDeadline!(pg as never, (async () => 1) as never, { cancelGrace: 1 } as never),
     'cancelGraceMs',
   ],
+  pgDeadlinePool: [
+    (m) =>
+      m.pgDeadlinePool!({ connect: () => 1, totalCount: 0, query: () => 1 } as never, { p99: 1 } as never),
+    'p99Ms',
+  ],
   // prazo/mysql
   mysqlQuery: [
     (m) => m.mysqlQuery!(mysql as never, 'select 1' as never, [] as never, { p99: 1 } as never),
