@@ -48,7 +48,7 @@ describe('Kysely over a guarded pg pool', () => {
   });
 
   it("the builder's own transaction is left to it; its statements are limited inside it", async () => {
-    const error = await runWithDeadline(Deadline.after(300), () =>
+    const error = await runWithDeadline(Deadline.after(1_000), () =>
       kysely.transaction().execute(async (trx) => {
         await trx.insertInto('items').values({ id: 1 }).execute();
         await sql`SELECT pg_sleep(5)`.execute(trx);
