@@ -12,6 +12,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitForOrThrow } from '../clock/poll.test-helpers.js';
 
 /**
  * A Kubernetes ConfigMap volume, written the way the kubelet's AtomicWriter writes it
@@ -93,11 +94,7 @@ export function inotifyWatches(): number {
   return watches;
 }
 
-/** Waits (real time, polling every few ms) until `condition()` holds, or fails after `ms`. */
-export async function waitFor(condition: () => boolean, ms = 5_000, what = 'condition'): Promise<void> {
-  const until = performance.now() + ms;
-  while (!condition()) {
-    if (performance.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
+/** Waits (real time, polling every 2 ms) until `condition()` holds, or fails after `ms`. */
+export function waitFor(condition: () => boolean, ms = 5_000, what = 'condition'): Promise<void> {
+  return waitForOrThrow(condition, ms, what);
 }

@@ -3,6 +3,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+export { waitFor } from '../../src/clock/poll.test-helpers.js';
+
 /** Helpers of the demo's end-to-end tests: the built files, and processes seen through /proc. */
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -80,13 +82,4 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-export async function waitFor(check: () => boolean, timeoutMs: number, stepMs = 50): Promise<boolean> {
-  const until = performance.now() + timeoutMs;
-  while (performance.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-  return check();
 }
