@@ -8,7 +8,7 @@
  * drift, healthy windows, pool check, latency budgets), `prazo/config` (the configuration file),
  * `prazo/retry` (failure classification, Retry-After, idempotency, hedging), `prazo/rules` (alert
  * rules and dashboards), `prazo/http`, `prazo/server`, `prazo/fastify`, `prazo/grpc`, `prazo/pg`,
- * `prazo/otel` and `prazo/testing`. `api/*.api.md` lists each entry's names.
+ * `prazo/mysql`, `prazo/redis`, `prazo/otel` and `prazo/testing`. `api/*.api.md` lists each entry's names.
  *
  * @module prazo
  */

@@ -72,6 +72,15 @@ const CASES: ReadonlyArray<readonly [string, string, string, unknown]> = [
     'isRetryBudgetExhausted',
     { dependency: 'x', originals: 1, extras: 1 },
   ],
+  ['ConnectFailedError', 'CONNECT_FAILED', 'isConnectFailed', { dependency: 'x', elapsedMs: 1, cause: null }],
+  [
+    'ConcurrencyLimitError',
+    'CONCURRENCY_LIMITED',
+    'isConcurrencyLimited',
+    { dependency: 'x', limit: 1, inFlight: 1, queued: 0, maxQueue: 0, reason: 'queue-full', waitedMs: 0 },
+  ],
+  ['NoInstanceError', 'NO_INSTANCE', 'isNoInstance', { dependency: 'x' }],
+  ['DependencyFailedError', 'DEPENDENCY_FAILED', 'isDependencyFailed', { dependency: 'x', httpStatus: 503 }],
 ];
 
 describe('errors across two installed copies of prazo (#14 item 4)', () => {
@@ -100,7 +109,7 @@ describe('errors across two installed copies of prazo (#14 item 4)', () => {
       }
       const timeout = code.endsWith('_TIMEOUT') && code !== 'DEADLINE_EXCEEDED';
       expect(error instanceof (b!.root.PhaseTimeoutError as ErrorClass)).toBe(timeout);
-      expect(error instanceof (b!.root.ConnectFailedError as ErrorClass)).toBe(false);
+      expect(error instanceof (b!.root.ConnectFailedError as ErrorClass)).toBe(name === 'ConnectFailedError');
       expect(error instanceof (b!.root.InvalidOptionsError as ErrorClass)).toBe(false);
     },
   );

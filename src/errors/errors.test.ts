@@ -1,10 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { isPrazoError, PrazoError } from './base.js';
 import { RetryBudgetExhaustedError } from './budget.js';
+import { ConcurrencyLimitError, NoInstanceError } from './capacity.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
+import { DependencyFailedError } from './dependency.js';
 import * as guards from './guards.js';
 import { InvalidOptionsError } from './options.js';
-import { BodyTimeoutError, ConnectTimeoutError, ResponseTimeoutError } from './timeout.js';
+import {
+  BodyTimeoutError,
+  ConnectFailedError,
+  ConnectTimeoutError,
+  QueueTimeoutError,
+  ResponseTimeoutError,
+} from './timeout.js';
 
 const phase = { dependency: 'supplier', elapsedMs: 401.2, timeoutMs: 400 };
 const cases = [
@@ -27,6 +35,35 @@ const cases = [
     guards.isRetryBudgetExhausted,
   ],
   [new InvalidOptionsError('f', ['`a` must be x, got 1']), 'INVALID_OPTIONS', guards.isInvalidOptions],
+  [new QueueTimeoutError(phase), 'QUEUE_TIMEOUT', guards.isQueueTimeout],
+  [
+    new ConnectFailedError({ dependency: 'supplier', elapsedMs: 1, cause: { code: 'ECONNREFUSED' } }),
+    'CONNECT_FAILED',
+    guards.isConnectFailed,
+  ],
+  [
+    new ConcurrencyLimitError({
+      dependency: 'supplier',
+      limit: 8,
+      inFlight: 8,
+      queued: 4,
+      maxQueue: 4,
+      reason: 'queue-full',
+      waitedMs: 0,
+    }),
+    'CONCURRENCY_LIMITED',
+    guards.isConcurrencyLimited,
+  ],
+  [
+    new NoInstanceError({ dependency: 'supplier', hostname: 'supplier.svc' }),
+    'NO_INSTANCE',
+    guards.isNoInstance,
+  ],
+  [
+    new DependencyFailedError({ dependency: 'supplier', httpStatus: 503 }),
+    'DEPENDENCY_FAILED',
+    guards.isDependencyFailed,
+  ],
 ] as const;
 
 describe('errors', () => {

@@ -1,10 +1,13 @@
 import { isPrazoError, type PrazoError } from './base.js';
 import type { RetryBudgetExhaustedError } from './budget.js';
+import type { ConcurrencyLimitError, NoInstanceError } from './capacity.js';
 import { ErrorCode } from './codes.js';
 import type { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
+import type { DependencyFailedError } from './dependency.js';
 import type { InvalidOptionsError } from './options.js';
 import type {
   BodyTimeoutError,
+  ConnectFailedError,
   ConnectTimeoutError,
   QueueTimeoutError,
   ResponseTimeoutError,
@@ -24,6 +27,10 @@ export const isResponseTimeout = hasCode<ResponseTimeoutError>(ErrorCode.RESPONS
 export const isBodyTimeout = hasCode<BodyTimeoutError>(ErrorCode.BODY_TIMEOUT);
 export const isRetryBudgetExhausted = hasCode<RetryBudgetExhaustedError>(ErrorCode.RETRY_BUDGET_EXHAUSTED);
 export const isInvalidOptions = hasCode<InvalidOptionsError>(ErrorCode.INVALID_OPTIONS);
+export const isConnectFailed = hasCode<ConnectFailedError>(ErrorCode.CONNECT_FAILED);
+export const isConcurrencyLimited = hasCode<ConcurrencyLimitError>(ErrorCode.CONCURRENCY_LIMITED);
+export const isNoInstance = hasCode<NoInstanceError>(ErrorCode.NO_INSTANCE);
+export const isDependencyFailed = hasCode<DependencyFailedError>(ErrorCode.DEPENDENCY_FAILED);
 
 /** Any failure where time ran out: the deadline, or one phase's local timeout (the queue's included). */
 export function isTimeoutError(

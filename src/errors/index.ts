@@ -4,15 +4,21 @@
  */
 export { isPrazoError, PrazoError } from './base.js';
 export { RetryBudgetExhaustedError } from './budget.js';
-export { ConcurrencyLimitError } from './capacity.js';
+export { ConcurrencyLimitError, NoInstanceError } from './capacity.js';
 export { ErrorCode, type TimeoutPhase } from './codes.js';
 export { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
+export { type DependencyFailedDetails, DependencyFailedError } from './dependency.js';
 export {
   isBodyTimeout,
+  isConcurrencyLimited,
+  isConnectFailed,
   isConnectTimeout,
+  isDeadlineError,
   isDeadlineExceeded,
   isDeadlineInsufficient,
+  isDependencyFailed,
   isInvalidOptions,
+  isNoInstance,
   isQueueTimeout,
   isResponseTimeout,
   isRetryBudgetExhausted,
