@@ -12,7 +12,12 @@ import {
 import { baselineP99Of } from './health-tracker.js';
 import { FLEET_WINDOW_OPTIONS, type FleetWindowOptions } from './options.js';
 import { formatDuration, increase, type Matcher, selector, successMatcher, sumBy } from './promql.js';
-import { type Bucket, bucketQuantile, normalizeBuckets } from './sources/bucket-quantile.js';
+import {
+  type Bucket,
+  bucketDistribution,
+  bucketQuantile,
+  normalizeBuckets,
+} from './sources/bucket-quantile.js';
 import {
   type Matrix,
   type PrometheusClient,
@@ -235,28 +240,8 @@ function judge(
 }
 
 function measure(buckets: Bucket[], calls: Calls, heading: string, notes: string[]): FleetMeasurement {
-  const merged = normalizeBuckets(buckets).buckets;
-  const at = (q: number) => bucketQuantile(q, merged);
-  const p99 = at(QUANTILES.p99);
-  if (p99?.bounded)
-    notes.push(
-      `p99 interpolated in bucket (${round(p99.lower)}, ${round(p99.upper)}] ms, like histogram_quantile`,
-    );
   notes.unshift(heading);
-  return Object.freeze({
-    format: 'prometheus' as const,
-    count: calls.count,
-    successes: calls.successes,
-    errors: calls.errors,
-    timeouts: calls.timeouts,
-    p50: at(QUANTILES.p50)?.value,
-    p95: at(QUANTILES.p95)?.value,
-    p99: p99?.value,
-    p999: at(QUANTILES.p999)?.value,
-    p99Bounded: p99?.bounded ?? true,
-    p99Bucket: p99 === undefined ? undefined : { lowerMs: p99.lower, upperMs: p99.upper },
-    notes: Object.freeze(notes),
-  });
+  return bucketDistribution(buckets, calls, notes);
 }
 
 /** Why no sub-window was healthy, in one line. */

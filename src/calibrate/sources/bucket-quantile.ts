@@ -1,3 +1,4 @@
+import { type LatencyDistribution, QUANTILES } from './types.js';
 /**
  * Quantiles from cumulative histogram buckets, the way PromQL's `histogram_quantile` computes them:
  * find the bucket holding rank q × total and interpolate linearly inside it (the lower edge of the
@@ -58,4 +59,54 @@ export function bucketQuantile(q: number, buckets: readonly Bucket[]): BucketQua
   const fraction = inBucket > 0 ? (rank - below) / inBucket : 1;
   const value = lower + (b.le - lower) * Math.min(1, Math.max(0, fraction));
   return { value, bounded: true, lower, upper: b.le };
+}
+
+/** Calls by how they ended: what a histogram's series say beside the successful ones' buckets. */
+export interface BucketCalls {
+  readonly count: number;
+  readonly successes: number;
+  readonly errors: number;
+  readonly timeouts: number;
+}
+
+/**
+ * The distribution of histogram buckets (ms, cumulative; several series' buckets may be given
+ * together: they are summed by bound, as PromQL's `sum by (le)` does), with the calls counted
+ * beside it. The one place a scraped file (`parsePrometheus`) and the fleet's range queries
+ * (`calibrateFromPrometheus`) turn buckets into quantiles, so both read the same p99 from the same
+ * buckets. `notes` gets the p99's bucket, or that it lies beyond the largest finite one (a lower bound
+ * only), and is frozen with the result.
+ */
+export function bucketDistribution(
+  buckets: readonly Bucket[],
+  calls: BucketCalls,
+  notes: string[],
+): LatencyDistribution & {
+  readonly p99Bucket: { readonly lowerMs: number; readonly upperMs: number } | undefined;
+} {
+  const merged = normalizeBuckets(buckets).buckets;
+  const at = (q: number) => bucketQuantile(q, merged);
+  const p99 = at(QUANTILES.p99);
+  const round = (x: number): number => Math.round(x * 10) / 10;
+  if (p99?.bounded) {
+    notes.push(
+      `p99 interpolated in bucket (${round(p99.lower)}, ${round(p99.upper)}] ms, like histogram_quantile`,
+    );
+  } else if (p99 !== undefined) {
+    notes.push(`p99 lies beyond the largest finite bucket (le=${round(p99.lower)} ms): only a lower bound`);
+  }
+  return Object.freeze({
+    format: 'prometheus' as const,
+    count: calls.count,
+    successes: calls.successes,
+    errors: calls.errors,
+    timeouts: calls.timeouts,
+    p50: at(QUANTILES.p50)?.value,
+    p95: at(QUANTILES.p95)?.value,
+    p99: p99?.value,
+    p999: at(QUANTILES.p999)?.value,
+    p99Bounded: p99?.bounded ?? true,
+    p99Bucket: p99 === undefined ? undefined : { lowerMs: p99.lower, upperMs: p99.upper },
+    notes: Object.freeze(notes),
+  });
 }

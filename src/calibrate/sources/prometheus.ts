@@ -1,6 +1,6 @@
 import { type OptionsOf, pickOptions } from '../../options/declare.js';
 import { readOptions } from '../../options/validator.js';
-import { type Bucket, bucketQuantile, normalizeBuckets } from './bucket-quantile.js';
+import { type Bucket, bucketDistribution, normalizeBuckets } from './bucket-quantile.js';
 import { parsePromFloat, parsePromLine } from './prometheus-line.js';
 import {
   classifyOutcome,
@@ -8,7 +8,6 @@ import {
   type LatencyUnit,
   OUTCOME_KEYS,
   type Outcome,
-  QUANTILES,
   SOURCE_LIMITS,
   SOURCE_OPTIONS,
   SourceError,
@@ -127,25 +126,12 @@ export function parsePrometheus(text: string, options: PrometheusOptions = {}): 
   if (counts.cancelled > 0) {
     notes.push(`${counts.cancelled} cancelled call(s) left out (neither a success nor a failure)`);
   }
-  const merged = normalizeBuckets(success).buckets;
-  const at = (q: number) => bucketQuantile(q, merged);
-  const p99 = at(QUANTILES.p99);
-  if (p99 !== undefined && !p99.bounded) {
-    notes.push(`p99 lies beyond the largest finite bucket (le=${p99.lower} ms): only a lower bound`);
-  } else if (p99 !== undefined) {
-    notes.push(`p99 interpolated in bucket (${p99.lower}, ${p99.upper}] ms, like histogram_quantile`);
-  }
-  return Object.freeze({
-    format: 'prometheus',
+  const calls = {
     count: counts.success + counts.error + counts.timeout,
     successes: counts.success,
     errors: counts.error,
     timeouts: counts.timeout,
-    p50: at(QUANTILES.p50)?.value,
-    p95: at(QUANTILES.p95)?.value,
-    p99: p99?.value,
-    p999: at(QUANTILES.p999)?.value,
-    p99Bounded: p99?.bounded ?? true,
-    notes: Object.freeze(notes),
-  });
+  };
+  const { p99Bucket: _, ...distribution } = bucketDistribution(success, calls, notes);
+  return Object.freeze(distribution);
 }
