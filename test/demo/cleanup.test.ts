@@ -45,7 +45,8 @@ describe('demo cleanup (no process left behind)', () => {
     const pids = await servicesOf(proc);
     proc.kill('SIGKILL');
     await exited;
-    expect(await waitFor(() => pids.filter(alive).length === 0, 5_000)).toBe(true);
+    // Generous: on a loaded machine a dozen processes may take seconds to be scheduled and exit.
+    expect(await waitFor(() => pids.filter(alive).length === 0, 15_000)).toBe(true);
   }, 30_000);
 
   it('a service crashes: the demo fails and stops the others', async () => {

@@ -27,6 +27,9 @@ export function serveChild(start: (config: ServiceConfig) => Promise<RunningServ
   let service: RunningService | undefined;
 
   process.on('disconnect', () => process.exit(0));
+  // The parent may have died while this process was still loading its modules: the channel closed
+  // before anyone listened, and 'disconnect' will not come again.
+  if (!process.connected) process.exit(0);
   process.on('SIGINT', () => {}); // the parent handles Ctrl-C and stops us
   process.on('SIGTERM', () => {
     void (service?.close() ?? Promise.resolve()).finally(() => process.exit(0));
