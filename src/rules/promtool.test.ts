@@ -151,6 +151,11 @@ const bare = (file: RuleFile): RuleFile => ({
   })),
 });
 
+// Never a silent pass: without promtool the tests below cannot run, and this one says so.
+it('promtool is installed (Debian `prometheus`; .ci/run installs it)', () => {
+  expect(promtool, 'apt-get install prometheus: the rule tests need promtool').toBe(true);
+});
+
 describe.skipIf(!promtool)(
   'generated rules under Prometheus’ own promtool (skipped: no promtool on PATH)',
   () => {
