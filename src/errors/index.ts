@@ -1,24 +1,22 @@
 /**
- * The errors and their guards, all of them public: the root entry re-exports this file whole, so a
- * name added here is a name added to `prazo` (and to api/root.api.md).
+ * The errors and their guards the root entry holds: it re-exports this file whole, so a name added
+ * here is a name added to `prazo` (and to api/root.api.md). The failures of one transport live with
+ * it, each with its guard: `NoInstanceError` / `isNoInstance` in prazo/http, `DependencyFailedError`
+ * / `isDependencyFailed` in prazo/server.
  */
 export { isPrazoError, PrazoError } from './base.js';
 export { RetryBudgetExhaustedError } from './budget.js';
-export { ConcurrencyLimitError, NoInstanceError } from './capacity.js';
+export { ConcurrencyLimitError } from './capacity.js';
 export { ErrorCode, type TimeoutPhase } from './codes.js';
 export { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
-export { type DependencyFailedDetails, DependencyFailedError } from './dependency.js';
 export {
   isBodyTimeout,
   isConcurrencyLimited,
   isConnectFailed,
   isConnectTimeout,
-  isDeadlineError,
   isDeadlineExceeded,
   isDeadlineInsufficient,
-  isDependencyFailed,
   isInvalidOptions,
-  isNoInstance,
   isQueueTimeout,
   isResponseTimeout,
   isRetryBudgetExhausted,

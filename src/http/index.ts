@@ -7,6 +7,7 @@
 
 export type { InstanceState } from '../balance/instances.js';
 export { NoInstanceError } from '../errors/capacity.js';
+export { isNoInstance } from '../errors/guards.js';
 export { createHttpClient, type HttpClient, type HttpResponse } from './client.js';
 export { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 export type { HttpFetch, HttpFetchInit, HttpFetchInput } from './fetch.js';

@@ -15,6 +15,7 @@ export {
   readIncomingDeadline,
 } from '../deadline/headers.js';
 export { type DependencyFailedDetails, DependencyFailedError } from '../errors/dependency.js';
+export { isDependencyFailed } from '../errors/guards.js';
 export type { DependencyFailure } from '../retry/pushback.js';
 export {
   type CancelledEvent,

@@ -46,10 +46,11 @@ describe('API reports (SPEC P4)', () => {
     expect(readdirSync(API_DIR).sort()).toEqual(expected);
   });
 
-  it('keeps the root entry small enough to hold in mind: at most 61 names, no internals', () => {
+  it('keeps the root entry small enough to hold in mind: at most 63 names, no internals', () => {
     const root = surfaces.find((s) => s.entry.specifier === 'prazo')!;
     // 61: the executor's concurrency limit (SPEC X7) brought its own failure, ConcurrencyLimitError.
-    expect(root.names.length).toBeLessThanOrEqual(61);
+    // 63: the guards of the root's two failures that had none, isConcurrencyLimited and isConnectFailed.
+    expect(root.names.length).toBeLessThanOrEqual(63);
     const names = root.names.map((n) => n.name);
     for (const core of [
       'Deadline',
