@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { sleep, systemClock } from '../clock/index.js';
 
 /**
  * A real MariaDB for the tests, from Debian's `mariadb-server` (`.ci/run` installs it): a fresh data
@@ -23,16 +24,16 @@ export interface TestMariadb {
 const SERVER_PATHS = ['/usr/sbin/mariadbd', '/usr/bin/mariadbd', '/usr/sbin/mysqld'];
 const INSTALL_PATHS = ['/usr/bin/mariadb-install-db', '/usr/bin/mysql_install_db'];
 
-/** Runs `work`, timing it: its value or error, and how long it took in ms (real time). */
+/** Runs `work`, timing it: its value or error, and how long it took in ms (real time, the system clock). */
 export async function timed<T>(
   work: () => Promise<T>,
 ): Promise<{ value: T | undefined; error: unknown; ms: number }> {
-  const started = performance.now();
+  const started = systemClock.now();
   const outcome = await work().then(
     (value) => ({ value, error: undefined as unknown }),
     (error: unknown) => ({ value: undefined, error }),
   );
-  return { ...outcome, ms: performance.now() - started };
+  return { ...outcome, ms: systemClock.now() - started };
 }
 
 export async function freePort(): Promise<number> {
@@ -99,23 +100,23 @@ export async function startMariadb(): Promise<TestMariadb> {
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const timer = systemClock.setTimer(() => child.kill('SIGKILL'), 10_000);
       await exited;
-      clearTimeout(timer);
+      systemClock.clearTimer(timer);
     }
     await rm(root, { recursive: true, force: true });
   };
-  const startedAt = Date.now();
+  const startedAt = systemClock.now();
   for (;;) {
     const text = await readFile(log, 'utf8').catch(() => '');
     if (text.includes('ready for connections')) break;
-    if (child.exitCode !== null || Date.now() - startedAt > 30_000) {
+    if (child.exitCode !== null || systemClock.now() - startedAt > 30_000) {
       await stop();
       throw new Error(
         `mariadbd did not start on 127.0.0.1:${port}:\n${text.split('\n').slice(-15).join('\n')}`,
       );
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(systemClock, 50);
   }
   return { host: '127.0.0.1', port, user: 'root', database: 'prazo', stop };
 }

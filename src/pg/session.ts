@@ -1,10 +1,10 @@
-import type { Clock } from '../clock/clock.js';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { withinDeadline } from '../deadline/store.js';
 import { isPrazoError } from '../errors/base.js';
-import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import type { ResolvedPgOptions } from './options.js';
-import { isPool, type PgClient, type PgPool, type PgPoolClient } from './types.js';
+import { isPool, type PgClient, type PgPool } from './types.js';
 
 /**
  * The `statement_timeout` for what is left of `deadline`, in whole ms, rounded down (the server
@@ -21,13 +21,7 @@ export function beginSql(deadline: Deadline): string {
   return `BEGIN; SET LOCAL statement_timeout = ${statementTimeoutMs(deadline)}`;
 }
 
-/** Fails fast, before any I/O, when less than the p99 is left (SPEC D4). */
-export function checkFits(deadline: Deadline, options: ResolvedPgOptions): void {
-  const remainingMs = deadline.remainingMs();
-  if (remainingMs <= 0 || remainingMs < options.p99Ms) {
-    throw new DeadlineInsufficientError({ dependency: options.name, remainingMs, neededMs: options.p99Ms });
-  }
-}
+export { checkFits } from '../deadline/store.js';
 
 /** A client to work on, and how to give it back. */
 export interface Lease {
@@ -46,39 +40,11 @@ export async function lease(
   options: ResolvedPgOptions,
 ): Promise<Lease> {
   if (!isPool(target)) return { client: target, release: () => undefined };
-  const client = await withinDeadline(target.connect(), deadline, options.clock, options.name);
-  return { client, release: (broken) => client.release(broken instanceof Error ? broken : broken === true) };
-}
-
-function withinDeadline(
-  pending: Promise<PgPoolClient>,
-  deadline: Deadline,
-  clock: Clock,
-  name: string,
-): Promise<PgPoolClient> {
-  return new Promise((resolve, reject) => {
-    let late = false;
-    const started = clock.now();
-    const timer = clock.setTimer(
-      () => {
-        late = true;
-        reject(new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs: clock.now() - started }));
-      },
-      deadline.remainingMs(),
-      { unref: true },
-    );
-    pending.then(
-      (client) => {
-        clock.clearTimer(timer);
-        if (late) client.release();
-        else resolve(client);
-      },
-      (error: unknown) => {
-        clock.clearTimer(timer);
-        if (!late) reject(error);
-      },
-    );
+  const client = await withinDeadline(target.connect(), deadline, options.clock, {
+    giveBack: (late) => late.release(),
+    expired: (elapsedMs) => new DeadlineExceededError({ dependency: `${options.name} (pool)`, elapsedMs }),
   });
+  return { client, release: (broken) => client.release(broken instanceof Error ? broken : broken === true) };
 }
 
 /**

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sleep, systemClock } from '../clock/index.js';
 import { freePort } from '../mysql/mariadb.test-helpers.js';
 
 /**
@@ -42,19 +43,19 @@ export async function startRedis(): Promise<TestRedis> {
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      const timer = systemClock.setTimer(() => child.kill('SIGKILL'), 5_000);
       await exited;
-      clearTimeout(timer);
+      systemClock.clearTimer(timer);
     }
     await rm(dir, { recursive: true, force: true });
   };
-  const startedAt = Date.now();
+  const startedAt = systemClock.now();
   while (!output.includes('Ready to accept connections')) {
-    if (child.exitCode !== null || Date.now() - startedAt > 15_000) {
+    if (child.exitCode !== null || systemClock.now() - startedAt > 15_000) {
       await stop();
       throw new Error(`redis-server did not start on 127.0.0.1:${port}:\n${output.slice(-2_000)}`);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(systemClock, 20);
   }
   return { host: '127.0.0.1', port, stop };
 }
