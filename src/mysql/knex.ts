@@ -39,7 +39,9 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   }
   const dialect = String(client.config?.client ?? '');
   if (!/^mysql2?$/.test(dialect)) {
-    throw new TypeError(`knexWithDeadline: Knex client "${dialect}" is not supported (mysql2 or mysql)`);
+    throw new TypeError(
+      `knexWithDeadline: Knex client "${dialect}" is not supported (mysql2 or mysql; for pg, pgDeadlineKnex of prazo/pg)`,
+    );
   }
   const marked = client as unknown as Record<symbol, unknown>;
   if (marked[PATCHED] === true) return knex;

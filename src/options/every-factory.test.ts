@@ -191,6 +191,14 @@ const CASES: Record<string, readonly [Call, string]> = {
       m.pgDeadlinePool!({ connect: () => 1, totalCount: 0, query: () => 1 } as never, { p99: 1 } as never),
     'p99Ms',
   ],
+  pgDeadlineKnex: [
+    (m) =>
+      m.pgDeadlineKnex!(
+        { client: { driverName: 'pg', acquireConnection: () => 1, releaseConnection: () => 1 } } as never,
+        { cancelGrace: 1 } as never,
+      ),
+    'cancelGraceMs',
+  ],
   // prazo/mysql
   mysqlQuery: [
     (m) => m.mysqlQuery!(mysql as never, 'select 1' as never, [] as never, { p99: 1 } as never),

@@ -5,6 +5,7 @@
  * @module prazo/pg
  */
 export { isQueryCanceled } from './guard.js';
+export { pgDeadlineKnex } from './knex.js';
 export { PG_DEADLINE_OPTIONS, type PgDeadlineOptions } from './options.js';
 export { PG_POOL_OPTIONS, type PgPoolOptions, pgDeadlinePool } from './pool.js';
 export { queryWithDeadline } from './query.js';

@@ -1,13 +1,18 @@
+import { sql as drizzleSql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import knexFactory from 'knex';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
+import { timed } from '../mysql/mariadb.test-helpers.js';
 import { startPostgres, type TestPostgres } from './embedded.test-helpers.js';
+import { pgDeadlineKnex } from './knex.js';
 import { pgDeadlinePool } from './pool.js';
 
-/** Kysely over pg under the ambient deadline, on a real PostgreSQL (SPEC D4, D7, #17 item 3). */
+/** Kysely, Knex and Drizzle over pg under the ambient deadline, on a real PostgreSQL (SPEC D4, D7, #17 item 3). */
 let db: TestPostgres;
 let admin: pg.Client;
 let kysely: Kysely<{ items: { id: number } }>;
@@ -19,7 +24,9 @@ beforeAll(async () => {
   const pool = pgDeadlinePool(new pg.Pool({ ...db.config, max: 2 }), { name: 'items-pg' });
   kysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
 });
+const closers: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
+  for (const close of closers.reverse()) await close();
   await kysely?.destroy();
   await admin?.end();
   await db?.stop();
@@ -82,5 +89,114 @@ describe('Kysely over a guarded pg pool', () => {
     expect(isDeadlineInsufficient(error)).toBe(true);
     expect(taken).toBe(0);
     await strict.destroy();
+  });
+});
+
+/** Backends connected under `name` (the application_name a test gives its pool), idle or not. */
+const backends = async (name: string) =>
+  (await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [name])).rows;
+
+/** The server's own limit ended it (not the client's cancel request, which comes 100 ms after the deadline). */
+const serverTimeout = expect.objectContaining({
+  code: '57014',
+  message: expect.stringMatching(/statement timeout/),
+});
+
+// Knex and Drizzle builders are lazy thenables: they start when awaited, inside the deadline's context
+describe('Knex over pg (pgDeadlineKnex)', () => {
+  const knexOn = (application_name: string, options = {}) => {
+    const knex = pgDeadlineKnex(
+      knexFactory({
+        client: 'pg',
+        connection: { ...(db.config as object), application_name },
+        pool: { min: 0, max: 1 },
+      }),
+      { name: 'items-knex', ...options },
+    );
+    closers.push(() => knex.destroy());
+    return knex;
+  };
+
+  it('SELECT pg_sleep(5) under a 200 ms deadline ends on the server at its statement_timeout and is gone', async () => {
+    const knex = knexOn('knex-sleep');
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(200), async () => await knex.raw('SELECT pg_sleep(5)')),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ dependency: 'items-knex', cause: serverTimeout });
+    expect(ms).toBeLessThan(800); // ~200 ms; the margin is for a loaded machine
+    expect(await active()).toEqual([]);
+    // the connection is healthy (a statement error, not a broken socket): Knex keeps it, nothing left in it
+    const rows = await runWithDeadline(Deadline.after(2_000), async () => await knex('items').select('id'));
+    expect(rows).toBeInstanceOf(Array);
+    const setting = await knex.raw("SELECT current_setting('statement_timeout') AS t");
+    expect(setting.rows[0].t).toBe('0');
+  });
+
+  it("inside a Knex transaction: the statement is limited too, and Knex's rollback undoes the insert", async () => {
+    const knex = knexOn('knex-trx');
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(1_000), () =>
+        knex.transaction(async (trx) => {
+          await trx('items').insert({ id: 10 });
+          await trx.raw('SELECT pg_sleep(5)');
+        }),
+      ),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ cause: serverTimeout });
+    expect(ms).toBeLessThan(2_000);
+    expect(await active()).toEqual([]);
+    expect((await admin.query('SELECT id FROM items WHERE id = 10')).rows).toEqual([]);
+  });
+
+  it('below the p99 no connection is taken; other clients are refused', async () => {
+    const knex = knexOn('knex-fail-fast', { p99Ms: 100 });
+    const error = await runWithDeadline(Deadline.after(50), async () => await knex('items').select()).catch(
+      (e: unknown) => e,
+    );
+    expect(isDeadlineInsufficient(error)).toBe(true);
+    expect(await backends('knex-fail-fast')).toEqual([]);
+    // outside any deadline the same instance works as Knex does
+    expect((await knex.raw('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    expect(() => pgDeadlineKnex(knexFactory({ client: 'mysql2' }))).toThrow(
+      /not supported.*knexWithDeadline/,
+    );
+    expect(pgDeadlineKnex(knex)).toBe(knex);
+  });
+});
+
+describe('Drizzle over a guarded pg pool (drizzle-orm/node-postgres)', () => {
+  it('SELECT pg_sleep(5) under a 200 ms deadline ends on the server at its statement_timeout and is gone', async () => {
+    const raw = new pg.Pool({ ...db.config, max: 2, application_name: 'drizzle-sleep' });
+    closers.push(() => raw.end());
+    const orm = drizzle(pgDeadlinePool(raw, { name: 'items-drizzle' }) as pg.Pool);
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(200), async () => await orm.execute(drizzleSql`SELECT pg_sleep(5)`)),
+    );
+    // Drizzle wraps a driver's error in its DrizzleQueryError: prazo's is its cause
+    const cause = (error as { cause?: unknown }).cause;
+    expect(isDeadlineExceeded(cause)).toBe(true);
+    expect(cause).toMatchObject({ dependency: 'items-drizzle', cause: serverTimeout });
+    expect(ms).toBeLessThan(800);
+    expect(await active()).toEqual([]);
+    // its query configs (row mode, type parsers) still work under a deadline
+    const result = await runWithDeadline(Deadline.after(2_000), async () =>
+      orm.execute(drizzleSql`SELECT ${41}::int + 1 AS n`),
+    );
+    expect(result.rows).toEqual([{ n: 42 }]);
+  });
+
+  it('below the p99 no connection is taken', async () => {
+    const raw = new pg.Pool({ ...db.config, max: 1, application_name: 'drizzle-fail-fast' });
+    closers.push(() => raw.end());
+    const orm = drizzle(pgDeadlinePool(raw, { p99Ms: 100 }) as pg.Pool);
+    const error = await runWithDeadline(
+      Deadline.after(50),
+      async () => await orm.execute(drizzleSql`SELECT 1`),
+    ).catch((e: unknown) => e);
+    expect(isDeadlineInsufficient((error as { cause?: unknown }).cause ?? error)).toBe(true);
+    expect(raw.totalCount).toBe(0);
+    expect(await backends('drizzle-fail-fast')).toEqual([]);
   });
 });

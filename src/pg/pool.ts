@@ -1,10 +1,11 @@
 import { currentDeadline } from '../deadline/ambient.js';
-import { type OptionsOf, pickOptions } from '../options/declare.js';
+import type { Deadline } from '../deadline/deadline.js';
+import { type OptionsOf, pickOptions, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
-import { PG_DEADLINE_OPTIONS } from './options.js';
-import { queryWithDeadline } from './query.js';
+import { PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
+import { runStatement } from './query.js';
 import { checkFits, connectionBroken, lease } from './session.js';
-import type { PgPool, PgPoolClient } from './types.js';
+import type { PgClient, PgPool, PgPoolClient } from './types.js';
 
 /** Options of {@link pgDeadlinePool}: those of `queryWithDeadline` that hold for every query of a pool. */
 export const PG_POOL_OPTIONS = pickOptions(PG_DEADLINE_OPTIONS, ['p99Ms', 'name', 'cancelGraceMs', 'clock']);
@@ -18,36 +19,63 @@ const TRANSACTION_CONTROL =
 type Fn = (...args: unknown[]) => unknown;
 
 /**
- * A `pg.Pool` whose every text query runs under the **ambient** deadline (SPEC D4, D7), the way
- * `queryWithDeadline` runs one: what Kysely's `PostgresDialect({ pool })` is given, so its queries
- * get a server-side `statement_timeout` from the time left and a cancel request at the deadline,
- * without threading it by hand. `connect()` fails fast below the p99 and waits no longer than the
- * deadline; a client whose connection broke is destroyed on `release()`. Transaction control the
- * builder sends itself (`begin`, `commit`, `savepoint`, ...), query objects (cursors, configs) and
+ * The text of a statement a guard should run under the deadline: a string, or a query config
+ * (`{ text, values, rowMode, types, name }`, what Drizzle and Knex send); undefined for what passes
+ * through unchanged: a submittable (a cursor, a stream), transaction control, anything else.
+ */
+export function guardedText(statement: unknown): string | undefined {
+  const text =
+    typeof statement === 'string'
+      ? statement
+      : statement !== null &&
+          typeof statement === 'object' &&
+          typeof (statement as { submit?: unknown }).submit !== 'function'
+        ? (statement as { text?: unknown }).text
+        : undefined;
+  return typeof text === 'string' && !TRANSACTION_CONTROL.test(text) ? text : undefined;
+}
+
+/**
+ * The per-call options of a guard installed once (a pool, a Knex client): the options read at
+ * construction, with each call's ambient deadline and its clock.
+ */
+export function perDeadline(
+  fixed: Resolved<typeof PG_POOL_OPTIONS.specs>,
+): (deadline: Deadline) => ResolvedPgOptions {
+  return (deadline) => ({ ...fixed, deadline, signal: undefined, clock: fixed.clock ?? deadline.clock });
+}
+
+/**
+ * A `pg.Pool` whose every query runs under the **ambient** deadline (SPEC D4, D7), the way
+ * `queryWithDeadline` runs one: what Kysely's `PostgresDialect({ pool })` and Drizzle's
+ * `drizzle(pool)` (node-postgres) are given, so their queries get a server-side `statement_timeout`
+ * from the time left and a cancel request at the deadline, without threading it by hand. A query is
+ * a text (with values) or a query config (`{ text, rowMode, types, name }`, as Drizzle sends it).
+ * `connect()` fails fast below the p99 and waits no longer than the deadline; a client whose
+ * connection broke is destroyed on `release()`. Transaction control the builder sends itself
+ * (`begin`, `commit`, `savepoint`, ...), submittables (cursors, streams), callback calls and
  * everything outside a deadline pass through unchanged; inside a builder's transaction the timeout
  * is set for the statement and put back after (pg >= 8.21 tells prazo the transaction is open).
  */
 export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions = {}): P {
-  const fixed = readOptions('pgDeadlinePool', PG_POOL_OPTIONS, options);
+  const resolve = perDeadline(readOptions('pgDeadlinePool', PG_POOL_OPTIONS, options));
   const guardedQuery =
     (target: object, original: Fn, onError: (error: unknown) => void) =>
     (...args: unknown[]): unknown => {
-      const [text, values] = args;
       const deadline = currentDeadline();
       if (
         deadline === undefined ||
-        typeof text !== 'string' ||
-        TRANSACTION_CONTROL.test(text) ||
-        args.length > 2
+        guardedText(args[0]) === undefined ||
+        args.length > 2 ||
+        typeof args.at(-1) === 'function'
       )
         return original.apply(target, args);
-      const params = Array.isArray(values) ? values : [];
-      return queryWithDeadline(target as PgPoolClient, text, params, { ...fixed, deadline }).catch(
-        (error: unknown) => {
-          onError(error);
-          throw error;
-        },
-      );
+      const resolved = resolve(deadline);
+      const send = (client: PgClient) => (client.query as Fn).apply(client, args) as Promise<unknown>;
+      return runStatement(target as PgPoolClient, resolved, send).catch((error: unknown) => {
+        onError(error);
+        throw error;
+      });
     };
 
   const wrapClient = (client: PgPoolClient, release: (broken?: unknown) => void): PgPoolClient => {
@@ -81,12 +109,7 @@ export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions
         return async (...args: unknown[]) => {
           const deadline = currentDeadline();
           if (deadline === undefined || args.length > 0) return (value as Fn).apply(target, args);
-          const resolved = {
-            ...fixed,
-            deadline,
-            signal: undefined,
-            clock: fixed.clock ?? deadline.clock,
-          };
+          const resolved = resolve(deadline);
           checkFits(deadline, resolved);
           const taken = await lease(target, deadline, resolved);
           return wrapClient(taken.client as PgPoolClient, taken.release);

@@ -36,11 +36,26 @@ export async function queryWithDeadline<R extends QueryResultRow = QueryResultRo
   options: PgDeadlineOptions = {},
 ): Promise<QueryResult<R>> {
   const resolved = resolvePgOptions('queryWithDeadline', options, currentDeadline());
+  return runStatement(target, resolved, (client) => client.query<R>(sql, params));
+}
+
+/**
+ * Runs one `statement` on a client of `target` (itself, or one taken from the pool) as
+ * {@link queryWithDeadline} does, whatever shape the statement is sent in (a text and values, a
+ * query config with its own row mode and type parsers): fail fast below the p99, a pool wait no
+ * longer than the deadline, the statement under {@link withStatementTimeout}, a client whose
+ * connection broke destroyed on release.
+ */
+export async function runStatement<T>(
+  target: PgClient | PgPool,
+  resolved: ResolvedPgOptions,
+  statement: (client: PgClient) => Promise<T>,
+): Promise<T> {
   const { deadline } = resolved;
   if (deadline === undefined) {
     const { client, release } = await leaseUnbounded(target);
     try {
-      return await client.query<R>(sql, params);
+      return await statement(client);
     } finally {
       release();
     }
@@ -48,9 +63,7 @@ export async function queryWithDeadline<R extends QueryResultRow = QueryResultRo
   checkFits(deadline, resolved);
   const { client, release } = await lease(target, deadline, resolved);
   try {
-    const result = (await inCallerTransaction(client))
-      ? await inTransaction<R>(client, sql, params, deadline, resolved)
-      : await inOwnTransaction<R>(client, sql, params, deadline, resolved);
+    const result = await withStatementTimeout(client, deadline, resolved, () => statement(client));
     release();
     return result;
   } catch (error) {
@@ -59,16 +72,32 @@ export async function queryWithDeadline<R extends QueryResultRow = QueryResultRo
   }
 }
 
-async function inOwnTransaction<R extends QueryResultRow>(
+/**
+ * Runs `run` (one statement on `client`) with the server's `statement_timeout` set from what is left
+ * of `deadline` and a cancel request at the deadline (see {@link queryWithDeadline} for the scoping):
+ * in a transaction of its own when the client is idle, with the caller's value saved and put back
+ * when the client is inside the caller's transaction.
+ */
+export async function withStatementTimeout<T>(
   client: PgClient,
-  sql: string,
-  params: unknown[],
   deadline: Deadline,
   options: ResolvedPgOptions,
-): Promise<QueryResult<R>> {
+  run: () => Promise<T>,
+): Promise<T> {
+  return (await inCallerTransaction(client))
+    ? inTransaction(client, deadline, options, run)
+    : inOwnTransaction(client, deadline, options, run);
+}
+
+async function inOwnTransaction<T>(
+  client: PgClient,
+  deadline: Deadline,
+  options: ResolvedPgOptions,
+  run: () => Promise<T>,
+): Promise<T> {
   await client.query(beginSql(deadline));
   try {
-    const result = await guarded(client, deadline, options, () => client.query<R>(sql, params));
+    const result = await guarded(client, deadline, options, run);
     await client.query('COMMIT');
     return result;
   } catch (error) {
@@ -77,19 +106,18 @@ async function inOwnTransaction<R extends QueryResultRow>(
   }
 }
 
-async function inTransaction<R extends QueryResultRow>(
+async function inTransaction<T>(
   client: PgClient,
-  sql: string,
-  params: unknown[],
   deadline: Deadline,
   options: ResolvedPgOptions,
-): Promise<QueryResult<R>> {
+  run: () => Promise<T>,
+): Promise<T> {
   const saved = await client.query<{ previous: string }>(
     "SELECT current_setting('statement_timeout') AS previous, set_config('statement_timeout', $1, true)",
     [String(statementTimeoutMs(deadline))],
   );
   try {
-    return await guarded(client, deadline, options, () => client.query<R>(sql, params));
+    return await guarded(client, deadline, options, run);
   } finally {
     const status = client.getTransactionStatus?.();
     if (status === 'T' || status === undefined) {
@@ -101,7 +129,6 @@ async function inTransaction<R extends QueryResultRow>(
     }
   }
 }
-
 /**
  * Whether `client` is inside its caller's transaction. pg >= 8.21 tracks it
  * (`getTransactionStatus()`); older versions (the peer range starts at 8.11) do not, so the server is
