@@ -12,7 +12,7 @@ import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { boundBlocking, serverBlockMs } from './blocking.js';
 
 /**
- * A Redis client of `ioredis` (4/5) or `redis` (node-redis 4/5), structurally: both are optional
+ * A Redis client of `ioredis` (5/6) or `redis` (node-redis 4/5/6), structurally: both are optional
  * peers, never imported. ioredis sends with `call`, node-redis with `sendCommand`; both `duplicate`.
  */
 export interface RedisConnection {
