@@ -7,7 +7,7 @@ import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver
 import { emitterOf } from './events.js';
 import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
-import { isServerError } from './statement.js';
+import { connectionFit } from './statement.js';
 
 /** Options of {@link mysqlDeadlinePool}: those of `mysqlQuery` that hold for every query of a pool. */
 export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
@@ -135,7 +135,7 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
           session.end();
           return result;
         } catch (error) {
-          if (!isServerError(error)) session.taint();
+          if (!connectionFit(error)) session.taint();
           session.end();
           throw error;
         }

@@ -2,7 +2,7 @@ import { currentDeadline } from '../deadline/ambient.js';
 import { invoke, type MysqlTarget } from './driver.js';
 import { type MysqlDeadlineOptions, resolveMysqlOptions } from './options.js';
 import { checkFits, openSession, runStatement } from './session.js';
-import { isServerError } from './statement.js';
+import { connectionFit } from './statement.js';
 
 /**
  * Runs one statement on MySQL or MariaDB under the ambient or given deadline (SPEC D4, D7), through
@@ -39,7 +39,7 @@ export async function mysqlQuery<T = unknown>(
     session.end();
     return result as T;
   } catch (error) {
-    if (!isServerError(error)) session.taint();
+    if (!connectionFit(error)) session.taint();
     session.end();
     throw error;
   }

@@ -1,4 +1,5 @@
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { isPrazoError } from '../errors/base.js';
 import type { MysqlServer } from './driver.js';
 
 /**
@@ -62,4 +63,14 @@ export function isStatementInterrupted(error: unknown): boolean {
 export function isServerError(error: unknown): boolean {
   const e = error as { sqlState?: unknown; sqlMessage?: unknown; fatal?: unknown } | null;
   return typeof e?.sqlState === 'string' && e.sqlState.length === 5 && e.fatal !== true;
+}
+
+/**
+ * True when the connection is fit for the pool after `error`: the server answered with an error of
+ * its own (the statement is over, the socket is fine), also when prazo wraps it: a statement the
+ * server's limit ended (1969, 3024) has finished there, so its connection need not cost a reconnect.
+ * A kill sent for it taints the session separately (the kill may land on its next statement).
+ */
+export function connectionFit(error: unknown): boolean {
+  return isServerError(error) || (isPrazoError(error) && isServerError(error.cause));
 }
