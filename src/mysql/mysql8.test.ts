@@ -3,6 +3,7 @@ import mariadb from 'mariadb';
 import mysql from 'mysql2';
 import mysqlPromise from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep, systemClock } from '../clock/index.js';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded } from '../errors/guards.js';
@@ -59,6 +60,7 @@ describe('MySQL 8: the server flavour, the MAX_EXECUTION_TIME hint, error 3024, 
       mysqlQuery(pool, 'SELECT 1 FROM items WHERE SLEEP(5)', [], {
         deadline: Deadline.after(200),
         name: 'orders-mysql',
+        cancelGraceMs: 1_000, // the backup kill far enough out that a stalled loop cannot send it
       }),
     );
     expect(isDeadlineExceeded(error)).toBe(true);
@@ -84,7 +86,10 @@ describe('MySQL 8: the server flavour, the MAX_EXECUTION_TIME hint, error 3024, 
     const pool = promisePool();
     const thread = await threadOf(pool);
     const { error, ms } = await timed(() =>
-      mysqlQuery(pool, "UPDATE items SET name = 'x' WHERE SLEEP(5)", [], { deadline: Deadline.after(200) }),
+      mysqlQuery(pool, "UPDATE items SET name = 'x' WHERE SLEEP(5)", [], {
+        deadline: Deadline.after(200),
+        cancelGraceMs: 1_000, // the kill goes at the deadline; the client waits 1 s for its 1317
+      }),
     );
     expect(isDeadlineExceeded(error)).toBe(true);
     expect(error).toMatchObject({
@@ -100,8 +105,7 @@ describe('MySQL 8: the server flavour, the MAX_EXECUTION_TIME hint, error 3024, 
     expect(kills[0]!.thread).not.toBe(thread); // from another connection: this one is busy
     expect(server.running()).toEqual([]);
     // a connection that was sent a kill is never pooled again (the kill could land on its next statement)
-    for (let i = 0; i < 40 && server.threads().includes(thread); i++)
-      await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 40 && server.threads().includes(thread); i++) await sleep(systemClock, 25);
     expect(server.threads()).not.toContain(thread);
     expect(await threadOf(pool)).not.toBe(thread);
   });
