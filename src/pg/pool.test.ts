@@ -111,7 +111,8 @@ describe('Knex over pg (pgDeadlineKnex)', () => {
         connection: { ...(db.config as object), application_name },
         pool: { min: 0, max: 1 },
       }),
-      { name: 'items-knex', ...options },
+      // the client's cancel request 1 s past the deadline: only the server's own timeout can end it first
+      { name: 'items-knex', cancelGraceMs: 1_000, ...options },
     );
     closers.push(() => knex.destroy());
     return knex;
@@ -170,7 +171,7 @@ describe('Drizzle over a guarded pg pool (drizzle-orm/node-postgres)', () => {
   it('SELECT pg_sleep(5) under a 200 ms deadline ends on the server at its statement_timeout and is gone', async () => {
     const raw = new pg.Pool({ ...db.config, max: 2, application_name: 'drizzle-sleep' });
     closers.push(() => raw.end());
-    const orm = drizzle(pgDeadlinePool(raw, { name: 'items-drizzle' }) as pg.Pool);
+    const orm = drizzle(pgDeadlinePool(raw, { name: 'items-drizzle', cancelGraceMs: 1_000 }) as pg.Pool);
     const { error, ms } = await timed(() =>
       runWithDeadline(Deadline.after(200), async () => await orm.execute(drizzleSql`SELECT pg_sleep(5)`)),
     );
