@@ -55,7 +55,7 @@ describe('Kysely over a guarded pg pool', () => {
   });
 
   it("the builder's own transaction is left to it; its statements are limited inside it", async () => {
-    const error = await runWithDeadline(Deadline.after(1_000), () =>
+    const error = await runWithDeadline(Deadline.after(1_500), () =>
       kysely.transaction().execute(async (trx) => {
         await trx.insertInto('items').values({ id: 1 }).execute();
         await sql`SELECT pg_sleep(5)`.execute(trx);
@@ -137,7 +137,7 @@ describe('Knex over pg (pgDeadlineKnex)', () => {
   it("inside a Knex transaction: the statement is limited too, and Knex's rollback undoes the insert", async () => {
     const knex = knexOn('knex-trx');
     const { error, ms } = await timed(() =>
-      runWithDeadline(Deadline.after(1_000), () =>
+      runWithDeadline(Deadline.after(1_500), () =>
         knex.transaction(async (trx) => {
           await trx('items').insert({ id: 10 });
           await trx.raw('SELECT pg_sleep(5)');
@@ -146,7 +146,7 @@ describe('Knex over pg (pgDeadlineKnex)', () => {
     );
     expect(isDeadlineExceeded(error)).toBe(true);
     expect(error).toMatchObject({ cause: serverTimeout });
-    expect(ms).toBeLessThan(2_000);
+    expect(ms).toBeLessThan(2_500);
     expect(await active()).toEqual([]);
     expect((await admin.query('SELECT id FROM items WHERE id = 10')).rows).toEqual([]);
   });
