@@ -52,7 +52,14 @@ export {
   type HealthyWindowTrackerOptions,
 } from './health-tracker.js';
 export type { PrometheusSeries } from './options.js';
-export { checkPool, type PoolCheckInput, type PoolCheckResult } from './pool.js';
+export {
+  type ConcurrencySuggestion,
+  checkPool,
+  LITTLE_HEADROOM,
+  type PoolCheckInput,
+  type PoolCheckResult,
+  suggestConcurrencyLimit,
+} from './pool.js';
 export { type CsvOptions, parseCsv } from './sources/csv.js';
 export { type ReadSourceOptions, readLatencySource } from './sources/detect.js';
 export { type PrometheusOptions, parsePrometheus } from './sources/prometheus.js';

@@ -30,3 +30,38 @@ export function checkPool(input: PoolCheckInput): PoolCheckResult {
 }
 
 const round = (ms: number): number => Math.round(ms * 10) / 10;
+
+/**
+ * Room a fixed concurrency limit keeps above the in-flight count at p99 (SPEC C6, X7): bursts, and
+ * the retries and hedges that count as attempts in flight too. 1.25: a 25% burst over the expected
+ * rate, with every call at the p99, is still admitted.
+ */
+export const LITTLE_HEADROOM = 1.25;
+
+/** The largest `concurrencyLimit.maxInFlight` accepted; a suggestion is never above it. */
+const MAX_SUGGESTED = 100_000;
+
+/** What Little's law says a fixed concurrency limit should be. */
+export interface ConcurrencySuggestion {
+  /** The expected rate, req/s. */
+  readonly rps: number;
+  /** The p99 in ms. */
+  readonly p99Ms: number;
+  /** rate × p99 (s): the calls in flight when every call takes the p99. */
+  readonly inFlightAtP99: number;
+  /** ceil(rate × p99 × LITTLE_HEADROOM), in [1, 100000]. */
+  readonly suggested: number;
+}
+
+/**
+ * A fixed concurrency limit from Little's law (SPEC C6, X7): N = ceil(λ × W × headroom), with W the
+ * p99 (`prazo check` shows it for each dependency whose rate it knows). Undefined when the rate or the
+ * p99 is not a finite positive number: without a rate there is nothing to suggest. Monotone in both,
+ * an integer in [1, 100000] (the limit's own range), never NaN or ∞.
+ */
+export function suggestConcurrencyLimit(rps: number, p99Ms: number): ConcurrencySuggestion | undefined {
+  if (!(Number.isFinite(rps) && rps > 0 && Number.isFinite(p99Ms) && p99Ms > 0)) return undefined;
+  const inFlightAtP99 = Math.min(Number.MAX_VALUE, (rps * p99Ms) / 1000);
+  const suggested = Math.min(MAX_SUGGESTED, Math.max(1, Math.ceil(inFlightAtP99 * LITTLE_HEADROOM)));
+  return Object.freeze({ rps, p99Ms, inFlightAtP99, suggested });
+}

@@ -183,6 +183,39 @@ describe('prazo check', () => {
     expect(missing.out).toBe('');
   });
 
+  it("shows Little's law on the concurrency limit with its numbers; silent without a rate (SPEC C6, X7)", async () => {
+    const dir = tmp({
+      'limit.yaml': [
+        'dependencies:',
+        '  - { name: low, p99Ms: 120, pool: { size: 100, rps: 200 }, concurrencyLimit: { maxInFlight: 8 } }',
+        '  - { name: none, p99Ms: 120, pool: { size: 100, rps: 200 } }',
+        '  - { name: norate, p99Ms: 120, concurrencyLimit: { maxInFlight: 1 } }',
+      ].join('\n'),
+    });
+    const r = await runCli(['check', 'limit.yaml'], dir);
+    expect(r.code).toBe(0);
+    expect(r.err).toContain(
+      "warning: dependencies[0].concurrencyLimit: limit 8 is below Little's law: 200 rps × 0.120 s = 24 in flight at p99; suggest 30",
+    );
+    expect(r.out).toContain(
+      "concurrency limit 8: below the suggested 30; Little's law: 200 rps × 0.120 s = 24 in flight at p99",
+    );
+    expect(r.out).toContain(
+      "no concurrency limit; Little's law: 200 rps × 0.120 s = 24 in flight at p99; suggest maxInFlight 30",
+    );
+    expect(r.out.match(/Little's law/g)).toHaveLength(2); // norate: nothing
+    expect((await runCli(['check', 'limit.yaml', '--strict'], dir)).code).toBe(1);
+    const json = JSON.parse((await runCli(['check', 'limit.yaml', '--json'], dir)).out);
+    expect(json.summary.dependencies[0].concurrency).toEqual({
+      rps: 200,
+      p99Ms: 120,
+      inFlightAtP99: 24,
+      suggested: 30,
+      limit: 8,
+    });
+    expect(json.summary.dependencies[2].concurrency).toBeUndefined();
+  });
+
   it('prints help and version with exit 0', async () => {
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);

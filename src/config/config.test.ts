@@ -181,6 +181,27 @@ describe('the central config (SPEC C7)', () => {
     ]);
   });
 
+  it("checks a fixed concurrency limit against Little's law where the file gives the rate (SPEC C6, X7)", () => {
+    const text = [
+      'dependencies:',
+      '  - { name: low, p99Ms: 120, pool: { size: 100, rps: 200 }, concurrencyLimit: { maxInFlight: 8 } }',
+      '  - { name: fits, p99Ms: 120, pool: { size: 100, rps: 200 }, concurrencyLimit: { maxInFlight: 30 } }',
+      '  - { name: none, p99Ms: 120, pool: { size: 100, rps: 200 } }',
+      '  - { name: adapt, p99Ms: 120, pool: { size: 100, rps: 200 }, concurrencyLimit: { adaptive: true } }',
+      '  - { name: norate, p99Ms: 120, concurrencyLimit: { maxInFlight: 1 } }',
+    ].join('\n');
+    const { config, problems } = checkConfigText(text, noFiles);
+    expect(problems.map(formatProblem)).toEqual([
+      "prazo.config.yaml:2:61: warning: dependencies[0].concurrencyLimit: limit 8 is below Little's law: 200 rps × 0.120 s = 24 in flight at p99; suggest 30 (× 1.25 for bursts, retries and hedges): calls would be refused with CONCURRENCY_LIMITED while the dependency is healthy",
+    ]);
+    const c = (name: string) => config!.dependencies.get(name)!.concurrency;
+    expect(c('low')).toEqual({ rps: 200, p99Ms: 120, inFlightAtP99: 24, suggested: 30, limit: 8 });
+    expect(c('fits')).toMatchObject({ suggested: 30, limit: 30 });
+    expect(c('none')).toMatchObject({ suggested: 30, limit: undefined });
+    expect(c('adapt')).toMatchObject({ suggested: 30, limit: 'adaptive' });
+    expect(c('norate')).toBeUndefined(); // no rate: nothing said
+  });
+
   it('loadConfig throws one InvalidOptionsError listing every error; a missing file is a problem', () => {
     const dir = mkdtempSync(join(tmpdir(), 'prazo-config-'));
     const file = join(dir, 'bad.yaml');

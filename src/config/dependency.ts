@@ -1,6 +1,11 @@
 import { assessWindow, type ResolvedHealthThresholds } from '../calibrate/health.js';
 import type { PrometheusSeries } from '../calibrate/options.js';
-import { checkPool } from '../calibrate/pool.js';
+import {
+  type ConcurrencySuggestion,
+  checkPool,
+  LITTLE_HEADROOM,
+  suggestConcurrencyLimit,
+} from '../calibrate/pool.js';
 import { readLatencySource } from '../calibrate/sources/detect.js';
 import { type LatencyDistribution, SourceError } from '../calibrate/sources/types.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
@@ -30,6 +35,12 @@ export interface DependencyConfig {
   /** Where p99Ms came from: the file, or a histogram file. */
   readonly p99Source: 'config' | HistogramRef;
   readonly pool?: { readonly size: number; readonly rps: number };
+  /**
+   * Little's law on the concurrency limit (SPEC C6, X7), when the file gives the rate (`pool.rps`):
+   * what a fixed limit should be at that rate and the p99, and the limit configured (a number,
+   * `'adaptive'`, or absent). A fixed limit below the suggestion is warned about at `concurrencyLimit`.
+   */
+  readonly concurrency?: ConcurrencyCheck;
   /** Where it lives in the cluster, as the file gives it (`prazo export`, SPEC X10); false: not exported. */
   readonly mesh?: MeshPlacement | boolean;
   /**
@@ -39,6 +50,12 @@ export interface DependencyConfig {
   readonly prometheus?: PrometheusSeries & { readonly baselineP99Ms?: number };
   /** The store it is (`store:`), for the store integrations' `…OptionsFrom(entry)`. */
   readonly store?: StoreConfig;
+}
+
+/** Little's law's suggestion for a dependency's concurrency limit, beside the limit it has. */
+export interface ConcurrencyCheck extends ConcurrencySuggestion {
+  /** `concurrencyLimit.maxInFlight`, `'adaptive'`, or undefined when the dependency has no limit. */
+  readonly limit: number | 'adaptive' | undefined;
 }
 
 /** `store:` of a dependency, as given (defaults are the integration's). */
@@ -164,6 +181,10 @@ export function readDependency(
     const check = checkPool({ poolSize: pool.size, rps: pool.rps, timeoutMs: calibration.responseMs });
     if (check.warning !== null) warn('pool', check.warning);
   }
+  const concurrency = pool === undefined ? undefined : concurrencyCheck(options, pool.rps, p99Ms);
+  if (concurrency !== undefined && typeof concurrency.limit === 'number') {
+    if (concurrency.limit < concurrency.suggested) warn('concurrencyLimit', littleWarning(concurrency));
+  }
   if (v.issues.length > before) return undefined;
   const p99Source = histogram ?? 'config';
   const given = entry.mesh;
@@ -187,6 +208,40 @@ export function readDependency(
   return Object.freeze(
     pool === undefined
       ? { options, calibration, p99Source, ...mesh, ...prometheus }
-      : { options, calibration, p99Source, pool, ...mesh, ...prometheus },
+      : {
+          options,
+          calibration,
+          p99Source,
+          pool,
+          ...(concurrency === undefined ? {} : { concurrency }),
+          ...mesh,
+          ...prometheus,
+        },
+  );
+}
+
+function concurrencyCheck(
+  options: DependencyOptions,
+  rps: number,
+  p99Ms: number,
+): ConcurrencyCheck | undefined {
+  const suggestion = suggestConcurrencyLimit(rps, p99Ms);
+  if (suggestion === undefined) return undefined;
+  const given = options.concurrencyLimit;
+  const adaptive = given?.adaptive !== undefined && given.adaptive !== false;
+  const limit = given === undefined ? undefined : adaptive ? 'adaptive' : given.maxInFlight;
+  return Object.freeze({ ...suggestion, limit });
+}
+
+/** `200 rps × 0.120 s = 24 in flight at p99`: the arithmetic `prazo check` shows. */
+export function littleArithmetic(c: ConcurrencySuggestion): string {
+  const inFlight = Math.round(c.inFlightAtP99 * 100) / 100;
+  return `${c.rps} rps × ${(c.p99Ms / 1000).toFixed(3)} s = ${inFlight} in flight at p99`;
+}
+
+function littleWarning(c: ConcurrencyCheck): string {
+  return (
+    `limit ${c.limit} is below Little's law: ${littleArithmetic(c)}; suggest ${c.suggested} ` +
+    `(× ${LITTLE_HEADROOM} for bursts, retries and hedges): calls would be refused with CONCURRENCY_LIMITED while the dependency is healthy`
   );
 }

@@ -10,7 +10,14 @@
 export type { ConfigVersion } from '../dependency/types.js';
 export type { EndpointConfig, MeshDefaults, ServiceConfig } from './body.js';
 export { DEFAULT_CONFIG_FILE } from './constants.js';
-export type { DependencyConfig, HistogramRef, MeshPlacement, ReadText, StoreConfig } from './dependency.js';
+export type {
+  ConcurrencyCheck,
+  DependencyConfig,
+  HistogramRef,
+  MeshPlacement,
+  ReadText,
+  StoreConfig,
+} from './dependency.js';
 export {
   type CheckOptions,
   type ConfigCheck,

@@ -66,7 +66,8 @@ export const CONCURRENCY_LIMIT_OPTIONS = defineOptions(
   {
     /**
      * A fixed limit: attempts (retries and hedges included) in flight at once. By Little's law, the
-     * rate you expect × the p99 in seconds, with room for bursts. Integer [1, 100000].
+     * rate you expect × the p99 in seconds, with room for bursts: `prazo check` suggests
+     * ceil(`pool.rps` × p99 × 1.25) and warns about a limit below it. Integer [1, 100000].
      */
     maxInFlight: option.integer({ min: 1, max: 100_000 }),
     /** An adaptive limit that follows min RTT ÷ current RTT: `true` for the defaults, or options. */

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_CONFIG_FILE } from '../../config/constants.js';
+import { type ConcurrencyCheck, littleArithmetic } from '../../config/dependency.js';
 import { type ConfigCheck, checkConfigFile } from '../../config/load.js';
 import { formatProblem } from '../../config/problem.js';
 import { cliContext, ExitCode } from '../context.js';
@@ -49,6 +50,7 @@ function summary(result: ConfigCheck) {
       name: d.options.name,
       p99Ms: d.options.p99Ms,
       ...d.calibration,
+      ...(d.concurrency === undefined ? {} : { concurrency: d.concurrency }),
     })),
     endpoints: [...result.config.endpoints.values()].map((e) => ({
       endpoint: e.budget.endpoint,
@@ -66,6 +68,7 @@ function render(file: string, result: ConfigCheck, counts: string): string {
       const c = d.calibration;
       const from = d.p99Source === 'config' ? '' : ` (from ${d.p99Source.file})`;
       out += `  ${d.options.name.padEnd(16)} p99 ${round(d.options.p99Ms)} ms${from} → ${c.connectMs} / ${c.responseMs} ms × ${c.attempts}\n`;
+      if (d.concurrency !== undefined) out += `  ${''.padEnd(16)} ${concurrencyLine(d.concurrency)}\n`;
     }
     for (const e of result.config.endpoints.values()) {
       out += `\n${e.budget.endpoint}: SLO ${e.budget.totalSloMs} ms\n`;
@@ -78,6 +81,15 @@ function render(file: string, result: ConfigCheck, counts: string): string {
   }
   out += `\n${counts}\n`;
   return out;
+}
+
+/** Little's law on the limit (SPEC C6, X7); the warning itself, for a limit below it, is on stderr. */
+function concurrencyLine(c: ConcurrencyCheck): string {
+  const law = `Little's law: ${littleArithmetic(c)}`;
+  if (c.limit === undefined) return `no concurrency limit; ${law}; suggest maxInFlight ${c.suggested}`;
+  if (c.limit === 'adaptive') return `adaptive concurrency limit; ${law}`;
+  const verdict = c.limit < c.suggested ? `below the suggested ${c.suggested}` : 'fits';
+  return `concurrency limit ${c.limit}: ${verdict}; ${law}`;
 }
 
 const round = (v: number): number => Math.round(v * 100) / 100;
