@@ -308,6 +308,7 @@ const NO_OPTIONS: Record<string, string> = {
   createStoreEvents: 'takes a name only',
   mysqlOptionsFrom: 'reads a config entry (validated by loadConfig)',
   redisOptionsFrom: 'reads a config entry (validated by loadConfig)',
+  suggestConcurrencyLimit: 'two numbers (rate, p99 in ms); undefined for any that is not finite and positive',
   isQueueTimeout: 'a guard',
   PrazoError: 'an error class: a code and a message',
   DeadlineExceededError: 'an error class: its details',

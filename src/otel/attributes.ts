@@ -1,5 +1,12 @@
 import type { Attributes } from '@opentelemetry/api';
-import { ATTEMPT_KINDS, ATTR, EJECTION_REASONS, OUTCOMES, TIMEOUT_PHASES } from './constants.js';
+import {
+  ATTEMPT_KINDS,
+  ATTR,
+  EJECTION_REASONS,
+  INSTANCE_STATES,
+  OUTCOMES,
+  TIMEOUT_PHASES,
+} from './constants.js';
 
 /**
  * Attribute sets of one dependency, built once and reused for every data point: recording then
@@ -10,6 +17,7 @@ export interface DependencyAttributes {
   readonly byKind: Readonly<Record<(typeof ATTEMPT_KINDS)[number], Attributes>>;
   readonly byPhase: Readonly<Record<(typeof TIMEOUT_PHASES)[number], Attributes>>;
   readonly byOutcome: Readonly<Record<(typeof OUTCOMES)[number], Attributes>>;
+  readonly byInstanceState: Readonly<Record<(typeof INSTANCE_STATES)[number], Attributes>>;
 }
 
 const table = <K extends string>(
@@ -29,6 +37,7 @@ export function dependencyAttributes(name: string): DependencyAttributes {
     byKind: table(ATTEMPT_KINDS, base, ATTR.attemptKind),
     byPhase: table(TIMEOUT_PHASES, base, ATTR.timeoutPhase),
     byOutcome: table(OUTCOMES, base, ATTR.outcome),
+    byInstanceState: table(INSTANCE_STATES, base, ATTR.instanceState),
   });
 }
 

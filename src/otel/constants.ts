@@ -48,6 +48,11 @@ export const ATTR = Object.freeze({
   instance: 'prazo.instance',
   /** Why an instance was ejected: `failures` (consecutive) or `latency` (its window p99). */
   ejectionReason: 'prazo.ejection.reason',
+  /**
+   * Where an instance stands now: `active` (in rotation), `probation` (back in rotation after an
+   * ejection, one failure from the next) or `ejected` (out of rotation).
+   */
+  instanceState: 'prazo.instance.state',
 });
 
 export const ATTEMPT_KINDS = Object.freeze(['original', 'retry', 'hedge'] as const);
@@ -66,6 +71,7 @@ export const TIMEOUT_PHASES = Object.freeze([
 export const CALIBRATED_PHASES = Object.freeze(['response', 'body'] as const);
 export const OUTCOMES = Object.freeze(['success', 'error', 'timeout', 'cancelled'] as const);
 export const EJECTION_REASONS = Object.freeze(['failures', 'latency'] as const);
+export const INSTANCE_STATES = Object.freeze(['active', 'probation', 'ejected'] as const);
 
 export type InstrumentKind = 'counter' | 'histogram' | 'gauge';
 
@@ -181,6 +187,13 @@ export const METRICS = Object.freeze({
     '{return}',
     [D, ATTR.instance],
     'Ejected instances back in rotation, on probation (SPEC X5): ejections − returns is how many are out',
+  ),
+  instances: spec(
+    'prazo.dependency.instances',
+    'gauge',
+    '{instance}',
+    [D, ATTR.instanceState],
+    'Instances of a dependency that is several, by state now: active and probation are in rotation, ejected are out (SPEC X5)',
   ),
   wastedWork: spec(
     'prazo.server.wasted_work',

@@ -33,6 +33,11 @@ export interface InstrumentableDependency extends GaugeSource {
   on(listener: (event: DependencyEvent) => void): Disposable;
   /** The executor the gauges read, read anew at each collection (a client's current one). */
   readonly dependency?: GaugeSource;
+  /**
+   * Its instances now, when it is several (SPEC X5): the instances gauge counts them by `state`. Read
+   * from the object itself (a client, an interceptor's dependency view), not from its executor.
+   */
+  instances?(): readonly { readonly state: string }[];
 }
 
 /** Where the gauges of `source` are read now: its current executor when it has one. */

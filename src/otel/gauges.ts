@@ -6,7 +6,8 @@ import { gaugeSourceOf, type InstrumentableDependency } from './dependency.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /**
- * The observable gauges (retry ratio, configured timeout, live p99, config generation), read from the
+ * The observable gauges (retry ratio, configured timeout, live p99, config generation, instances by
+ * state), read from the
  * dependencies only when a reader collects (every scrape, or every export interval): nothing on the
  * request path.
  * One batch callback serves every dependency, so adding one is a Set insertion.
@@ -42,7 +43,7 @@ export class DependencyGauges implements Disposable {
 
   #gauges(): ObservableGauge[] {
     const I = this.#instruments;
-    return [I.retryRatio, I.timeoutConfigured, I.latencyP99, I.configGeneration];
+    return [I.retryRatio, I.timeoutConfigured, I.latencyP99, I.configGeneration, I.instances];
   }
 
   dispose(): void {
@@ -92,11 +93,41 @@ export class DependencyGauges implements Disposable {
             this.#versionAttributes(instrumented, a, version.hash),
           );
         }
+        observeInstances(result, I.instances, instrumented, a);
       } catch {
         // Skipped for this collection; the next one tries again.
       }
     }
   }
+}
+
+/**
+ * How many of its instances are in each state now (SPEC X5): every state observed, 0 included, so
+ * "ejected now" reads 0 rather than no data while all are in rotation. Nothing for a dependency that
+ * is one origin (an empty list).
+ */
+function observeInstances(
+  result: BatchObservableResult,
+  gauge: ObservableGauge,
+  instrumented: InstrumentableDependency,
+  a: DependencyAttributes,
+): void {
+  const read = instrumented.instances;
+  if (typeof read !== 'function') return;
+  const states = read.call(instrumented);
+  if (!Array.isArray(states) || states.length === 0) return;
+  let active = 0;
+  let probation = 0;
+  let ejected = 0;
+  for (const s of states) {
+    const state = (s as { state?: unknown } | null)?.state;
+    if (state === 'ejected') ejected++;
+    else if (state === 'probation') probation++;
+    else if (state === 'active') active++;
+  }
+  result.observe(gauge, active, a.byInstanceState.active);
+  result.observe(gauge, probation, a.byInstanceState.probation);
+  result.observe(gauge, ejected, a.byInstanceState.ejected);
 }
 
 /** A value worth exporting: a finite, non-negative number (never NaN in a gauge). */

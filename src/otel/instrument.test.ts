@@ -122,6 +122,39 @@ describe('instrumentPrazo: gauges read at collection (SPEC R7, C5, V1)', () => {
     await sdk.shutdown();
   });
 
+  it('counts instances by state now: ejected and in rotation, 0 included; nothing for one origin (SPEC X5)', async () => {
+    const sdk = createSdk();
+    let states: { instance: string; state: string }[] = [
+      { instance: 'http://a', state: 'active' },
+      { instance: 'http://b', state: 'active' },
+      { instance: 'http://c', state: 'active' },
+    ];
+    // The executor the client runs through has no instances: they are read from the client itself.
+    const client = Object.assign(new EventSource('stock'), {
+      dependency: { budget: { state: () => ({ ratio: 0 }) } },
+      instances: () => states,
+    });
+    const single = Object.assign(new EventSource('single'), { instances: () => [] });
+    instrumentPrazo({ meterProvider: sdk.provider, dependencies: [client, single] });
+    const by = (state: string, name = 'stock') => ({ ...dep(name), [ATTR.instanceState]: state });
+    const read = async () => {
+      const gauge = (await sdk.collect()).get(M.instances.name);
+      const points = (gauge?.dataPoints ?? []) as { attributes: Record<string, unknown> }[];
+      expect(points.every((p) => p.attributes[ATTR.dependency] === 'stock')).toBe(true);
+      return ['active', 'probation', 'ejected'].map((s) => pointValue(gauge, by(s)));
+    };
+    expect(await read()).toEqual([3, 0, 0]);
+    states = [
+      { instance: 'http://a', state: 'active' },
+      { instance: 'http://b', state: 'ejected' },
+      { instance: 'http://c', state: 'probation' },
+    ];
+    expect(await read()).toEqual([1, 1, 1]);
+    states = [...states, { instance: 'http://d', state: 'ejected' }];
+    expect(await read()).toEqual([1, 1, 2]);
+    await sdk.shutdown();
+  });
+
   it('keeps the other dependencies’ gauges when one throws or reports NaN', async () => {
     const sdk = createSdk();
     const broken = Object.assign(new EventSource('broken'), {

@@ -15,6 +15,7 @@ export interface PrazoInstruments {
   readonly instanceAttempts: Counter;
   readonly instanceEjections: Counter;
   readonly instanceReturns: Counter;
+  readonly instances: ObservableGauge;
   readonly attemptDuration: Histogram;
   readonly retryRatio: ObservableGauge;
   readonly timeoutConfigured: ObservableGauge;
@@ -47,6 +48,7 @@ export function createInstruments(meter: Meter): PrazoInstruments {
     instanceAttempts: counter(M.instanceAttempts),
     instanceEjections: counter(M.instanceEjections),
     instanceReturns: counter(M.instanceReturns),
+    instances: gauge(M.instances),
     attemptDuration: meter.createHistogram(M.attemptDuration.name, {
       ...options(M.attemptDuration),
       advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_S] },

@@ -1,4 +1,4 @@
-import { type Matcher, num, oneOf, quote, rate, selector, sumBy } from '../calibrate/promql.js';
+import { increase, type Matcher, num, oneOf, quote, rate, selector, sumBy } from '../calibrate/promql.js';
 import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
 import { RULE_DEFAULTS } from './constants.js';
 import type { ResolvedInput } from './input.js';
@@ -37,9 +37,71 @@ const L = {
   server: labelName(ATTR.server),
   endpoint: labelName(ATTR.endpoint),
   component: labelName(ATTR.component),
+  instance: labelName(ATTR.instance),
+  state: labelName(ATTR.instanceState),
+  reason: labelName(ATTR.ejectionReason),
 };
 const W = '$__rate_interval';
+/** Ejections are rare: counted over a fixed window rather than as a rate per second. */
+const EVENTS_WINDOW = '5m';
 const dep: Matcher = [L.dep, '=~', '$dependency'];
+
+/**
+ * A dependency that is several instances (SPEC X5): how many each process has ejected now and in
+ * rotation, the load each instance gets, and its ejections. The instances gauge is per process (each
+ * client ejects on what it sees), so the fleet's view is the worst process: the most ejected, the
+ * fewest in rotation. The load per instance is summed over the fleet: what each instance serves.
+ */
+function instanceRow(N: ReturnType<typeof familyNames>): RowSpec {
+  const process = [L.dep, 'job', 'instance'];
+  const inRotation = sumBy(process, selector(N.instances, [dep, [L.state, '=~', 'active|probation']]));
+  return {
+    title: 'Instances (SPEC X5)',
+    panels: [
+      {
+        title: 'Instances ejected now and in rotation',
+        description:
+          'Per dependency, the worst process: the most instances it has ejected, the fewest it has in rotation (active or on probation).',
+        unit: 'short',
+        targets: [
+          {
+            expr: `max by (${L.dep}) (${selector(N.instances, [dep, [L.state, '=', 'ejected']])})`,
+            legendFormat: `ejected {{${L.dep}}}`,
+          },
+          { expr: `min by (${L.dep}) (${inRotation})`, legendFormat: `in rotation {{${L.dep}}}` },
+        ],
+      },
+      {
+        title: 'Load per instance',
+        description:
+          'Attempts per second each instance gets from the fleet: a slow or failing instance should fall behind its peers.',
+        unit: 'reqps',
+        targets: [
+          {
+            expr: sumBy([L.dep, L.instance], rate(N.instanceAttempts, [dep], W)),
+            legendFormat: `{{${L.dep}}} {{${L.instance}}}`,
+          },
+        ],
+      },
+      {
+        title: 'Ejections by instance and reason (per 5 minutes)',
+        description:
+          'Ejections over the last 5 minutes, summed over the fleet, by instance and reason (consecutive failures, or a p99 far above its peers); returns: back in rotation on probation.',
+        unit: 'short',
+        targets: [
+          {
+            expr: sumBy([L.dep, L.instance, L.reason], increase(N.instanceEjections, [dep], EVENTS_WINDOW)),
+            legendFormat: `ejected {{${L.dep}}} {{${L.instance}}} {{${L.reason}}}`,
+          },
+          {
+            expr: sumBy([L.dep, L.instance], increase(N.instanceReturns, [dep], EVENTS_WINDOW)),
+            legendFormat: `returned {{${L.dep}}} {{${L.instance}}}`,
+          },
+        ],
+      },
+    ],
+  };
+}
 
 export function dashboardRows(input: ResolvedInput): RowSpec[] {
   const N = familyNames(input.naming);
@@ -187,7 +249,7 @@ export function dashboardRows(input: ResolvedInput): RowSpec[] {
       },
     ],
   };
-  const rows = [retries, timeouts, hedging];
+  const rows = [retries, timeouts, hedging, instanceRow(N)];
   if (input.endpoints.length > 0) {
     const endpoints: Matcher = [L.endpoint, '=~', oneOf(input.endpoints.map((e) => e.name))];
     const by = [L.endpoint, L.component];

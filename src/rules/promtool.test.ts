@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { generateAlertRules, renderAlertRules } from './alerts.js';
+import { generateDashboard } from './dashboard.js';
 import type { RulesInput } from './input.js';
+import { substituteGrafana } from './promql.test-helpers.js';
 import type { RuleFile } from './types.js';
 
 /**
@@ -179,6 +181,89 @@ describe.skipIf(!promtool)(
       let output: string;
       try {
         output = execFileSync('promtool', ['test', 'rules', 'tests.yaml'], {
+          cwd: dir,
+          encoding: 'utf8',
+          stdio: 'pipe',
+        });
+      } catch (error) {
+        const e = error as { stdout?: string; stderr?: string };
+        throw new Error(`promtool test rules failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+      }
+      expect(output).toContain('SUCCESS');
+    });
+
+    it('promtool evaluates the instance panels (SPEC X5): ejected now, in rotation, load and ejections per instance', () => {
+      // Two processes of `orders` call `stock`'s three instances; process a has ejected s3, b has not.
+      const P = (process: string, more: Record<string, string>) => ({
+        ...S('stock', more),
+        instance: process,
+      });
+      const gauge = (process: string, state: string, v: string) =>
+        series('prazo_dependency_instances', P(process, { prazo_instance_state: state }), v);
+      const input = [
+        gauge('a', 'active', '2x40'),
+        gauge('a', 'probation', '0x40'),
+        gauge('a', 'ejected', '1x40'),
+        gauge('b', 'active', '2x40'),
+        gauge('b', 'probation', '1x40'),
+        gauge('b', 'ejected', '0x40'),
+        // 10/s to s1 and s2 from each process; s3 gets 1/s from a (ejected there), 5/s from b.
+        ...['a', 'b'].flatMap((p) =>
+          ['s1', 's2'].map((i) =>
+            series('prazo_instance_attempts_total', P(p, { prazo_instance: i }), '0+150x40'),
+          ),
+        ),
+        series('prazo_instance_attempts_total', P('a', { prazo_instance: 's3' }), '0+15x40'),
+        series('prazo_instance_attempts_total', P('b', { prazo_instance: 's3' }), '0+75x40'),
+        // a ejects s3 for failures once a minute and takes it back once a minute.
+        series(
+          'prazo_instance_ejections_total',
+          P('a', { prazo_instance: 's3', prazo_ejection_reason: 'failures' }),
+          '0+0.25x40',
+        ),
+        series('prazo_instance_returns_total', P('a', { prazo_instance: 's3' }), '0+0.25x40'),
+      ];
+      const panels = generateDashboard(CONFIG).panels as { title?: string; targets?: { expr: string }[] }[];
+      const exprs = (title: string) =>
+        panels.find((p) => p.title?.startsWith(title))!.targets!.map((t) => substituteGrafana(t.expr));
+      const [ejected, inRotation] = exprs('Instances ejected now');
+      const [load] = exprs('Load per instance');
+      const [ejections, returns] = exprs('Ejections by instance');
+      const at = (expr: string, exp_samples: { labels: string; value: number }[]) => ({
+        expr,
+        eval_time: '9m',
+        exp_samples,
+      });
+      const tests = {
+        evaluation_interval: '15s',
+        tests: [
+          {
+            interval: '15s',
+            input_series: input,
+            promql_expr_test: [
+              // the worst process: the most ejected (a: 1), the fewest in rotation (a: 2, b: 3)
+              at(ejected!, [{ labels: '{prazo_dependency="stock"}', value: 1 }]),
+              at(inRotation!, [{ labels: '{prazo_dependency="stock"}', value: 2 }]),
+              at(load!, [
+                { labels: '{prazo_dependency="stock", prazo_instance="s1"}', value: 20 },
+                { labels: '{prazo_dependency="stock", prazo_instance="s2"}', value: 20 },
+                { labels: '{prazo_dependency="stock", prazo_instance="s3"}', value: 6 },
+              ]),
+              at(ejections!, [
+                {
+                  labels: '{prazo_dependency="stock", prazo_ejection_reason="failures", prazo_instance="s3"}',
+                  value: 5,
+                },
+              ]),
+              at(returns!, [{ labels: '{prazo_dependency="stock", prazo_instance="s3"}', value: 5 }]),
+            ],
+          },
+        ],
+      };
+      writeFileSync(join(dir, 'panels.yaml'), stringify(tests, { lineWidth: 0 }));
+      let output: string;
+      try {
+        output = execFileSync('promtool', ['test', 'rules', 'panels.yaml'], {
           cwd: dir,
           encoding: 'utf8',
           stdio: 'pipe',

@@ -204,6 +204,19 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
     expect(find(x, 'prazo_instance_ejections_total').every((s) => s.labels.prazo_instance === refused)).toBe(
       true,
     );
+    // Instances by state now: the refused one may be out or back on probation when the scrape comes
+    // (100 ms ejections), the other always in rotation; the two add up to the instances the client knows.
+    const gauge = (state: string) =>
+      sampleValue(x, 'prazo_dependency_instances', stock({ prazo_instance_state: state }));
+    const [active, probation, ejected] = [gauge('active'), gauge('probation'), gauge('ejected')];
+    expect(x.types.get('prazo_dependency_instances')).toBe('gauge');
+    expect(active + probation + ejected).toBe(2);
+    expect(active).toBeGreaterThanOrEqual(1);
+    expect(ejected).toBeLessThanOrEqual(1);
+    // A client of one origin has no instances to count.
+    expect(find(x, 'prazo_dependency_instances').every((s) => s.labels.prazo_dependency === 'stock')).toBe(
+      true,
+    );
   });
 
   it('every series a generated rule or dashboard panel reads is one the exporter serves', () => {

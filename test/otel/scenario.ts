@@ -160,7 +160,8 @@ async function traffic(cleanups: (() => unknown)[]) {
   cleanups.push(() => Promise.all(clients.map((c) => c.destroy())));
   const otel = instrumentPrazo({
     meterProvider: provider,
-    dependencies: clients.map((c) => c.dependency),
+    // The clients themselves: their executors (gauges, events) and their instances (the instances gauge).
+    dependencies: clients,
     servers: [{ name: 'orders', events }],
   });
   cleanups.push(() => otel.dispose());
