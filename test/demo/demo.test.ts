@@ -9,9 +9,10 @@ import { demoServices, ensureBuilt, ROOT } from './helpers.js';
 
 /**
  * A short run of the incident demo (SPEC X1) on real processes and sockets, checked against the
- * issue's inequalities, then its HTML report opened in a real headless Chromium. Two scenarios of
- * 3 s per stack: supplier down with connections refused (amplification) and supplier down with
- * connections hanging (wasted work, the pool). The numbers are measured, never asserted tightly:
+ * issue's inequalities, then its HTML report opened in a real headless Chromium. Three scenarios of
+ * 3 s per stack: supplier down with connections refused (amplification), supplier down with
+ * connections hanging (wasted work, the pool), and one instance of three answering 503 on half its
+ * calls (the load per instance, as each instance's server counted it: SPEC X5). The numbers are measured, never asserted tightly:
  * each inequality has a wide margin on a shared 2-core machine.
  */
 let result: DemoResult;
@@ -19,7 +20,7 @@ let result: DemoResult;
 beforeAll(async () => {
   ensureBuilt();
   result = await runDemo({
-    scenarios: ['down', 'hung'],
+    scenarios: ['down', 'hung', 'instance-503'],
     loadMs: 3_000,
     drainMaxMs: 1_500,
     calibrationMs: 2_000,
@@ -59,7 +60,8 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
     expect(table).toContain('Supplier down (hanging)');
     expect(table).toMatch(/prazo calibration \(healthy p99 → timeout\): orders p99 \d+ → \d+ ms/);
     const json = JSON.parse(JSON.stringify(result)) as DemoResult;
-    expect(json.scenarios.map((s) => s.name)).toEqual(['down', 'hung']);
+    expect(json.scenarios.map((s) => s.name)).toEqual(['down', 'hung', 'instance-503']);
+    expect(table).toMatch(/requests each supplier instance received \(#1 answers 503 on half of its calls/);
     expect(json.calibration?.supplier.responseMs).toBe(Math.ceil(json.calibration!.supplier.p99Ms * 1.4));
   });
 
@@ -109,7 +111,8 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
           };
         }),
       );
-      expect(charts).toHaveLength(4 * result.scenarios.length);
+      // Four per scenario, and the load per instance for the instance incident.
+      expect(charts).toHaveLength(4 * result.scenarios.length + 1);
       for (const chart of charts) {
         expect(chart.width, chart.id ?? '').toBeGreaterThan(100);
         expect(chart.height, chart.id ?? '').toBeGreaterThan(100);
@@ -117,6 +120,45 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
         for (const s of chart.series) expect(s.length, `${chart.id} ${s.name}`).toBeGreaterThan(0);
       }
       expect(await page.locator('ul.verdicts li').count()).toBeGreaterThanOrEqual(2);
+      // The load per instance (SPEC X5): only for the instance incident, one line per stack and
+      // instance, named for assistive technology; the failing instance's prazo line well under naive's.
+      expect(charts.filter((c) => c.id?.startsWith('instances-')).map((c) => c.id)).toEqual([
+        'instances-instance-503',
+      ]);
+      const chart = page.getByRole('img', { name: 'Load per supplier instance over time' });
+      expect(await chart.count()).toBe(1);
+      const lines = await chart.locator('path.series').evaluateAll((paths) =>
+        paths.map((p) => ({
+          stack: p.getAttribute('data-stack'),
+          instance: p.getAttribute('data-instance'),
+          values: (p.getAttribute('data-values') ?? '').split(' ').map(Number) as number[],
+        })),
+      );
+      const instances = result.settings.supplierInstances;
+      expect(lines).toHaveLength(2 * instances);
+      const mean = (stack: string, instance: number): number => {
+        const line = lines.find((l) => l.stack === stack && l.instance === String(instance))!;
+        return line.values.reduce((a: number, b: number) => a + b, 0) / line.values.length;
+      };
+      for (const line of lines) {
+        expect(line.values.length, `${line.stack} #${line.instance}`).toBeGreaterThan(4);
+        expect(line.values.every((v) => Number.isFinite(v) && v >= 0)).toBe(true);
+      }
+      // The lines are the servers' own counts: each adds up to what its instance received.
+      const step = result.settings.bucketMs / 1000;
+      for (const stack of ['naive', 'prazo'] as const) {
+        const m = metricsOf(result, 'instance-503', stack)!;
+        for (let i = 1; i <= instances; i += 1) {
+          const line = lines.find((l) => l.stack === stack && l.instance === String(i))!;
+          const total = line.values.reduce((a: number, b: number) => a + b, 0) * step;
+          expect(Math.round(total), `${stack} #${i}`).toBe(m.supplier.perInstance[i - 1]);
+        }
+      }
+      const prazo = metricsOf(result, 'instance-503', 'prazo')!;
+      const naive = metricsOf(result, 'instance-503', 'naive')!;
+      expect(mean('prazo', 1)).toBeLessThan(0.5 * mean('naive', 1));
+      expect(prazo.supplier.perInstance[0]!).toBeLessThan(0.5 * naive.supplier.perInstance[0]!);
+
       await page.screenshot({ path: join(dir, 'prazo-report.test.png'), fullPage: true });
       expect(problems).toEqual([]);
     } finally {

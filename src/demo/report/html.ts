@@ -1,6 +1,6 @@
 import type { DemoResult } from '../run/demo.js';
 import { esc, ms, pct, STACK_COLORS, times } from './format.js';
-import type { ScenarioSummary, StackMetrics } from './summary.js';
+import { isInstanceIncident, type ScenarioSummary, type StackMetrics } from './summary.js';
 import { histogramChart, lineChart, type Series } from './svg.js';
 import { verdicts } from './verdicts.js';
 
@@ -90,7 +90,47 @@ function charts(scenario: ScenarioSummary, result: DemoResult): string {
     }),
   ]
     .map((svg, i) => `<figure><figcaption>${TITLES[i]}</figcaption>${svg}</figure>`)
-    .join('');
+    .join('')
+    .concat(isInstanceIncident(scenario) ? instanceChart(scenario) : '');
+}
+
+/** Instance 1 solid, 2 dashed, 3 dotted, …: the stacks keep their colours, the instances their strokes. */
+const INSTANCE_DASHES = ['', '7 3', '2 3', '9 3 2 3', '4 4'];
+
+/**
+ * The load per supplier instance over time (SPEC X5): requests each instance's own server received
+ * per second, one line per instance and stack. The instance that misbehaves is named in the caption
+ * and in the chart's description, with each line's mean, so the chart reads without the picture too.
+ */
+function instanceChart(scenario: ScenarioSummary): string {
+  const { series } = scenario;
+  const lines: Series[] = series.stacks.flatMap((s) =>
+    s.instances.map(({ instance, perSecond }) => ({
+      name: `${s.stack} · #${instance + 1}`,
+      color: STACK_COLORS[s.stack],
+      values: perSecond,
+      dash: INSTANCE_DASHES[instance % INSTANCE_DASHES.length]!,
+      data: { stack: s.stack, instance: String(instance + 1), values: perSecond.join(' ') },
+    })),
+  );
+  const who = scenario.instances.map((b, i) => `#${i + 1} ${b}`).join(', ');
+  const received = scenario.stacks
+    .map((m) => `${m.stack}: ${m.supplier.perInstance.map((n, i) => `#${i + 1} received ${n}`).join(', ')}`)
+    .join('; ');
+  const title = 'Load per supplier instance over time';
+  const svg = lineChart({
+    id: `instances-${scenario.name}`,
+    title,
+    xLabel: 'seconds since the load started',
+    yLabel: 'requests / s received',
+    xStepS: series.bucketMs / 1000,
+    series: lines,
+    description: `Requests per second each supplier instance's own server received (${who}). ${received}.`,
+  });
+  return (
+    `<figure class="instances"><figcaption>${title}: what each instance's server received (${esc(who)})</figcaption>` +
+    `${svg}<p class="lead">${esc(received)}</p></figure>`
+  );
 }
 
 const TITLES = [

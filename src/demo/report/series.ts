@@ -15,6 +15,11 @@ export interface StackSeries {
   /** Log-binned histograms of user latencies. */
   readonly checkoutHistogram: number[];
   readonly catalogHistogram: number[];
+  /**
+   * Requests each supplier instance received, per second, per bucket, counted by the instance's own
+   * server (not what the client believes it sent: a refused connection never arrives). By instance.
+   */
+  readonly instances: readonly { readonly instance: number; readonly perSecond: number[] }[];
 }
 
 /** Bins of the latency histograms: log-spaced from 2 ms to 4 s. */
@@ -58,7 +63,16 @@ export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): S
     poolQueued: mean(queued),
     checkoutHistogram: hist('checkout'),
     catalogHistogram: hist('catalog'),
+    instances: supplierInstances(raw.services).map((s) => ({
+      instance: s.instance ?? 0,
+      perSecond: ratesPerSecond(s.arrivals, startEpochMs, bucketMs, buckets),
+    })),
   };
+}
+
+/** The supplier instances' own reports, by instance number. */
+export function supplierInstances(services: readonly ServiceReport[]): ServiceReport[] {
+  return byRole(services, 'supplier').sort((a, b) => (a.instance ?? 0) - (b.instance ?? 0));
 }
 
 export function byRole(services: readonly ServiceReport[], role: ServiceConfig['role']): ServiceReport[] {

@@ -4,7 +4,7 @@ import type { StackRaw } from '../run/scenario.js';
 import { SCENARIOS } from '../scenarios.js';
 import type { ServiceReport, StackName, UserResult } from '../types.js';
 import { renderHtml } from './html.js';
-import { summarizeScenario } from './summary.js';
+import { isInstanceIncident, summarizeScenario } from './summary.js';
 import { renderTable } from './table.js';
 import { verdicts } from './verdicts.js';
 
@@ -87,7 +87,7 @@ describe('demo summary and verdicts (SPEC X1)', () => {
   const prazo = summary.stacks[1]!;
 
   it('computes amplification, wasted work, answers within the deadline, the independent route and the pool', () => {
-    expect(naive.supplier).toEqual({ load: 540, arrivals: 10, amplification: 27 });
+    expect(naive.supplier).toEqual({ load: 540, arrivals: 10, amplification: 27, perInstance: [10] });
     expect(prazo.supplier.amplification).toBe(1.1);
     expect(naive.wasted).toMatchObject({
       ms: 9_000,
@@ -169,5 +169,93 @@ describe('demo summary and verdicts (SPEC X1)', () => {
     const html = renderHtml(result);
     expect(html.match(/<svg class="chart"/g)).toHaveLength(4);
     expect(html).not.toMatch(/<script|https?:\/\//);
+  });
+
+  it('the load per instance, as each instance counted it: a chart and table lines for an instance incident (SPEC X5)', () => {
+    const failing = SCENARIOS.find((s) => s.name === 'instance-503')!;
+    const B = T0 / 250; // the first 250 ms bucket
+    const withInstances = (name: StackName, received: readonly (readonly number[])[]): StackRaw => {
+      const base = stack(name, { sent: 60, wasted: 0, catalogOk: 10, busy: 2 });
+      const suppliers: ServiceReport[] = received.map((perBucket, instance) => ({
+        role: 'supplier',
+        stack: name,
+        instance,
+        ledger: { ...ledger(), requests: perBucket.reduce((a, b) => a + b, 0) },
+        arrivals: Object.fromEntries(perBucket.map((n, i) => [String(B + i), n])),
+      }));
+      // Reported out of order: the series are by instance all the same.
+      return {
+        ...base,
+        services: [...base.services.filter((s) => s.role !== 'supplier'), ...suppliers.reverse()],
+      };
+    };
+    const summary = summarizeScenario(
+      {
+        scenario: failing,
+        stacks: [
+          withInstances('naive', [
+            [5, 5, 5, 5],
+            [4, 4, 4, 4],
+            [4, 4, 4, 4],
+          ]),
+          withInstances('prazo', [
+            [3, 1, 0, 0],
+            [6, 7, 7, 7],
+            [6, 7, 7, 7],
+          ]),
+        ],
+      },
+      250,
+      1_000,
+    );
+    expect(summary.instances).toEqual(['answers 503 on half of its calls', 'healthy', 'healthy']);
+    expect(isInstanceIncident(summary)).toBe(true);
+    expect(isInstanceIncident(summarizeScenario(raw, 250, 1_000))).toBe(false);
+    expect(summary.stacks.map((m) => m.supplier.perInstance)).toEqual([
+      [20, 16, 16],
+      [4, 27, 27],
+    ]);
+    // 5 in a 250 ms bucket is 20 requests per second.
+    expect(summary.series.stacks[0]!.instances[0]).toEqual({ instance: 0, perSecond: [20, 20, 20, 20, 0] });
+    expect(summary.series.stacks[1]!.instances[0]).toEqual({ instance: 0, perSecond: [12, 4, 0, 0, 0] });
+    const result = {
+      version: 1,
+      settings: {
+        stacks: ['naive', 'prazo'],
+        supplierInstances: 3,
+        userDeadlineMs: 2_000,
+        poolConnections: 15,
+      },
+      calibration: undefined,
+      scenarios: [summary],
+      startedAtEpochMs: 0,
+      durationMs: 1,
+    } as unknown as DemoResult;
+    const table = renderTable(result);
+    expect(table).toContain(
+      'requests each supplier instance received (#1 answers 503 on half of its calls, #2 healthy, #3 healthy):',
+    );
+    expect(table).toMatch(/naive\s+#1 20 {2}#2 16 {2}#3 16/);
+    expect(table).toMatch(/prazo\s+#1 4 {2}#2 27 {2}#3 27/);
+    const html = renderHtml(result);
+    expect(html.match(/<svg class="chart"/g)).toHaveLength(5);
+    const chart = html.slice(html.indexOf('data-chart="instances-instance-503"'));
+    const paths = [
+      ...chart.matchAll(
+        /<path class="series" data-series="([^"]+)" data-stack="(\w+)" data-instance="(\d)" data-values="([^"]*)"/g,
+      ),
+    ];
+    expect(paths.map((p) => p[1])).toEqual([
+      'naive · #1',
+      'naive · #2',
+      'naive · #3',
+      'prazo · #1',
+      'prazo · #2',
+      'prazo · #3',
+    ]);
+    expect(paths[3]![4]).toBe('12 4 0 0 0');
+    expect(chart).toContain('<title>Load per supplier instance over time</title>');
+    expect(chart).toContain('<desc>Requests per second each supplier instance&#39;s own server received');
+    expect(chart).toContain('prazo: #1 received 4, #2 received 27, #3 received 27');
   });
 });

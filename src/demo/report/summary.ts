@@ -1,7 +1,9 @@
 import type { ScenarioRaw, StackRaw } from '../run/scenario.js';
+import { behaviourOf } from '../scenarios.js';
 import { logHistogram, percent, quantile } from '../stats.js';
-import type { ServiceConfig, StackName, UserResult } from '../types.js';
-import { byRole, HIST, type StackSeries, stackSeries } from './series.js';
+import type { ServiceConfig, StackName, SupplierBehaviour, UserResult } from '../types.js';
+import { ms } from './format.js';
+import { byRole, HIST, type StackSeries, stackSeries, supplierInstances } from './series.js';
 
 /**
  * The numbers the demo reports (SPEC X1), per scenario and stack, computed from the raw
@@ -37,6 +39,8 @@ export interface StackMetrics {
     readonly arrivals: number;
     /** `load / checkout.requests`. */
     readonly amplification: number | undefined;
+    /** Requests each instance's server received, by instance (the load per instance). */
+    readonly perInstance: readonly number[];
   };
   readonly wasted: {
     /** Work done by gateway, orders, inventory and supplier after the user had given up, in ms. */
@@ -61,6 +65,11 @@ export interface ScenarioSummary {
   readonly title: string;
   readonly description: string;
   readonly stacks: readonly StackMetrics[];
+  /**
+   * What each supplier instance did, by instance (`answers 503 on half its calls`, `healthy`); an
+   * instance incident is a scenario whose instances do not all behave alike.
+   */
+  readonly instances: readonly string[];
   readonly series: {
     readonly bucketMs: number;
     /** Edges (ms) of the latency histograms' bins. */
@@ -74,8 +83,11 @@ const round = (x: number | undefined): number | undefined =>
 
 /** Summarizes a scenario; time series start at each stack's own load start (stacks run in turn). */
 export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: number): ScenarioSummary {
-  const longest = Math.max(...raw.stacks.map((s) => s.endEpochMs - s.startEpochMs));
-  const buckets = Math.max(1, Math.ceil(longest / bucketMs));
+  // Every bucket from the one the load started in to the one the measurement ended in: a start
+  // between bucket edges must not cut the last partial bucket (its requests would be lost).
+  const spanned = (s: StackRaw): number =>
+    Math.floor(s.endEpochMs / bucketMs) - Math.floor(s.startEpochMs / bucketMs) + 1;
+  const buckets = Math.max(1, ...raw.stacks.map(spanned));
   const histogramEdges = logHistogram([], HIST.minMs, HIST.maxMs, HIST.bins).edges.map(
     (e) => Math.round(e * 10) / 10,
   );
@@ -83,6 +95,7 @@ export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: nu
     name: raw.scenario.name,
     title: raw.scenario.title,
     description: raw.scenario.description,
+    instances: instanceBehaviours(raw),
     stacks: raw.stacks.map((s) => stackMetrics(s, loadMs)),
     series: {
       bucketMs,
@@ -90,6 +103,34 @@ export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: nu
       stacks: raw.stacks.map((s) => stackSeries(s, bucketMs, buckets)),
     },
   };
+}
+
+/** Each instance's behaviour in words, for as many instances as the stacks' suppliers reported. */
+function instanceBehaviours(raw: ScenarioRaw): string[] {
+  const count = Math.max(0, ...raw.stacks.map((s) => byRole(s.services, 'supplier').length));
+  return Array.from({ length: count }, (_, i) => describeBehaviour(behaviourOf(raw.scenario, i)));
+}
+
+export function describeBehaviour(b: SupplierBehaviour): string {
+  switch (b.kind) {
+    case 'healthy':
+      return 'healthy';
+    case 'slow':
+      return `answers at ${b.factor}× its p99`;
+    case 'refuse':
+      return 'refuses connections';
+    case 'hang':
+      return 'never answers';
+    case 'stall':
+      return `stalls ${ms(b.stallMs)} on ${Math.round(b.probability * 100)}% of its answers`;
+    case 'fail':
+      return `answers 503 on ${b.probability === 0.5 ? 'half' : `${Math.round(b.probability * 100)}%`} of its calls`;
+  }
+}
+
+/** Whether the instances of a scenario do not all behave alike (one slow, down or failing instance). */
+export function isInstanceIncident(scenario: Pick<ScenarioSummary, 'instances'>): boolean {
+  return new Set(scenario.instances).size > 1;
 }
 
 function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
@@ -152,6 +193,7 @@ function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
       load,
       arrivals,
       amplification: checkout.length > 0 ? Math.round((100 * load) / checkout.length) / 100 : undefined,
+      perInstance: supplierInstances(raw.services).map((s) => s.ledger.requests),
     },
     wasted: {
       ms: Object.values(wastedBy).reduce((a, b) => a + b, 0),

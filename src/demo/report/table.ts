@@ -1,6 +1,6 @@
 import type { DemoResult } from '../run/demo.js';
 import { ms, pad, pct, times } from './format.js';
-import type { StackMetrics } from './summary.js';
+import { isInstanceIncident, type StackMetrics } from './summary.js';
 import { verdicts } from './verdicts.js';
 
 /**
@@ -47,6 +47,15 @@ export function renderTable(result: DemoResult): string {
     lines.push('', `${scenario.title}: ${scenario.description}`, header);
     for (const m of scenario.stacks) {
       lines.push(`  ${pad(m.stack, 10)}${COLUMNS.map((c) => pad(c.cell(m), c.width, true)).join(' ')}`);
+    }
+    if (isInstanceIncident(scenario)) {
+      // The load per instance, as each instance's own server counted it (SPEC X5).
+      const who = scenario.instances.map((b, i) => `#${i + 1} ${b}`).join(', ');
+      lines.push(`  requests each supplier instance received (${who}):`);
+      for (const m of scenario.stacks) {
+        const each = m.supplier.perInstance.map((n, i) => `#${i + 1} ${n}`).join('  ');
+        lines.push(`  ${pad(m.stack, 10)}${each}`);
+      }
     }
   }
   lines.push(
