@@ -158,6 +158,17 @@ it('promtool is installed (Debian `prometheus`; .ci/run installs it)', () => {
   expect(promtool, 'apt-get install prometheus: the rule tests need promtool').toBe(true);
 });
 
+/** Writes a `promtool test rules` file into the test directory and runs it; its output, or why it failed. */
+function promtoolTest(file: string, tests: object): string {
+  writeFileSync(join(dir, file), stringify(tests, { lineWidth: 0 }));
+  try {
+    return execFileSync('promtool', ['test', 'rules', file], { cwd: dir, encoding: 'utf8', stdio: 'pipe' });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string };
+    throw new Error(`promtool test rules failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+  }
+}
+
 describe.skipIf(!promtool)(
   'generated rules under Prometheus’ own promtool (skipped: no promtool on PATH)',
   () => {
@@ -177,19 +188,7 @@ describe.skipIf(!promtool)(
         evaluation_interval: '15s',
         tests: [{ interval: '15s', input_series: INPUT, alert_rule_test: TESTS }],
       };
-      writeFileSync(join(dir, 'tests.yaml'), stringify(tests, { lineWidth: 0 }));
-      let output: string;
-      try {
-        output = execFileSync('promtool', ['test', 'rules', 'tests.yaml'], {
-          cwd: dir,
-          encoding: 'utf8',
-          stdio: 'pipe',
-        });
-      } catch (error) {
-        const e = error as { stdout?: string; stderr?: string };
-        throw new Error(`promtool test rules failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-      }
-      expect(output).toContain('SUCCESS');
+      expect(promtoolTest('tests.yaml', tests)).toContain('SUCCESS');
     });
 
     it('promtool evaluates the instance panels (SPEC X5): ejected now, in rotation, load and ejections per instance', () => {
@@ -260,19 +259,7 @@ describe.skipIf(!promtool)(
           },
         ],
       };
-      writeFileSync(join(dir, 'panels.yaml'), stringify(tests, { lineWidth: 0 }));
-      let output: string;
-      try {
-        output = execFileSync('promtool', ['test', 'rules', 'panels.yaml'], {
-          cwd: dir,
-          encoding: 'utf8',
-          stdio: 'pipe',
-        });
-      } catch (error) {
-        const e = error as { stdout?: string; stderr?: string };
-        throw new Error(`promtool test rules failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-      }
-      expect(output).toContain('SUCCESS');
+      expect(promtoolTest('panels.yaml', tests)).toContain('SUCCESS');
     });
   },
 );

@@ -4,7 +4,7 @@ import type { StackRaw } from '../run/scenario.js';
 import { SCENARIOS } from '../scenarios.js';
 import type { ServiceReport, StackName, UserResult } from '../types.js';
 import { renderHtml } from './html.js';
-import { isInstanceIncident, summarizeScenario } from './summary.js';
+import { isInstanceIncident, type ScenarioSummary, summarizeScenario } from './summary.js';
 import { renderTable } from './table.js';
 import { verdicts } from './verdicts.js';
 
@@ -72,6 +72,17 @@ function stack(
   };
 }
 
+/** A run of one scenario, as the renderers read it (settings: only what they use). */
+const demoResult = (summary: ScenarioSummary, settings: object): DemoResult =>
+  ({
+    version: 1,
+    settings,
+    calibration: undefined,
+    scenarios: [summary],
+    startedAtEpochMs: 0,
+    durationMs: 1,
+  }) as unknown as DemoResult;
+
 const down = SCENARIOS.find((s) => s.name === 'down')!;
 const raw = {
   scenario: down,
@@ -115,14 +126,7 @@ describe('demo summary and verdicts (SPEC X1)', () => {
   });
 
   it('says which of the seed’s claims held, and which did not', () => {
-    const result = {
-      version: 1,
-      settings: {},
-      calibration: undefined,
-      scenarios: [summary],
-      startedAtEpochMs: 0,
-      durationMs: 1,
-    } as unknown as DemoResult;
+    const result = demoResult(summary, {});
     const said = verdicts(result);
     expect(said.find((v) => v.id === 'amplification')).toMatchObject({ holds: true });
     expect(said.find((v) => v.id === 'wasted-work')).toMatchObject({ holds: true });
@@ -154,14 +158,7 @@ describe('demo summary and verdicts (SPEC X1)', () => {
       seed: 1,
       bucketMs: 250,
     };
-    const result = {
-      version: 1,
-      settings,
-      calibration: undefined,
-      scenarios: [summary],
-      startedAtEpochMs: 0,
-      durationMs: 1,
-    } as unknown as DemoResult;
+    const result = demoResult(summary, settings);
     const table = renderTable(result);
     expect(table).toContain('Supplier down (refused)');
     expect(table).toMatch(/naive\s+27\.00×\s+9\.0 s/);
@@ -218,19 +215,12 @@ describe('demo summary and verdicts (SPEC X1)', () => {
     // 5 in a 250 ms bucket is 20 requests per second.
     expect(summary.series.stacks[0]!.instances[0]).toEqual({ instance: 0, perSecond: [20, 20, 20, 20, 0] });
     expect(summary.series.stacks[1]!.instances[0]).toEqual({ instance: 0, perSecond: [12, 4, 0, 0, 0] });
-    const result = {
-      version: 1,
-      settings: {
-        stacks: ['naive', 'prazo'],
-        supplierInstances: 3,
-        userDeadlineMs: 2_000,
-        poolConnections: 15,
-      },
-      calibration: undefined,
-      scenarios: [summary],
-      startedAtEpochMs: 0,
-      durationMs: 1,
-    } as unknown as DemoResult;
+    const result = demoResult(summary, {
+      stacks: ['naive', 'prazo'],
+      supplierInstances: 3,
+      userDeadlineMs: 2_000,
+      poolConnections: 15,
+    });
     const table = renderTable(result);
     expect(table).toContain(
       'requests each supplier instance received (#1 answers 503 on half of its calls, #2 healthy, #3 healthy):',
