@@ -85,7 +85,7 @@ describe('generateAlertRules (SPEC R7, V1, V3, B3, C5, X3)', () => {
     const names = rules(generateAlertRules({ dependencies: [{ name: 'db', attempts: 1 }] })).map(
       (r) => r.alert,
     );
-    expect(names).toEqual([ALERTS.timeoutBelowP99, ALERTS.abandonmentHigh]);
+    expect(names).toEqual([ALERTS.timeoutBelowP99, ALERTS.abandonmentHigh, ALERTS.instanceEjectedRepeatedly]);
     const hedged = rules(generateAlertRules({ dependencies: [{ name: 'db', attempts: 1, hedging: true }] }));
     expect(hedged.map((r) => r.alert)).toContain(ALERTS.retryRatioHigh);
   });

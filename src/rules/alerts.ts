@@ -43,13 +43,14 @@ function build(input: ResolvedInput): RuleFile {
   const deps = input.dependencies;
   if (deps.length > 0) {
     const rules = deps.flatMap((d) => dependencyRules(d, input.naming));
-    const retries = rules.filter(
-      (r) => r.alert !== ALERTS.timeoutBelowP99 && r.alert !== ALERTS.abandonmentHigh,
+    const timeout = (r: AlertRule) =>
+      r.alert === ALERTS.timeoutBelowP99 || r.alert === ALERTS.abandonmentHigh;
+    const instance = (r: AlertRule) => r.alert === ALERTS.instanceEjectedRepeatedly;
+    groups.push(
+      { name: 'prazo-retries', rules: rules.filter((r) => !timeout(r) && !instance(r)) },
+      { name: 'prazo-timeouts', rules: rules.filter(timeout) },
+      { name: 'prazo-instances', rules: rules.filter(instance) },
     );
-    const timeouts = rules.filter(
-      (r) => r.alert === ALERTS.timeoutBelowP99 || r.alert === ALERTS.abandonmentHigh,
-    );
-    groups.push({ name: 'prazo-retries', rules: retries }, { name: 'prazo-timeouts', rules: timeouts });
   }
   if (input.endpoints.length > 0) {
     groups.push({

@@ -51,6 +51,14 @@ export const RULE_DEFAULTS = Object.freeze({
   sliceOverrunRatio: 0.05,
   sliceWindow: '10m',
   sliceFor: '15m',
+  /**
+   * An instance ejected this many times within `instanceWindow` keeps failing after each return (the
+   * ejections grow 30 s, 60 s, 120 s…: three take at least 3.5 minutes): prazo keeps users off it,
+   * but it is sick and needs a person (SPEC X5). One ejection is the mechanism working, not a page.
+   */
+  instanceEjections: 3,
+  instanceWindow: '15m',
+  instanceFor: '1m',
 });
 
 /** Alert names: stable, so silences and routes keep matching across regenerations. */
@@ -61,6 +69,7 @@ export const ALERTS = Object.freeze({
   timeoutBelowP99: 'PrazoTimeoutBelowP99',
   abandonmentHigh: 'PrazoAbandonmentHigh',
   sliceOverrun: 'PrazoSliceOverrun',
+  instanceEjectedRepeatedly: 'PrazoInstanceEjectedRepeatedly',
 });
 
 /** Dashboard identity: a fixed uid so re-importing replaces the dashboard instead of duplicating it. */

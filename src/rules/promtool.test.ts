@@ -91,6 +91,18 @@ const INPUT = [
   ].map(([le, v]) =>
     series('prazo_dependency_attempt_duration_bucket', S('quiet', { prazo_outcome: 'success', le: le! }), v!),
   ),
+  // supplier's instance s3, as process a sees it: no ejection for 10 minutes, then one a minute
+  // (it fails again after each return). quiet's q1: one ejection at 5 minutes, then none.
+  series(
+    'prazo_instance_ejections_total',
+    S('supplier', { prazo_instance: 's3', prazo_ejection_reason: 'failures' }),
+    '0x40 0+0.25x40',
+  ),
+  series(
+    'prazo_instance_ejections_total',
+    S('quiet', { prazo_instance: 'q1', prazo_ejection_reason: 'failures' }),
+    '0x20 1x60',
+  ),
   // POST /orders: gateway overruns 10% of its runs, inventory 1%.
   ...[
     ['gateway', '0+150x80'],
@@ -143,6 +155,13 @@ const TESTS = [
     ],
   },
   { eval_time: '10m', alertname: 'PrazoSliceOverrun', exp_alerts: [] },
+  // Two ejections by 12m: not yet; three by 13m, held 1 minute: firing at 14m. quiet's one: never.
+  { eval_time: '12m', alertname: 'PrazoInstanceEjectedRepeatedly', exp_alerts: [] },
+  {
+    eval_time: '15m',
+    alertname: 'PrazoInstanceEjectedRepeatedly',
+    exp_alerts: [alert('warning', { ...fleet('supplier'), prazo_instance: 's3' })],
+  },
 ];
 
 /** The rule file without annotations: `promtool test rules` would otherwise compare their rendered text. */

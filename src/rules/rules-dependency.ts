@@ -1,4 +1,5 @@
 import {
+  increase,
   type Matcher,
   num,
   oneOf,
@@ -25,6 +26,7 @@ const L = {
   kind: labelName(ATTR.attemptKind),
   phase: labelName(ATTR.timeoutPhase),
   outcome: labelName(ATTR.outcome),
+  instance: labelName(ATTR.instance),
 };
 const BY = ['job', L.dependency];
 
@@ -137,6 +139,20 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       summary: `Over ${pct(R.abandonmentRatio)} of attempts to a healthy ${dep.name} end in a timeout`,
       description: `{{ $value | humanizePercentage }} of attempts to ${dep.name} hit the response/body timeout while its error rate is low: the timeout is too tight (SPEC C5).`,
       runbook: `Compare ${dep.name}'s configured timeout with its p99 panel and recalibrate; if p99 is stable and low, look for a few slow instances instead.`,
+    },
+  });
+
+  // Summed over the fleet per instance: each process ejects on what it sees (SPEC X5).
+  const ejections = sumBy([...BY, L.instance], increase(N.instanceEjections, [d], R.instanceWindow));
+  rules.push({
+    alert: ALERTS.instanceEjectedRepeatedly,
+    expr: `${ejections} >= ${num(R.instanceEjections)}`,
+    for: R.instanceFor,
+    labels: { severity: 'warning', ...own },
+    annotations: {
+      summary: `An instance of ${dep.name} keeps being ejected`,
+      description: `{{ $labels.prazo_instance }} of ${dep.name} was ejected {{ $value | humanize }} times in ${R.instanceWindow}: it fails again after each return on probation. Callers are kept off it (SPEC X5), at the cost of the capacity it should give.`,
+      runbook: `Look at {{ $labels.prazo_instance }} itself (its logs, its host, its own dependencies) and replace or drain it; the Load per instance panel shows how little traffic it gets now.`,
     },
   });
   return rules;

@@ -50,7 +50,11 @@ describe('prazo rules', () => {
     const about = (dep: string) =>
       rules.filter((r) => r.expr.includes(`prazo_dependency="${dep}"`)).map((r) => r.alert);
     // orders: 1 attempt, no hedge: nothing draws on its budget, so no budget alerts.
-    expect(about('orders')).toEqual(['PrazoTimeoutBelowP99', 'PrazoAbandonmentHigh']);
+    expect(about('orders')).toEqual([
+      'PrazoTimeoutBelowP99',
+      'PrazoAbandonmentHigh',
+      'PrazoInstanceEjectedRepeatedly',
+    ]);
     // inventory retries and hedges: every alert.
     expect(about('inventory')).toContain('PrazoRetryRatioHigh');
     expect(about('inventory')).toContain('PrazoBudgetRefusalsClimbing');
