@@ -7,9 +7,8 @@ import type { PrazoInstruments } from './instruments.js';
 
 /**
  * The observable gauges (retry ratio, configured timeout, live p99, config generation, instances by
- * state), read from the
- * dependencies only when a reader collects (every scrape, or every export interval): nothing on the
- * request path.
+ * state), read from the dependencies only when a reader collects (every scrape, or every export
+ * interval): nothing on the request path.
  * One batch callback serves every dependency, so adding one is a Set insertion.
  */
 export class DependencyGauges implements Disposable {

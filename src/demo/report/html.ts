@@ -99,8 +99,9 @@ const INSTANCE_DASHES = ['', '7 3', '2 3', '9 3 2 3', '4 4'];
 
 /**
  * The load per supplier instance over time (SPEC X5): requests each instance's own server received
- * per second, one line per instance and stack. The instance that misbehaves is named in the caption
- * and in the chart's description, with each line's mean, so the chart reads without the picture too.
+ * per second, one line per instance and stack. What each instance did is said in the caption and in
+ * the chart's description, with what each one received under each stack, so the chart reads without
+ * the picture too.
  */
 function instanceChart(scenario: ScenarioSummary): string {
   const { series } = scenario;
