@@ -189,10 +189,13 @@ describe('the central config (SPEC C7)', () => {
       '  - { name: none, p99Ms: 120, pool: { size: 100, rps: 200 } }',
       '  - { name: adapt, p99Ms: 120, pool: { size: 100, rps: 200 }, concurrencyLimit: { adaptive: true } }',
       '  - { name: norate, p99Ms: 120, concurrencyLimit: { maxInFlight: 1 } }',
+      '  - { name: over, p99Ms: 120, pool: { size: 20, rps: 100 }, concurrencyLimit: { maxInFlight: 25 } }',
     ].join('\n');
     const { config, problems } = checkConfigText(text, noFiles);
     expect(problems.map(formatProblem)).toEqual([
       "prazo.config.yaml:2:61: warning: dependencies[0].concurrencyLimit: limit 8 is below Little's law: 200 rps × 0.120 s = 24 in flight at p99; suggest 30 (× 1.25 for bursts, retries and hedges): calls would be refused with CONCURRENCY_LIMITED while the dependency is healthy",
+      // 100 rps × 0.12 s = 12 → 15 suggested: 25 fits Little's law but not the pool of 20.
+      'prazo.config.yaml:7:61: warning: dependencies[5].concurrencyLimit: limit 25 is above the pool of 20: 5 call(s) it admits would wait for a connection instead of failing fast; keep maxInFlight ≤ pool.size',
     ]);
     const c = (name: string) => config!.dependencies.get(name)!.concurrency;
     expect(c('low')).toEqual({ rps: 200, p99Ms: 120, inFlightAtP99: 24, suggested: 30, limit: 8 });

@@ -184,6 +184,14 @@ export function readDependency(
   const concurrency = pool === undefined ? undefined : concurrencyCheck(options, pool.rps, p99Ms);
   if (concurrency !== undefined && typeof concurrency.limit === 'number') {
     if (concurrency.limit < concurrency.suggested) warn('concurrencyLimit', littleWarning(concurrency));
+    else if (pool !== undefined && concurrency.limit > pool.size) {
+      // Past the pool's connections the limit admits calls that then queue for a connection: the
+      // pool, not the limit, decides, and they wait instead of failing fast.
+      warn(
+        'concurrencyLimit',
+        `limit ${concurrency.limit} is above the pool of ${pool.size}: ${concurrency.limit - pool.size} call(s) it admits would wait for a connection instead of failing fast; keep maxInFlight ≤ pool.size`,
+      );
+    }
   }
   if (v.issues.length > before) return undefined;
   const p99Source = histogram ?? 'config';
