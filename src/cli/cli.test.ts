@@ -190,6 +190,7 @@ describe('prazo check', () => {
         '  - { name: low, p99Ms: 120, pool: { size: 100, rps: 200 }, concurrencyLimit: { maxInFlight: 8 } }',
         '  - { name: none, p99Ms: 120, pool: { size: 100, rps: 200 } }',
         '  - { name: norate, p99Ms: 120, concurrencyLimit: { maxInFlight: 1 } }',
+        '  - { name: over, p99Ms: 120, pool: { size: 20, rps: 100 }, concurrencyLimit: { maxInFlight: 25 } }',
       ].join('\n'),
     });
     const r = await runCli(['check', 'limit.yaml'], dir);
@@ -203,7 +204,10 @@ describe('prazo check', () => {
     expect(r.out).toContain(
       "no concurrency limit; Little's law: 200 rps × 0.120 s = 24 in flight at p99; suggest maxInFlight 30",
     );
-    expect(r.out.match(/Little's law/g)).toHaveLength(2); // norate: nothing
+    expect(r.out).toContain(
+      "concurrency limit 25: above the pool of 20; Little's law: 100 rps × 0.120 s = 12 in flight at p99",
+    );
+    expect(r.out.match(/Little's law/g)).toHaveLength(3); // norate: nothing
     expect((await runCli(['check', 'limit.yaml', '--strict'], dir)).code).toBe(1);
     const json = JSON.parse((await runCli(['check', 'limit.yaml', '--json'], dir)).out);
     expect(json.summary.dependencies[0].concurrency).toEqual({

@@ -68,7 +68,8 @@ function render(file: string, result: ConfigCheck, counts: string): string {
       const c = d.calibration;
       const from = d.p99Source === 'config' ? '' : ` (from ${d.p99Source.file})`;
       out += `  ${d.options.name.padEnd(16)} p99 ${round(d.options.p99Ms)} ms${from} → ${c.connectMs} / ${c.responseMs} ms × ${c.attempts}\n`;
-      if (d.concurrency !== undefined) out += `  ${''.padEnd(16)} ${concurrencyLine(d.concurrency)}\n`;
+      if (d.concurrency !== undefined)
+        out += `  ${''.padEnd(16)} ${concurrencyLine(d.concurrency, d.pool?.size)}\n`;
     }
     for (const e of result.config.endpoints.values()) {
       out += `\n${e.budget.endpoint}: SLO ${e.budget.totalSloMs} ms\n`;
@@ -84,11 +85,16 @@ function render(file: string, result: ConfigCheck, counts: string): string {
 }
 
 /** Little's law on the limit (SPEC C6, X7); the warning itself, for a limit below it, is on stderr. */
-function concurrencyLine(c: ConcurrencyCheck): string {
+function concurrencyLine(c: ConcurrencyCheck, poolSize: number | undefined): string {
   const law = `Little's law: ${littleArithmetic(c)}`;
   if (c.limit === undefined) return `no concurrency limit; ${law}; suggest maxInFlight ${c.suggested}`;
   if (c.limit === 'adaptive') return `adaptive concurrency limit; ${law}`;
-  const verdict = c.limit < c.suggested ? `below the suggested ${c.suggested}` : 'fits';
+  const verdict =
+    c.limit < c.suggested
+      ? `below the suggested ${c.suggested}`
+      : poolSize !== undefined && c.limit > poolSize
+        ? `above the pool of ${poolSize}`
+        : 'fits';
   return `concurrency limit ${c.limit}: ${verdict}; ${law}`;
 }
 
