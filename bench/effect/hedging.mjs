@@ -1,5 +1,5 @@
+import { openLoop } from '../lib/open-loop.mjs';
 import { prazo } from '../lib/prazo.mjs';
-import { percentile, sortedCopy } from '../lib/stats.mjs';
 import { mulberry32 } from './prng.mjs';
 
 /**
@@ -53,41 +53,21 @@ async function simulate({ FakeClock, createDependency, createRetryBudget, seed, 
     await sleep(clock, next(), signal);
     return 'ok';
   };
-  const interval = 1000 / RATE_PER_SECOND;
-  const warmup = Math.round(WARMUP_MS / interval);
-  const latencies = new Float64Array(requests);
-  const pending = [];
   let sentAtStart = 0;
-  let failed = 0;
-  for (let i = 0; i < warmup + requests; i += 1) {
-    if (i === warmup) sentAtStart = sent;
-    const started = clock.now();
-    const measured = i - warmup;
-    const call = dependency.execute(operation, { idempotent: true });
+  const caller = await openLoop({
+    clock,
+    rate: RATE_PER_SECOND,
+    warmupMs: WARMUP_MS,
+    requests,
     // A failed call counts with the time it took to fail (none is expected: 2 s default deadline).
-    const settle = () => {
-      if (measured >= 0) latencies[measured] = clock.now() - started;
-    };
-    pending.push(
-      call.then(settle, () => {
-        failed += measured >= 0 ? 1 : 0;
-        settle();
-      }),
-    );
-    await clock.advanceAsync(interval);
-  }
-  await clock.runAllAsync();
-  await Promise.all(pending);
-  const sorted = sortedCopy(latencies);
+    call: () => dependency.execute(operation, { idempotent: true }),
+    onMeasureStart: () => {
+      sentAtStart = sent;
+    },
+  });
   const sentMeasured = sent - sentAtStart;
   return {
-    requests,
-    failed,
-    p50Ms: percentile(sorted, 0.5),
-    p95Ms: percentile(sorted, 0.95),
-    p99Ms: percentile(sorted, 0.99),
-    p999Ms: percentile(sorted, 0.999),
-    maxMs: sorted[sorted.length - 1],
+    ...caller,
     sentToDependency: sentMeasured,
     extraRequestsShare: (sentMeasured - requests) / requests,
     hedgesWon,

@@ -1,5 +1,5 @@
+import { openLoop } from '../lib/open-loop.mjs';
 import { prazo } from '../lib/prazo.mjs';
-import { percentile, sortedCopy } from '../lib/stats.mjs';
 import { mulberry32 } from './prng.mjs';
 
 /**
@@ -36,16 +36,6 @@ async function simulate(parts, { seed, requests, pick, hedge }) {
   const clock = new FakeClock();
   const latency = latencyModel(seed);
   const random = mulberry32(seed + 1_000);
-  const set = new InstanceSet({
-    clock,
-    random,
-    decayMs: 10_000,
-    initialEstimateMs: 30,
-    ejection: ejectionSettings(true),
-    floorMs: () => 150,
-    penaltyMs: () => 150,
-  });
-  set.replace(Array.from({ length: INSTANCES }, (_, i) => ({ key: `i${i}`, value: i })));
   const dependency = createDependency({
     name: 'instances',
     clock,
@@ -54,12 +44,27 @@ async function simulate(parts, { seed, requests, pick, hedge }) {
     retryBudget: createRetryBudget({ clock }),
     hedge: hedge ? { percentile: 0.95 } : false,
   });
+  const { responseMs } = dependency.timeouts;
+  const set = new InstanceSet({
+    clock,
+    random,
+    decayMs: 10_000,
+    initialEstimateMs: 30,
+    ejection: ejectionSettings(true),
+    // As prazo/http sets them: the p99 as latency ejection's floor, the attempt timeout, a failure
+    // worth ten of them, hedges at the p95 (5% of attempts may be overtaken without being slow).
+    floorMs: () => 150,
+    penaltyMs: () => 10 * responseMs,
+    timeoutMs: () => responseMs,
+    overtakenFloor: () => (hedge ? 0.05 : 0),
+  });
+  set.replace(Array.from({ length: INSTANCES }, (_, i) => ({ key: `i${i}`, value: i })));
   let turn = 0;
   let sent = 0;
   const perInstance = new Array(INSTANCES).fill(0);
   const makeOperation = () => {
     const used = [];
-    return async ({ signal }) => {
+    return async ({ signal, kind }) => {
       const started = clock.now();
       let instance;
       if (pick) {
@@ -72,50 +77,32 @@ async function simulate(parts, { seed, requests, pick, hedge }) {
       try {
         await sleep(clock, latency(index), signal);
       } catch (error) {
-        // The hedge race's loser: what it had run when it lost is a lower bound of its latency.
-        if (pick) set.settle(instance, 'lost', clock.now() - started, clock.now());
+        // A hedge race's loser, as prazo/http settles it: overtaken by its hedge (evidence against its
+        // instance), or a hedge beaten by the attempt it hedged (a lower bound only).
+        if (pick)
+          set.settle(instance, kind === 'hedge' ? 'lost' : 'overtaken', clock.now() - started, clock.now());
         throw error;
       }
       if (pick) set.settle(instance, 'success', clock.now() - started, clock.now());
       return 'ok';
     };
   };
-  const interval = 1000 / RATE_PER_SECOND;
-  const warmup = Math.round(WARMUP_MS / interval);
-  const latencies = new Float64Array(requests);
-  const pending = [];
   let sentAtStart = 0;
   let slowAtStart = 0;
-  let failed = 0;
-  for (let i = 0; i < warmup + requests; i += 1) {
-    if (i === warmup) {
+  const caller = await openLoop({
+    clock,
+    rate: RATE_PER_SECOND,
+    warmupMs: WARMUP_MS,
+    requests,
+    call: () => dependency.execute(makeOperation(), { idempotent: true }),
+    onMeasureStart: () => {
       sentAtStart = sent;
       slowAtStart = perInstance[0];
-    }
-    const started = clock.now();
-    const measured = i - warmup;
-    const settle = () => {
-      if (measured >= 0) latencies[measured] = clock.now() - started;
-    };
-    pending.push(
-      dependency.execute(makeOperation(), { idempotent: true }).then(settle, () => {
-        failed += measured >= 0 ? 1 : 0;
-        settle();
-      }),
-    );
-    await clock.advanceAsync(interval);
-  }
-  await clock.runAllAsync();
-  await Promise.all(pending);
-  const sorted = sortedCopy(latencies);
+    },
+  });
   const sentMeasured = sent - sentAtStart;
   return {
-    requests,
-    failed,
-    p50Ms: percentile(sorted, 0.5),
-    p95Ms: percentile(sorted, 0.95),
-    p99Ms: percentile(sorted, 0.99),
-    maxMs: sorted[sorted.length - 1],
+    ...caller,
     extraRequestsShare: (sentMeasured - requests) / requests,
     slowInstanceShare: (perInstance[0] - slowAtStart) / sentMeasured,
   };

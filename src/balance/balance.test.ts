@@ -17,7 +17,16 @@ const origins = (n: number): { key: string; value: number }[] =>
   Array.from({ length: n }, (_, i) => ({ key: `http://127.0.0.${i + 1}:8080`, value: i }));
 
 interface Recorded {
-  ejected: { instance: string; reason: string; ms: number; level: number; p99?: number; peer?: number }[];
+  ejected: {
+    instance: string;
+    reason: string;
+    ms: number;
+    level: number;
+    p99?: number;
+    peer?: number;
+    share?: number;
+    peerShare?: number;
+  }[];
   returned: string[];
   added: string[];
   removed: string[];
@@ -37,6 +46,9 @@ function setOf(
         ms,
         level,
         ...(verdict.p99Ms === undefined ? {} : { p99: verdict.p99Ms, peer: verdict.peerP99Ms }),
+        ...(verdict.overtakenShare === undefined
+          ? {}
+          : { share: verdict.overtakenShare, peerShare: verdict.peerOvertakenShare }),
       }),
     returned: (i) => events.returned.push(i),
     added: (i) => events.added.push(i),
@@ -50,6 +62,8 @@ function setOf(
     ejection: ejectionSettings(true),
     floorMs: () => 50,
     penaltyMs: () => 200,
+    timeoutMs: () => 20,
+    overtakenFloor: () => 0.05,
     listener,
     ...overrides,
   });
@@ -421,6 +435,189 @@ describe('ejection (Envoy / gRPC outlier detection defaults, SPEC X5)', () => {
       counts.set(instance.key, (counts.get(instance.key) ?? 0) + 1);
     }
     expect((counts.get(refused) ?? 0) / 3_000).toBeLessThan(0.05);
+  });
+});
+
+/**
+ * One instance slow on 15% of its answers (10×), hedged: `rate` calls a second, each answered in
+ * 8–12 ms, except the slow instance's stalls, which a hedge at `hedgeMs` to another instance always
+ * beats. The stalled attempt is then cancelled: its instance hears only that it was overtaken after
+ * it had run `hedgeMs` + the hedge's time — never its 100 ms. Attempts overlap (each settles when its
+ * answer is due), so in-flight counts weigh the picks as in a real client. Returns the slow
+ * instance's share of the picks made in `[fromMs, toMs)`, and the ejection events.
+ */
+function hedgedStalls(
+  overrides: Partial<InstanceSetOptions>,
+  { fromMs = 2_000, toMs = 6_000, seed = 11, hedgeMs = 12, rate = 1_000 } = {},
+): { share: number; slow: string; events: Recorded; set: InstanceSet<number> } {
+  const { set, clock, events } = setOf(3, { random: seededRandom(seed), ...overrides });
+  const slow = set.keys()[2]!;
+  const draw = seededRandom(seed + 1);
+  const due: { at: number; run: () => void }[] = [];
+  const later = (at: number, run: () => void) => {
+    let k = due.length;
+    while (k > 0 && due[k - 1]!.at > at) k -= 1;
+    due.splice(k, 0, { at, run });
+  };
+  let picks = 0;
+  let slowPicks = 0;
+  const count = (instance: Instance<number>) => {
+    const t = clock.now();
+    if (t < fromMs || t >= toMs) return;
+    picks += 1;
+    if (instance.key === slow) slowPicks += 1;
+  };
+  const step = 1_000 / rate;
+  while (clock.now() < toMs) {
+    const next = clock.now() + step;
+    while (due.length > 0 && due[0]!.at <= next) {
+      const { at, run } = due.shift()!;
+      clock.advance(at - clock.now());
+      run();
+    }
+    clock.advance(next - clock.now());
+    const start = clock.now();
+    const primary = set.pick(start)!;
+    count(primary);
+    const ms = 8 + 4 * draw();
+    if (primary.key === slow && draw() < 0.15) {
+      // The stall: a hedge at `hedgeMs`, to another instance, answers first; the primary is cancelled.
+      later(start + hedgeMs, () => {
+        const hedge = set.pick(clock.now(), [primary])!;
+        count(hedge);
+        const w = 8 + 4 * draw();
+        later(clock.now() + w, () => {
+          set.settle(hedge, 'success', w, clock.now());
+          set.settle(primary, 'overtaken', clock.now() - start, clock.now());
+        });
+      });
+    } else later(start + ms, () => set.settle(primary, 'success', ms, clock.now()));
+  }
+  return { share: slowPicks / picks, slow, events, set };
+}
+
+describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)", () => {
+  it('an instance whose stalls are all overtaken by hedges loses its picks within seconds, by the picker alone', () => {
+    for (const seed of [11, 12, 13]) {
+      const { share } = hedgedStalls(
+        { ejection: undefined, timeoutMs: () => 30, penaltyMs: () => 300 },
+        { seed },
+      );
+      // Recorded as an answer of the time it ran (~22 ms against its peers' 12), it kept ~20% of them.
+      expect(share).toBeLessThan(0.1);
+    }
+  });
+
+  it('an overtaken attempt is charged at least the timeout and twice the estimate, at most a failure', () => {
+    const { set, clock } = setOf(3, { ejection: undefined, timeoutMs: () => 30, penaltyMs: () => 300 });
+    const x = set.get(set.keys()[0]!)!;
+    const settle = (verdict: 'overtaken' | 'lost' | 'success', ms: number) => {
+      held(x);
+      set.settle(x, verdict, ms, clock.now());
+    };
+    x.ewma.reset(10, clock.now());
+    settle('overtaken', 22);
+    expect(x.ewma.estimateAt(clock.now())).toBe(44); // twice the time it ran, above the 30 ms timeout
+    settle('overtaken', 22);
+    expect(x.ewma.estimateAt(clock.now())).toBe(88); // overrun again: doubled
+    for (let i = 0; i < 5; i += 1) settle('overtaken', 22);
+    expect(x.ewma.estimateAt(clock.now())).toBe(300); // never more than a failure
+    // A hedge beaten by the attempt it hedged is a lower bound: below the estimate it moves nothing
+    // (an answer is averaged in), above it it is a peak.
+    clock.advance(5_000);
+    const before = x.ewma.estimateAt(clock.now());
+    settle('lost', 1);
+    expect(x.ewma.estimateAt(clock.now())).toBe(before);
+    settle('lost', 400);
+    expect(x.ewma.estimateAt(clock.now())).toBe(400);
+    // The timeout, when that is more than twice the estimate and the time it ran.
+    const y = set.get(set.keys()[1]!)!;
+    y.ewma.reset(5, clock.now());
+    held(y);
+    set.settle(y, 'overtaken', 8, clock.now());
+    expect(y.ewma.estimateAt(clock.now())).toBe(30);
+  });
+
+  it('a healthy instance overtaken once pays as for one answer of twice its estimate, and gets its share back', () => {
+    const run = (mishap: (set: InstanceSet<number>, unlucky: Instance<number>, now: number) => void) => {
+      const { set, clock } = setOf(3, { ejection: undefined, timeoutMs: () => 30, penaltyMs: () => 300 });
+      const unlucky = set.get(set.keys()[0]!)!;
+      let picks = 0;
+      let late = 0;
+      for (let i = 0; i < 18_000; i += 1) {
+        clock.advance(5); // 200 calls a second for 90 s
+        if (i === 400) mishap(set, held(unlucky), clock.now()); // at 2 s
+        const instance = call(set, clock, () => 10);
+        if (instance === unlucky) {
+          picks += 1;
+          if (i >= 15_000) late += 1;
+        }
+      }
+      return { picks, late: late / 3_000 };
+    };
+    const estimate = (set: InstanceSet<number>, x: Instance<number>, now: number) =>
+      set.states(now).find((s) => s.instance === x.key)!.estimateMs;
+    const overtaken = run((set, x, now) => set.settle(x, 'overtaken', 22, now));
+    const slowAnswer = run((set, x, now) =>
+      set.settle(x, 'success', 2 * Math.max(22, estimate(set, x, now)), now),
+    );
+    expect(overtaken).toEqual(slowAnswer);
+    expect(overtaken.late).toBeGreaterThan(0.25); // its third of the calls again, 75 s on
+  });
+
+  it("latency ejection sees an instance whose share of overtaken attempts is far above its peers'", () => {
+    // The picker off (ejection alone): every call goes round the three instances.
+    // A floor no p99 reaches: only the share of overtaken attempts can eject here.
+    const { set, clock, events } = setOf(3, { floorMs: () => 10_000, overtakenFloor: () => 0.05 });
+    const all = set.keys().map((k) => set.get(k)!);
+    const slow = all[2]!;
+    const draw = seededRandom(5);
+    const window = (overtakenShare: (i: Instance<number>) => number) => {
+      for (let i = 0; i < 600; i += 1) {
+        clock.advance(10_000 / 600);
+        const instance = all[i % 3]!;
+        if (instance.slot < 0) continue;
+        held(instance);
+        const overtaken = draw() < overtakenShare(instance);
+        set.settle(instance, overtaken ? 'overtaken' : 'success', overtaken ? 22 : 10, clock.now());
+      }
+    };
+    // Healthy instances are overtaken now and then (1%); the slow one on 15%.
+    window((i) => (i === slow ? 0.15 : 0.01));
+    clock.advance(100);
+    held(all[0]!);
+    set.settle(all[0]!, 'success', 10, clock.now());
+    expect(events.ejected).toEqual([
+      expect.objectContaining({ instance: slow.key, reason: 'latency', ms: 30_000 }),
+    ]);
+    expect(slow.slot).toBe(-1);
+    expect(events.ejected[0]!.share).toBeGreaterThan(0.1);
+    expect(events.ejected[0]!.peerShare).toBeLessThan(0.03);
+  });
+
+  it("overtaken shares at the hedged share, or like the peers', do not eject", () => {
+    const run = (slowShare: number, peerShare: number, floor: number) => {
+      const { set, clock, events } = setOf(3, { floorMs: () => 10_000, overtakenFloor: () => floor });
+      const all = set.keys().map((k) => set.get(k)!);
+      for (let i = 0; i < 450; i += 1) {
+        clock.advance(10);
+        const instance = all[i % 3]!;
+        held(instance);
+        const share = instance === all[2] ? slowShare : peerShare;
+        // Deterministic: the k-th of every 1 / share answers is overtaken.
+        const n = Math.floor(i / 3);
+        const overtaken = share > 0 && Math.floor((n + 1) * share) > Math.floor(n * share);
+        set.settle(instance, overtaken ? 'overtaken' : 'success', 10, clock.now());
+      }
+      clock.advance(10_000);
+      held(all[0]!);
+      set.settle(all[0]!, 'success', 10, clock.now());
+      return events.ejected.map((e) => e.instance === all[2]!.key && e.reason);
+    };
+    expect(run(0.2, 0.02, 0.05)).toEqual(['latency']);
+    expect(run(0.04, 0, 0.05)).toEqual([]); // under what the dependency hedges
+    expect(run(0.2, 0.1, 0.05)).toEqual([]); // not 3× its peers'
+    expect(run(0.2, 0.02, 0.25)).toEqual([]); // a floor above it
   });
 });
 

@@ -11,8 +11,15 @@ import { EJECTION_OPTIONS, LATENCY_EJECTION_OPTIONS } from './options.js';
  *   fault (a 4xx, a pushback, a call its caller cancelled) neither counts nor resets.
  * - **Latency**: at the end of each window, an instance whose p99 exceeds `factor` × the median p99
  *   of its peers (the other instances with enough answers in the window) and the dependency's own
- *   healthy p99 (the floor). The hedges an instance lost count with the time they had run when they
- *   lost (a lower bound): an instance whose slow answers are always beaten by a hedge is still slow.
+ *   healthy p99 (the floor); or whose share of attempts *overtaken by their hedge* exceeds `factor` ×
+ *   its peers' median share and the share the dependency hedges at all (1 − the hedge percentile).
+ *   The second test is the one hedging needs: an instance whose slow answers are all beaten by a
+ *   hedge and cancelled never shows its slow answers, only attempts cut at about the hedge delay plus
+ *   one answer elsewhere — a p99 like its peers'. What it cannot hide is how often that happens: a
+ *   healthy instance is overtaken on a few attempts in a thousand (its tail must pass the hedge delay,
+ *   then lose to a whole answer elsewhere), one stalling on 15% of its answers on 15% of them. Both
+ *   tests read the same window, `minSamples` answers and two judged instances at least; an overtaken
+ *   attempt is a sample of the window at the latency it was charged (`instances.ts`).
  *
  * An ejection lasts `baseEjectionMs × n`, where n counts the instance's recent ejections (one less for
  * every `baseEjectionMs` it stayed in since it last returned), at most `maxEjectionMs`: an instance
@@ -74,9 +81,10 @@ export class EjectionRecord {
   since: number;
   /** On probation until at least this instant (one latency window after its return). */
   probationUntil = 0;
-  /** This window's answers (latency ejection), and how many. */
+  /** This window's answers (latency ejection), how many, and how many of them were overtaken by a hedge. */
   readonly window: Sketch | undefined;
   samples = 0;
+  overtaken = 0;
   /** The last closed window held enough of its answers to judge it (`minSamples`). */
   judged = false;
 
@@ -92,6 +100,9 @@ export interface EjectionVerdict {
   /** Its p99 in the window and its peers' median, for a latency ejection. */
   readonly p99Ms?: number;
   readonly peerP99Ms?: number;
+  /** Its share of attempts overtaken by a hedge in the window and its peers' median share. */
+  readonly overtakenShare?: number;
+  readonly peerOvertakenShare?: number;
 }
 
 export class Ejector {
@@ -143,7 +154,12 @@ export class Ejector {
     return r.streak >= this.settings.consecutiveFailures;
   }
 
-  /** An answer's latency for this window (a lost hedge's: the time it had run). */
+  /** One of this window's samples (an overtaken attempt's too) was overtaken by a hedge. */
+  overtaken(r: EjectionRecord): void {
+    if (r.window !== undefined) r.overtaken += 1;
+  }
+
+  /** An answer's latency for this window (an overtaken attempt's: what it was charged). */
   record(r: EjectionRecord, latencyMs: number): void {
     if (r.window === undefined || !(latencyMs >= 0 && latencyMs < Number.POSITIVE_INFINITY)) return;
     const { minLatencyMs, maxLatencyMs } = RECORDER_LIMITS;
@@ -179,45 +195,64 @@ export class Ejector {
   clearWindow(r: EjectionRecord): void {
     if (r.window !== undefined) clearSketch(r.window);
     r.samples = 0;
+    r.overtaken = 0;
   }
 
   /**
-   * The window closed: the records (of instances in rotation) whose p99 is an outlier, worst first,
-   * each with its verdict. Every window is cleared afterwards. Needs two judged instances at least.
+   * The window closed: the records (of instances in rotation) that are outliers, by p99 or by share
+   * of overtaken attempts (above `overtakenFloor` too), worst first, each with its verdict. Every
+   * window is cleared afterwards. Needs two judged instances at least.
    */
   latencyOutliers<R extends EjectionRecord>(
     records: readonly R[],
     floorMs: number,
+    overtakenFloor: number,
   ): { readonly record: R; readonly verdict: EjectionVerdict }[] {
     const latency = this.settings.latency;
     if (latency === undefined) return [];
-    const judged: { record: R; p99: number }[] = [];
+    const judged: { record: R; p99: number; share: number }[] = [];
     for (const record of records) {
       record.judged = record.phase !== 'ejected' && record.samples >= latency.minSamples;
       if (record.judged && record.window !== undefined) {
         const p99 = sketchQuantile(record.window, 0.99);
-        if (p99 !== undefined) judged.push({ record, p99 });
+        if (p99 !== undefined) judged.push({ record, p99, share: record.overtaken / record.samples });
       }
       this.clearWindow(record);
     }
     const m = judged.length;
     if (m < 2) return [];
-    judged.sort((a, b) => a.p99 - b.p99);
+    const p99s = judged.map((j) => j.p99).sort((a, b) => a - b);
+    const shares = judged.map((j) => j.share).sort((a, b) => a - b);
     const out: { record: R; verdict: EjectionVerdict; ratio: number }[] = [];
-    for (let j = 0; j < m; j += 1) {
-      const peer = medianWithout(judged, j);
-      const { record, p99 } = judged[j]!;
-      if (p99 > latency.factor * peer && p99 > floorMs) {
-        out.push({ record, verdict: { reason: 'latency', p99Ms: p99, peerP99Ms: peer }, ratio: p99 / peer });
-      }
+    for (const { record, p99, share } of judged) {
+      const peer = medianWithout(p99s, p99);
+      const peerShare = medianWithout(shares, share);
+      const slow = p99 > latency.factor * peer && p99 > floorMs;
+      const overtaken = share > latency.factor * peerShare && share > overtakenFloor;
+      if (!slow && !overtaken) continue;
+      const ratio = Math.max(
+        slow ? p99 / peer : 0,
+        overtaken ? share / Math.max(peerShare, overtakenFloor) : 0,
+      );
+      const verdict: EjectionVerdict = overtaken
+        ? {
+            reason: 'latency',
+            p99Ms: p99,
+            peerP99Ms: peer,
+            overtakenShare: share,
+            peerOvertakenShare: peerShare,
+          }
+        : { reason: 'latency', p99Ms: p99, peerP99Ms: peer };
+      out.push({ record, verdict, ratio });
     }
     return out.sort((a, b) => b.ratio - a.ratio);
   }
 }
 
-/** The median p99 of the sorted `judged` without its element `j` (its peers'). */
-function medianWithout(judged: readonly { readonly p99: number }[], j: number): number {
-  const n = judged.length - 1; // peers
-  const at = (r: number): number => judged[r < j ? r : r + 1]!.p99;
+/** The median of the sorted `values` without one occurrence of `own` (its peers'). */
+function medianWithout(sorted: readonly number[], own: number): number {
+  const j = sorted.indexOf(own);
+  const n = sorted.length - 1; // peers
+  const at = (r: number): number => sorted[r < j ? r : r + 1]!;
   return n % 2 === 1 ? at((n - 1) / 2) : (at(n / 2 - 1) + at(n / 2)) / 2;
 }

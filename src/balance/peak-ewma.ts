@@ -50,6 +50,19 @@ export class PeakEwma {
     if (elapsed > 0) this.#at = now;
   }
 
+  /**
+   * Takes a *lower bound* of one response time (ms) at `now`: an attempt cancelled before it answered
+   * (a hedge race's loser) took longer than this, by how much nobody knows. A bound above the estimate
+   * is a peak, believed at once; one below it says nothing about the instance being fast, so it moves
+   * nothing (as an answer it would be averaged in, as if the instance had answered that fast).
+   */
+  atLeast(boundMs: number, now: number): void {
+    if (!(boundMs >= 0 && boundMs < Number.POSITIVE_INFINITY)) return;
+    if (boundMs <= this.estimateAt(now)) return;
+    this.#value = boundMs;
+    if (now > this.#at) this.#at = now;
+  }
+
   /** Starts over from `valueMs` at `now` (an instance returning from ejection). */
   reset(valueMs: number, now: number): void {
     this.#value = valueMs;

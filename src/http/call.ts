@@ -194,8 +194,14 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     super.cancelled(attempt);
   }
 
+  /**
+   * `attempt` lost the race and is cancelled next: a censored observation of its instance. Overtaken
+   * (a copy started after it answered first: its hedge) is evidence against its instance; a hedge
+   * beaten by the attempt it hedged started later and says little (`balance/instances.ts`).
+   */
   protected override lost(attempt: HttpAttempt): void {
-    if (attempt.target !== undefined) this.#settleTarget(attempt, 'lost');
+    if (attempt.target !== undefined)
+      this.#settleTarget(attempt, attempt.kind === 'hedge' ? 'lost' : 'overtaken');
   }
 
   #settleTarget(attempt: HttpAttempt, verdict: InstanceVerdict): void {

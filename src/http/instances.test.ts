@@ -3,9 +3,12 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../clock/fake.js';
 import { createDependency } from '../dependency/dependency.js';
 import type { DependencyEvent } from '../dependency/types.js';
+import { seededRandom } from '../testing/random.js';
 import { createHttpClient, type HttpClient } from './client.js';
+import type { DispatchController, DispatchHandler } from './handler.js';
 import { interceptor } from './interceptor.js';
 import type { HttpClientOptions } from './options.js';
 import { faults, type Handler, startServer, type TestServer } from './servers.test-helpers.js';
@@ -160,6 +163,107 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
     expect(both.length).toBeGreaterThan(0);
     // Never two copies of one call at the same instance.
     for (const s of [slow, fast]) expect(new Set(urls(s)).size).toBe(urls(s).length);
+  });
+});
+
+/**
+ * Instances below a real client on the fake clock: a dispatcher that answers each request after the
+ * latency `latency(origin)` draws, by the fake clock's timers, and stops it when its controller is
+ * aborted (as undici does for a cancelled request). The call, its attempts, the hedge and the picks
+ * are prazo/http's own; only the sockets are missing (the loopback tests above have them).
+ */
+function fakeInstances(clock: FakeClock, latency: (origin: string) => number) {
+  const seen = new Map<string, number>();
+  const dispatcher = {
+    dispatch(opts: { origin?: unknown }, handler: DispatchHandler): boolean {
+      const origin = String(opts.origin);
+      seen.set(origin, (seen.get(origin) ?? 0) + 1);
+      let over = false;
+      const controller: DispatchController = {
+        abort(reason: Error) {
+          if (over) return;
+          over = true;
+          clock.clearTimer(timer);
+          handler.onResponseError?.(controller, reason);
+        },
+        pause() {},
+        resume() {},
+        aborted: false,
+        paused: false,
+        reason: null,
+      };
+      handler.onRequestStart?.(controller, {});
+      const timer = clock.setTimer(() => {
+        if (over) return;
+        over = true;
+        handler.onResponseStart?.(controller, 200, { 'content-length': '2' }, 'OK');
+        handler.onResponseData?.(controller, Buffer.from('ok'));
+        handler.onResponseEnd?.(controller, {});
+      }, latency(origin));
+      return true;
+    },
+    close: async () => {},
+    destroy: async () => {},
+  };
+  return { dispatcher, seen };
+}
+
+describe('a hedge race through prazo/http, on the fake clock (SPEC X5, H1; issue 15)', () => {
+  it('an instance slow on 15% of its answers, every slow answer a cancelled hedge loser, falls below 10% of the picks within seconds', async () => {
+    const clock = new FakeClock();
+    const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080', 'http://10.0.0.3:8080'];
+    const slow = origins[2]!;
+    const draw = seededRandom(21);
+    // 8–12 ms; once the stalls start, the slow instance takes 10× on 15% of its answers, and its
+    // hedge (sent at the live p95, ~12 ms, to another instance) always answers first.
+    let stalls = false;
+    const { dispatcher, seen } = fakeInstances(clock, (origin) => {
+      const ms = 8 + 4 * draw();
+      return stalls && origin === slow && draw() < 0.15 ? 10 * ms : ms;
+    });
+    const c = createHttpClient({
+      name: 'inventory',
+      origins,
+      p99Ms: 150,
+      hedge: true,
+      recorder: { windowMs: 1_000, minSamples: 20 },
+      ejection: false, // the picker alone
+      dispatcher: dispatcher as never,
+      clock,
+      random: seededRandom(22),
+    } as HttpClientOptions);
+    const events: DependencyEvent[] = [];
+    c.on((e) => events.push(e));
+    cleanup.push(() => c.close());
+    const calls: Promise<unknown>[] = [];
+    let failed = 0;
+    const run = async (ms: number) => {
+      for (let t = 0; t < ms; t += 5) {
+        // 200 calls a second.
+        calls.push(
+          c.request('/').then(
+            (res) => res.body.text(),
+            () => {
+              failed += 1;
+            },
+          ),
+        );
+        await clock.advanceAsync(5);
+      }
+    };
+    await run(2_000); // healthy: the recorder's first windows, hedges armed at the live p95
+    stalls = true;
+    await run(2_000); // within seconds...
+    const before = new Map(seen);
+    await run(4_000); // ...the slow instance has lost its share
+    await clock.runAllAsync();
+    await Promise.all(calls);
+    const sent = (o: string) => (seen.get(o) ?? 0) - (before.get(o) ?? 0);
+    const total = origins.reduce((n, o) => n + sent(o), 0);
+    expect(failed).toBe(0);
+    expect(events.some((e) => e.type === 'hedge-won')).toBe(true);
+    // Recorded with the time it had run when it lost, the slow instance kept ~25% of the picks.
+    expect(sent(slow) / total).toBeLessThan(0.1);
   });
 });
 

@@ -100,6 +100,9 @@ export class RouteInstances {
       ejection: settings.ejection,
       floorMs: () => core().p99Ms,
       penaltyMs: () => FAILURE_PENALTY_TIMEOUTS * core().responseMs,
+      timeoutMs: () => core().responseMs,
+      // Without hedging nothing is overtaken; with it, a share above what it hedges is the instance's.
+      overtakenFloor: () => 1 - (core().hedge?.percentile ?? 1),
       listener,
     });
     const discovery = settings.discovery;
