@@ -56,7 +56,7 @@ async function simulate(parts, { seed, requests, pick, hedge }) {
     floorMs: () => 150,
     penaltyMs: () => 10 * responseMs,
     timeoutMs: () => responseMs,
-    overtakenFloor: () => (hedge ? 0.05 : 0),
+    unansweredFloor: () => (hedge ? 0.05 : 0),
   });
   set.replace(Array.from({ length: INSTANCES }, (_, i) => ({ key: `i${i}`, value: i })));
   let turn = 0;
@@ -80,7 +80,7 @@ async function simulate(parts, { seed, requests, pick, hedge }) {
         // A hedge race's loser, as prazo/http settles it: overtaken by its hedge (evidence against its
         // instance), or a hedge beaten by the attempt it hedged (a lower bound only).
         if (pick)
-          set.settle(instance, kind === 'hedge' ? 'lost' : 'overtaken', clock.now() - started, clock.now());
+          set.settle(instance, kind === 'hedge' ? 'lost' : 'unanswered', clock.now() - started, clock.now());
         throw error;
       }
       if (pick) set.settle(instance, 'success', clock.now() - started, clock.now());

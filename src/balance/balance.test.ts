@@ -46,9 +46,9 @@ function setOf(
         ms,
         level,
         ...(verdict.p99Ms === undefined ? {} : { p99: verdict.p99Ms, peer: verdict.peerP99Ms }),
-        ...(verdict.overtakenShare === undefined
+        ...(verdict.unansweredShare === undefined
           ? {}
-          : { share: verdict.overtakenShare, peerShare: verdict.peerOvertakenShare }),
+          : { share: verdict.unansweredShare, peerShare: verdict.peerUnansweredShare }),
       }),
     returned: (i) => events.returned.push(i),
     added: (i) => events.added.push(i),
@@ -63,7 +63,7 @@ function setOf(
     floorMs: () => 50,
     penaltyMs: () => 200,
     timeoutMs: () => 20,
-    overtakenFloor: () => 0.05,
+    unansweredFloor: () => 0.05,
     listener,
     ...overrides,
   });
@@ -488,7 +488,7 @@ function hedgedStalls(
         const w = 8 + 4 * draw();
         later(clock.now() + w, () => {
           set.settle(hedge, 'success', w, clock.now());
-          set.settle(primary, 'overtaken', clock.now() - start, clock.now());
+          set.settle(primary, 'unanswered', clock.now() - start, clock.now());
         });
       });
     } else later(start + ms, () => set.settle(primary, 'success', ms, clock.now()));
@@ -511,16 +511,16 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
   it('an overtaken attempt is charged at least the timeout and twice the estimate, at most a failure', () => {
     const { set, clock } = setOf(3, { ejection: undefined, timeoutMs: () => 30, penaltyMs: () => 300 });
     const x = set.get(set.keys()[0]!)!;
-    const settle = (verdict: 'overtaken' | 'lost' | 'success', ms: number) => {
+    const settle = (verdict: 'unanswered' | 'lost' | 'success', ms: number) => {
       held(x);
       set.settle(x, verdict, ms, clock.now());
     };
     x.ewma.reset(10, clock.now());
-    settle('overtaken', 22);
+    settle('unanswered', 22);
     expect(x.ewma.estimateAt(clock.now())).toBe(44); // twice the time it ran, above the 30 ms timeout
-    settle('overtaken', 22);
+    settle('unanswered', 22);
     expect(x.ewma.estimateAt(clock.now())).toBe(88); // overrun again: doubled
-    for (let i = 0; i < 5; i += 1) settle('overtaken', 22);
+    for (let i = 0; i < 5; i += 1) settle('unanswered', 22);
     expect(x.ewma.estimateAt(clock.now())).toBe(300); // never more than a failure
     // A hedge beaten by the attempt it hedged is a lower bound: below the estimate it moves nothing
     // (an answer is averaged in), above it it is a peak.
@@ -534,7 +534,7 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
     const y = set.get(set.keys()[1]!)!;
     y.ewma.reset(5, clock.now());
     held(y);
-    set.settle(y, 'overtaken', 8, clock.now());
+    set.settle(y, 'unanswered', 8, clock.now());
     expect(y.ewma.estimateAt(clock.now())).toBe(30);
   });
 
@@ -557,7 +557,7 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
     };
     const estimate = (set: InstanceSet<number>, x: Instance<number>, now: number) =>
       set.states(now).find((s) => s.instance === x.key)!.estimateMs;
-    const overtaken = run((set, x, now) => set.settle(x, 'overtaken', 22, now));
+    const overtaken = run((set, x, now) => set.settle(x, 'unanswered', 22, now));
     const slowAnswer = run((set, x, now) =>
       set.settle(x, 'success', 2 * Math.max(22, estimate(set, x, now)), now),
     );
@@ -568,18 +568,18 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
   it("latency ejection sees an instance whose share of overtaken attempts is far above its peers'", () => {
     // The picker off (ejection alone): every call goes round the three instances.
     // A floor no p99 reaches: only the share of overtaken attempts can eject here.
-    const { set, clock, events } = setOf(3, { floorMs: () => 10_000, overtakenFloor: () => 0.05 });
+    const { set, clock, events } = setOf(3, { floorMs: () => 10_000, unansweredFloor: () => 0.05 });
     const all = set.keys().map((k) => set.get(k)!);
     const slow = all[2]!;
     const draw = seededRandom(5);
-    const window = (overtakenShare: (i: Instance<number>) => number) => {
+    const window = (unansweredShare: (i: Instance<number>) => number) => {
       for (let i = 0; i < 600; i += 1) {
         clock.advance(10_000 / 600);
         const instance = all[i % 3]!;
         if (instance.slot < 0) continue;
         held(instance);
-        const overtaken = draw() < overtakenShare(instance);
-        set.settle(instance, overtaken ? 'overtaken' : 'success', overtaken ? 22 : 10, clock.now());
+        const overtaken = draw() < unansweredShare(instance);
+        set.settle(instance, overtaken ? 'unanswered' : 'success', overtaken ? 22 : 10, clock.now());
       }
     };
     // Healthy instances are overtaken now and then (1%); the slow one on 15%.
@@ -597,7 +597,7 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
 
   it("overtaken shares at the hedged share, or like the peers', do not eject", () => {
     const run = (slowShare: number, peerShare: number, floor: number) => {
-      const { set, clock, events } = setOf(3, { floorMs: () => 10_000, overtakenFloor: () => floor });
+      const { set, clock, events } = setOf(3, { floorMs: () => 10_000, unansweredFloor: () => floor });
       const all = set.keys().map((k) => set.get(k)!);
       for (let i = 0; i < 450; i += 1) {
         clock.advance(10);
@@ -607,7 +607,7 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
         // Deterministic: the k-th of every 1 / share answers is overtaken.
         const n = Math.floor(i / 3);
         const overtaken = share > 0 && Math.floor((n + 1) * share) > Math.floor(n * share);
-        set.settle(instance, overtaken ? 'overtaken' : 'success', 10, clock.now());
+        set.settle(instance, overtaken ? 'unanswered' : 'success', 10, clock.now());
       }
       clock.advance(10_000);
       held(all[0]!);

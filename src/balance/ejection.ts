@@ -11,15 +11,16 @@ import { EJECTION_OPTIONS, LATENCY_EJECTION_OPTIONS } from './options.js';
  *   fault (a 4xx, a pushback, a call its caller cancelled) neither counts nor resets.
  * - **Latency**: at the end of each window, an instance whose p99 exceeds `factor` × the median p99
  *   of its peers (the other instances with enough answers in the window) and the dependency's own
- *   healthy p99 (the floor); or whose share of attempts *overtaken by their hedge* exceeds `factor` ×
- *   its peers' median share and the share the dependency hedges at all (1 − the hedge percentile).
- *   The second test is the one hedging needs: an instance whose slow answers are all beaten by a
- *   hedge and cancelled never shows its slow answers, only attempts cut at about the hedge delay plus
- *   one answer elsewhere — a p99 like its peers'. What it cannot hide is how often that happens: a
- *   healthy instance is overtaken on a few attempts in a thousand (its tail must pass the hedge delay,
- *   then lose to a whole answer elsewhere), one stalling on 15% of its answers on 15% of them. Both
- *   tests read the same window, `minSamples` answers and two judged instances at least; an overtaken
- *   attempt is a sample of the window at the latency it was charged (`instances.ts`).
+ *   healthy p99 (the floor); or whose share of *unanswered* attempts (overtaken by their hedge, or
+ *   cut by the deadline past the p99: `instances.ts`) exceeds `factor` × its peers' median share and
+ *   the share of any dependency's attempts past the point they are counted from (1 − the hedge
+ *   percentile with hedging, 1% without). The second test is the one hedging and short deadlines
+ *   need: an instance whose slow answers are all cut never shows them, only attempts cut at about the
+ *   hedge delay plus one answer elsewhere, or at the deadline — a p99 like its peers'. What it cannot
+ *   hide is how often that happens: a healthy instance is cut so on a few attempts in a thousand (its
+ *   tail must pass the hedge delay, then lose to a whole answer elsewhere), one stalling on 15% of its
+ *   answers on 15% of them. Both tests read the same window, `minSamples` answers and two judged
+ *   instances at least; an unanswered attempt is a sample of the window at the latency it was charged.
  *
  * An ejection lasts `baseEjectionMs × n`, where n counts the instance's recent ejections (one less for
  * every `baseEjectionMs` it stayed in since it last returned), at most `maxEjectionMs`: an instance
@@ -81,10 +82,10 @@ export class EjectionRecord {
   since: number;
   /** On probation until at least this instant (one latency window after its return). */
   probationUntil = 0;
-  /** This window's answers (latency ejection), how many, and how many of them were overtaken by a hedge. */
+  /** This window's answers (latency ejection), how many, and how many of them were unanswered attempts. */
   readonly window: Sketch | undefined;
   samples = 0;
-  overtaken = 0;
+  unanswered = 0;
   /** The last closed window held enough of its answers to judge it (`minSamples`). */
   judged = false;
 
@@ -100,9 +101,9 @@ export interface EjectionVerdict {
   /** Its p99 in the window and its peers' median, for a latency ejection. */
   readonly p99Ms?: number;
   readonly peerP99Ms?: number;
-  /** Its share of attempts overtaken by a hedge in the window and its peers' median share. */
-  readonly overtakenShare?: number;
-  readonly peerOvertakenShare?: number;
+  /** Its share of unanswered attempts in the window and its peers' median share. */
+  readonly unansweredShare?: number;
+  readonly peerUnansweredShare?: number;
 }
 
 export class Ejector {
@@ -154,12 +155,12 @@ export class Ejector {
     return r.streak >= this.settings.consecutiveFailures;
   }
 
-  /** One of this window's samples (an overtaken attempt's too) was overtaken by a hedge. */
-  overtaken(r: EjectionRecord): void {
-    if (r.window !== undefined) r.overtaken += 1;
+  /** One of this window's samples was an unanswered attempt (see `instances.ts`). */
+  unanswered(r: EjectionRecord): void {
+    if (r.window !== undefined) r.unanswered += 1;
   }
 
-  /** An answer's latency for this window (an overtaken attempt's: what it was charged). */
+  /** An answer's latency for this window (an unanswered attempt's: what it was charged). */
   record(r: EjectionRecord, latencyMs: number): void {
     if (r.window === undefined || !(latencyMs >= 0 && latencyMs < Number.POSITIVE_INFINITY)) return;
     const { minLatencyMs, maxLatencyMs } = RECORDER_LIMITS;
@@ -195,18 +196,18 @@ export class Ejector {
   clearWindow(r: EjectionRecord): void {
     if (r.window !== undefined) clearSketch(r.window);
     r.samples = 0;
-    r.overtaken = 0;
+    r.unanswered = 0;
   }
 
   /**
    * The window closed: the records (of instances in rotation) that are outliers, by p99 or by share
-   * of overtaken attempts (above `overtakenFloor` too), worst first, each with its verdict. Every
+   * of unanswered attempts (above `unansweredFloor` too), worst first, each with its verdict. Every
    * window is cleared afterwards. Needs two judged instances at least.
    */
   latencyOutliers<R extends EjectionRecord>(
     records: readonly R[],
     floorMs: number,
-    overtakenFloor: number,
+    unansweredFloor: number,
   ): { readonly record: R; readonly verdict: EjectionVerdict }[] {
     const latency = this.settings.latency;
     if (latency === undefined) return [];
@@ -215,7 +216,7 @@ export class Ejector {
       record.judged = record.phase !== 'ejected' && record.samples >= latency.minSamples;
       if (record.judged && record.window !== undefined) {
         const p99 = sketchQuantile(record.window, 0.99);
-        if (p99 !== undefined) judged.push({ record, p99, share: record.overtaken / record.samples });
+        if (p99 !== undefined) judged.push({ record, p99, share: record.unanswered / record.samples });
       }
       this.clearWindow(record);
     }
@@ -228,19 +229,19 @@ export class Ejector {
       const peer = medianWithout(p99s, p99);
       const peerShare = medianWithout(shares, share);
       const slow = p99 > latency.factor * peer && p99 > floorMs;
-      const overtaken = share > latency.factor * peerShare && share > overtakenFloor;
-      if (!slow && !overtaken) continue;
+      const unanswered = share > latency.factor * peerShare && share > unansweredFloor;
+      if (!slow && !unanswered) continue;
       const ratio = Math.max(
         slow ? p99 / peer : 0,
-        overtaken ? share / Math.max(peerShare, overtakenFloor) : 0,
+        unanswered ? share / Math.max(peerShare, unansweredFloor) : 0,
       );
-      const verdict: EjectionVerdict = overtaken
+      const verdict: EjectionVerdict = unanswered
         ? {
             reason: 'latency',
             p99Ms: p99,
             peerP99Ms: peer,
-            overtakenShare: share,
-            peerOvertakenShare: peerShare,
+            unansweredShare: share,
+            peerUnansweredShare: peerShare,
           }
         : { reason: 'latency', p99Ms: p99, peerP99Ms: peer };
       out.push({ record, verdict, ratio });

@@ -25,34 +25,40 @@ import { PeakEwma } from './peak-ewma.js';
  * the same instance beats no retry). Ejection (`ejection.ts`) is decided as answers come in and at
  * each latency window's end, and undone at the first pick past an ejection's end: no timer.
  *
- * **A hedge race's loser is a censored observation.** With hedging on, an instance that stalls on
- * some of its answers never shows the stall: its attempt is overtaken by the hedge (sent a hedge delay
- * later, to another instance), cancelled, and all that is known is that it would have taken longer
- * than it ran — about the hedge delay plus the winner's time, which is also what a healthy instance's
- * slowest answers take. Recorded as an answer of that length, the stalling instance looks no slower
- * than its peers and keeps its share of picks (the bench measured a fifth of the traffic on an
- * instance slow on 5% of its answers, against 1% without hedging), each stall costing a hedge from the
- * budget, and a failure once the budget is spent. The two losers are not the same evidence:
+ * **An attempt cut before it answered is a censored observation.** With hedging on, an instance that
+ * stalls on some of its answers never shows the stall: its attempt is overtaken by the hedge (sent a
+ * hedge delay later, to another instance) and cancelled; with a deadline from upstream shorter than
+ * the stall, the attempt is cut by the deadline. All that is known is that it would have taken longer
+ * than it ran — about the hedge delay plus the winner's time, or the deadline — which is also what a
+ * healthy instance's slowest answers take. Recorded as an answer of that length (a hedge's loser
+ * was), or not at all (a deadline cut was, as nobody's fault), the stalling instance looks no slower
+ * than its peers and keeps its share of picks: the bench measured a fifth of the traffic on an
+ * instance slow on 5% of its answers (1% without hedging), each stall costing a hedge from the
+ * budget; in the demo's "one slow instance" every stall was cut by the per-try deadline the hop above
+ * sends, 5% of the checkouts failed, and the picker never heard of it. The cut attempts are not all
+ * the same evidence:
  *
- * - `overtaken` (a copy that started *later* answered first): the instance was slower than the hedge
- *   delay plus a whole answer elsewhere. It is charged, as a lower bound of its estimate, at least the
- *   attempt timeout — what its caller would have waited for it without the hedge, at most: it had not
- *   answered and might have run until then — and at least twice its estimate (or its own running
- *   time): an instance that keeps overrunning its estimate sees it doubled each time (an exponential
- *   search for a latency nobody observed), so repeated losses reach in a few steps the cost of a
- *   failure (`penaltyMs`, the bound: a lost race is never worse than a failure), while a healthy
- *   instance whose rare tail answer lost one race pays as for one answer of twice its estimate. Why
- *   not charge a failure at once: with a heavy-tailed healthy latency (the demo's log-normal) a
- *   healthy instance loses a race on about one attempt in a hundred, and charging each loss as a
- *   failure kept every instance penalised in turn in a simulation of the demo's supplier, herding the
- *   traffic onto whichever had lost longest ago, while the stalling one kept more of its share than
- *   with doubling. Why not the time it ran: that is the lower bound, about what a healthy instance's
- *   slowest answers take, so the picker cannot tell the two apart (the bug this replaces).
- *   Latency ejection counts overtaken attempts too: an instance whose share of them is far above its
+ * - `unanswered`: overtaken by a copy that started *later* (its hedge), or cut by the deadline after
+ *   running past the dependency's p99 (prazo/http decides which, `call.ts`). The instance had not
+ *   answered when a healthy one would have. It is charged, as a lower bound of its estimate, at least
+ *   the attempt timeout — what its caller would have waited for it, at most: it might have run until
+ *   then — and at least twice its estimate (or its own running time): an instance that keeps overrunning
+ *   its estimate sees it doubled each time (an exponential search for a latency nobody observed), so
+ *   repeated cuts reach in a few steps the cost of a failure (`penaltyMs`, the bound: an unanswered
+ *   attempt is never worse than a failure), while a healthy instance whose rare tail answer lost one
+ *   race pays as for one answer of twice its estimate. Why not charge a failure at once: with a
+ *   heavy-tailed healthy latency (the demo's log-normal) a healthy instance loses a race on about one
+ *   attempt in a hundred, and charging each loss as a failure kept every instance penalised in turn in
+ *   a simulation of the demo's supplier, herding the traffic onto whichever had lost longest ago, while
+ *   the stalling one kept more of its share than with doubling. Why not the time it ran: that is the
+ *   lower bound, about what a healthy instance's slowest answers take, so the picker cannot tell the
+ *   two apart (the bug this replaces). Not a failure for ejection's streak either (it is not one);
+ *   latency ejection counts these attempts instead: an instance whose share of them is far above its
  *   peers' is slow, whatever the p99 of the answers it did give (`ejection.ts`).
- * - `lost` (a hedge beaten by the attempt it hedged): it started a hedge delay later, so the time it ran
- *   says nothing about its instance being fast or slow; it may raise the estimate (a lower bound), never
- *   lower it, and it is not a sample of the latency window.
+ * - `lost`: a hedge beaten by the attempt it hedged (it started a hedge delay later), or an attempt cut
+ *   by a deadline shorter than the p99 (the caller's hurry, not the instance's slowness). The time it
+ *   ran says nothing about the instance being fast or slow: it may raise the estimate (a lower bound),
+ *   never lower it, and it is not a sample of the latency window.
  */
 
 /** How one attempt's answer counts for its instance. */
@@ -62,11 +68,11 @@ export type InstanceVerdict =
   /** A connect failure, 5xx, timeout: recorded with at least the failure penalty, streak grows. */
   | 'failure'
   /**
-   * Overtaken by a copy of its call that started later (its hedge): censored, it would have taken
-   * longer than it ran. Charged at least the attempt timeout and twice the estimate (see above).
+   * Cut before it answered, past the time a healthy answer takes (overtaken by its hedge, or cut by
+   * the deadline past the p99): censored. Charged at least the attempt timeout and twice the estimate.
    */
-  | 'overtaken'
-  /** A hedge beaten by the attempt it hedged: the time it ran is a lower bound, that never lowers the estimate. */
+  | 'unanswered'
+  /** Cut before it answered, early (a hedge that lost, a short deadline): a lower bound, never lowering the estimate. */
   | 'lost'
   /** Nobody's fault (a 4xx, a pushback, cancelled by its caller): in-flight released, nothing else. */
   | 'neutral';
@@ -91,13 +97,14 @@ export interface InstanceSetOptions {
   readonly floorMs: () => number;
   /** The latency a failure counts with at least, in ms (attempt timeouts): failing fast is not fast. */
   readonly penaltyMs: () => number;
-  /** The attempt timeout, in ms: what an overtaken attempt is charged at least. */
+  /** The attempt timeout, in ms: what an unanswered attempt is charged at least. */
   readonly timeoutMs: () => number;
   /**
-   * The share of an instance's attempts that may be overtaken by hedges without it being slow: the
-   * share the dependency hedges (1 − the hedge percentile). Latency ejection's floor for that share.
+   * The share of an instance's attempts that may be unanswered without it being slow: the share of a
+   * dependency's attempts past the point they are counted from (1 − the hedge percentile with
+   * hedging, 1% without: past the p99). Latency ejection's floor for that share.
    */
-  readonly overtakenFloor: () => number;
+  readonly unansweredFloor: () => number;
   readonly listener?: InstanceListener;
 }
 
@@ -243,12 +250,12 @@ export class InstanceSet<T> {
     const record = instance.ejection;
     if (verdict === 'lost') {
       instance.ewma.atLeast(latencyMs, now);
-    } else if (verdict === 'overtaken') {
-      const charged = this.#overtakenCharge(instance, latencyMs, now);
+    } else if (verdict === 'unanswered') {
+      const charged = this.#unansweredCharge(instance, latencyMs, now);
       instance.ewma.atLeast(charged, now);
       if (ejector !== undefined) {
         ejector.record(record, charged);
-        ejector.overtaken(record);
+        ejector.unanswered(record);
       }
     } else {
       if (verdict === 'failure') {
@@ -265,10 +272,10 @@ export class InstanceSet<T> {
   }
 
   /**
-   * What an overtaken attempt that had run `ranMs` costs its instance's estimate: at least the attempt
+   * What an unanswered attempt that had run `ranMs` costs its instance's estimate: at least the attempt
    * timeout and twice the larger of its estimate and `ranMs`, at most a failure's penalty.
    */
-  #overtakenCharge(instance: Instance<T>, ranMs: number, now: number): number {
+  #unansweredCharge(instance: Instance<T>, ranMs: number, now: number): number {
     const estimate = instance.ewma.estimateAt(now);
     const doubled = 2 * (estimate > ranMs ? estimate : ranMs);
     const timeout = this.#o.timeoutMs();
@@ -341,7 +348,7 @@ export class InstanceSet<T> {
     const outliers = ejector.latencyOutliers(
       all.map((i) => i.ejection),
       this.#o.floorMs(),
-      this.#o.overtakenFloor(),
+      this.#o.unansweredFloor(),
     );
     if (outliers.length > 0) {
       const byRecord = new Map<EjectionRecord, Instance<T>>();

@@ -131,9 +131,9 @@ export type DependencyEvent =
       readonly ejections: number;
       readonly p99Ms?: number;
       readonly peerP99Ms?: number;
-      /** A latency ejection for its share of attempts overtaken by a hedge: that share and its peers' median. */
-      readonly overtakenShare?: number;
-      readonly peerOvertakenShare?: number;
+      /** A latency ejection for its share of unanswered attempts (overtaken by a hedge, cut by the deadline past the p99): that share and its peers' median. */
+      readonly unansweredShare?: number;
+      readonly peerUnansweredShare?: number;
     }
   | {
       /** An ejected instance is back, on probation; or an instance joined or left (discovery). */

@@ -185,7 +185,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 
   override ended(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): void {
     // The instance hears first: a retry started from here picks with this answer known.
-    if (attempt.target !== undefined) this.#settleTarget(attempt, this.#verdictOn(attempt, ok, value));
+    if (attempt.target !== undefined)
+      this.#settleTarget(attempt, this.#verdictOn(attempt, ok, value, timedOut));
     super.ended(attempt, ok, value, timedOut);
   }
 
@@ -196,12 +197,13 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 
   /**
    * `attempt` lost the race and is cancelled next: a censored observation of its instance. Overtaken
-   * (a copy started after it answered first: its hedge) is evidence against its instance; a hedge
-   * beaten by the attempt it hedged started later and says little (`balance/instances.ts`).
+   * (a copy started after it answered first: its hedge), it is unanswered, evidence against its
+   * instance; a hedge beaten by the attempt it hedged started later and says little
+   * (`balance/instances.ts`).
    */
   protected override lost(attempt: HttpAttempt): void {
     if (attempt.target !== undefined)
-      this.#settleTarget(attempt, attempt.kind === 'hedge' ? 'lost' : 'overtaken');
+      this.#settleTarget(attempt, attempt.kind === 'hedge' ? 'lost' : 'unanswered');
   }
 
   #settleTarget(attempt: HttpAttempt, verdict: InstanceVerdict): void {
@@ -214,9 +216,16 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   /**
    * How an attempt's end counts for its instance (ejection, SPEC X5): a 5xx, a connect failure, a lost
    * connection or a timeout is the instance's failure; a 429, a pushback or a request that never left
-   * the client is nobody's fault; any other answer is a success.
+   * the client is nobody's fault; any other answer is a success. An attempt the deadline cut (its
+   * limit was the call's deadline, shorter than the attempt timeout) is censored: past the
+   * dependency's p99 it is unanswered — evidence against the instance, as a hedge's loser is —
+   * before it a lower bound only (`balance/instances.ts`). Left out, as it was, an instance stalling
+   * longer than the deadline the hop above sends (its per-try timeout) was never seen as slow.
    */
-  #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown): InstanceVerdict {
+  #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): InstanceVerdict {
+    if (!ok && timedOut && attempt.byDeadline) {
+      return this.clock.now() - attempt.started >= this.core.p99Ms ? 'unanswered' : 'lost';
+    }
     if (ok) {
       const status = attempt.statusCode;
       // A pushback is the instance saying its own dependency failed (SPEC X6): not its failure.

@@ -265,6 +265,56 @@ describe('a hedge race through prazo/http, on the fake clock (SPEC X5, H1; issue
     // Recorded with the time it had run when it lost, the slow instance kept ~25% of the picks.
     expect(sent(slow) / total).toBeLessThan(0.1);
   });
+
+  it('an instance stalling past the deadline the hop above sends falls below 10% of the picks: a deadline cut past the p99 counts against it', async () => {
+    const clock = new FakeClock();
+    const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080', 'http://10.0.0.3:8080'];
+    const slow = origins[2]!;
+    const draw = seededRandom(31);
+    // No hedge: every stall (15% of the slow instance's answers, 1 s) is cut by the call's deadline,
+    // 60 ms, which is shorter than the attempt timeout (⌈1.4 × 50⌉ = 70 ms) and past the p99 (50 ms).
+    const { dispatcher, seen } = fakeInstances(clock, (origin) => {
+      const ms = 8 + 4 * draw();
+      return origin === slow && draw() < 0.15 ? 1_000 : ms;
+    });
+    const c = createHttpClient({
+      name: 'supplier',
+      origins,
+      p99Ms: 50,
+      defaultDeadlineMs: 60,
+      ejection: false, // the picker alone
+      dispatcher: dispatcher as never,
+      clock,
+      random: seededRandom(32),
+    } as HttpClientOptions);
+    cleanup.push(() => c.close());
+    const calls: Promise<unknown>[] = [];
+    const errors: string[] = [];
+    const run = async (ms: number) => {
+      for (let t = 0; t < ms; t += 5) {
+        calls.push(
+          c.request('/').then(
+            (res) => res.body.text(),
+            (error: { code?: string }) => {
+              errors.push(String(error.code));
+            },
+          ),
+        );
+        await clock.advanceAsync(5);
+      }
+    };
+    await run(2_000);
+    const before = new Map(seen);
+    await run(4_000);
+    await clock.runAllAsync();
+    await Promise.all(calls);
+    const sent = (o: string) => (seen.get(o) ?? 0) - (before.get(o) ?? 0);
+    const total = origins.reduce((n, o) => n + sent(o), 0);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(new Set(errors)).toEqual(new Set(['DEADLINE_EXCEEDED']));
+    // A deadline cut was nobody's fault: the slow instance kept its third of the picks.
+    expect(sent(slow) / total).toBeLessThan(0.1);
+  });
 });
 
 describe('ejection on real servers (SPEC X5)', () => {

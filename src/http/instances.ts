@@ -21,6 +21,8 @@ import type { Dispatch } from './handler.js';
  * its estimate has decayed tenfold (about 23 s at the 10 s decay), and ejection does the rest.
  */
 const FAILURE_PENALTY_TIMEOUTS = 10;
+/** Without hedging, an attempt is unanswered only when a deadline cut it past the dependency's p99. */
+const UNHEDGED_PERCENTILE = 0.99;
 /**
  * A route's instances (SPEC X5): the origins an HTTP dependency is reached at — a fixed list, or the
  * addresses its name resolves to (DNS discovery of a Kubernetes headless Service) — each with what
@@ -102,7 +104,7 @@ export class RouteInstances {
       penaltyMs: () => FAILURE_PENALTY_TIMEOUTS * core().responseMs,
       timeoutMs: () => core().responseMs,
       // Without hedging nothing is overtaken; with it, a share above what it hedges is the instance's.
-      overtakenFloor: () => 1 - (core().hedge?.percentile ?? 1),
+      unansweredFloor: () => 1 - (core().hedge?.percentile ?? UNHEDGED_PERCENTILE),
       listener,
     });
     const discovery = settings.discovery;
