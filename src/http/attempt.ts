@@ -233,6 +233,14 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     this.onRequestUpgrade(controller, statusCode, parseRawHeaders(raw), socket);
   }
 
+  /**
+   * The request has left the client: not waiting for a connection any more. What an attempt cut
+   * while still queued had run says nothing about its instance (read when its end is reported).
+   */
+  get sent(): boolean {
+    return this.phase !== QUEUED;
+  }
+
   /** A bound was reached: report it (when no verdict was given yet), then stop the request. */
   protected expire(error: Error): void {
     if (this.#reason !== undefined) return;

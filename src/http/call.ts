@@ -219,11 +219,13 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * the client is nobody's fault; any other answer is a success. An attempt the deadline cut (its
    * limit was the call's deadline, shorter than the attempt timeout) is censored: past the
    * dependency's p99 it is unanswered — evidence against the instance, as a hedge's loser is —
-   * before it a lower bound only (`balance/instances.ts`). Left out, as it was, an instance stalling
-   * longer than the deadline the hop above sends (its per-try timeout) was never seen as slow.
+   * before it a lower bound only (`balance/instances.ts`); still queued for a connection, nobody's.
+   * Left out, as it was, an instance stalling longer than the deadline the hop above sends (its
+   * per-try timeout) was never seen as slow.
    */
   #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): InstanceVerdict {
     if (!ok && timedOut && attempt.byDeadline) {
+      if (!attempt.sent) return 'neutral'; // never written: the pool's queue, not the instance
       return this.clock.now() - attempt.started >= this.core.p99Ms ? 'unanswered' : 'lost';
     }
     if (ok) {

@@ -172,7 +172,7 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
  * aborted (as undici does for a cancelled request). The call, its attempts, the hedge and the picks
  * are prazo/http's own; only the sockets are missing (the loopback tests above have them).
  */
-function fakeInstances(clock: FakeClock, latency: (origin: string) => number) {
+function fakeInstances(clock: FakeClock, latency: (origin: string) => number | 'queued') {
   const seen = new Map<string, number>();
   const dispatcher = {
     dispatch(opts: { origin?: unknown }, handler: DispatchHandler): boolean {
@@ -192,6 +192,9 @@ function fakeInstances(clock: FakeClock, latency: (origin: string) => number) {
         paused: false,
         reason: null,
       };
+      const ms = latency(origin);
+      // Waiting for a connection that never comes: never written (the attempt gives up on its own).
+      if (ms === 'queued') return true;
       handler.onRequestStart?.(controller, {});
       const timer = clock.setTimer(() => {
         if (over) return;
@@ -199,7 +202,7 @@ function fakeInstances(clock: FakeClock, latency: (origin: string) => number) {
         handler.onResponseStart?.(controller, 200, { 'content-length': '2' }, 'OK');
         handler.onResponseData?.(controller, Buffer.from('ok'));
         handler.onResponseEnd?.(controller, {});
-      }, latency(origin));
+      }, ms);
       return true;
     },
     close: async () => {},
@@ -314,6 +317,40 @@ describe('a hedge race through prazo/http, on the fake clock (SPEC X5, H1; issue
     expect(new Set(errors)).toEqual(new Set(['DEADLINE_EXCEEDED']));
     // A deadline cut was nobody's fault: the slow instance kept its third of the picks.
     expect(sent(slow) / total).toBeLessThan(0.1);
+  });
+
+  it('an attempt the deadline cut while still waiting for a connection says nothing about its instance', async () => {
+    const clock = new FakeClock();
+    const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080'];
+    const { dispatcher } = fakeInstances(clock, (origin) => (origin === origins[0] ? 'queued' : 10));
+    const c = createHttpClient({
+      name: 'supplier',
+      origins,
+      p99Ms: 50,
+      defaultDeadlineMs: 60, // shorter than the 70 ms attempt timeout: the deadline cuts the wait
+      attempts: 1,
+      ejection: false,
+      dispatcher: dispatcher as never,
+      clock,
+      random: seededRandom(41),
+    } as HttpClientOptions);
+    cleanup.push(() => c.close());
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      calls.push(
+        c.request('/').then(
+          (res) => res.body.text(),
+          () => 'cut',
+        ),
+      );
+      await clock.advanceAsync(100);
+    }
+    await clock.runAllAsync();
+    const results = await Promise.all(calls);
+    expect(results).toContain('cut');
+    // Cut at 60 ms, past the 50 ms p99, it would have been charged as unanswered (≥ 70 ms).
+    const queued = c.instances().find((s) => s.instance === origins[0])!;
+    expect(queued.estimateMs).toBeLessThanOrEqual(30);
   });
 });
 

@@ -9,7 +9,14 @@ import type { StackMetrics } from './summary.js';
  * or honestly where they do not hold.
  */
 export interface Verdict {
-  readonly id: 'amplification' | 'wasted-work' | 'independent-route' | 'tail' | 'healthy';
+  readonly id:
+    | 'amplification'
+    | 'wasted-work'
+    | 'independent-route'
+    | 'tail'
+    | 'instance-down'
+    | 'instance-503'
+    | 'healthy';
   readonly holds: boolean;
   readonly text: string;
 }
@@ -27,6 +34,8 @@ export function verdicts(result: DemoResult): Verdict[] {
   push(wasted(get));
   push(independent(result));
   push(tail(get));
+  push(badInstance(get, 'instance-down', 'one instance down (connections refused)'));
+  push(badInstance(get, 'instance-503', 'one instance answering 503 on half its calls'));
   push(healthy(get));
   return out;
 }
@@ -83,15 +92,80 @@ function independent(result: DemoResult): Verdict | undefined {
   };
 }
 
+/**
+ * Issue 15's bars for the incidents of one bad instance among several (SPEC X5): what prazo must do,
+ * each with the number it is checked against. Naive is shown beside it, whether it fell or not.
+ */
+export const INSTANCE_BARS = Object.freeze({
+  /** "One slow instance": answers within the user's deadline, % of checkouts. */
+  tailWithinDeadlinePct: 99.5,
+  /** "One slow instance": the user's p99 at most this multiple of the healthy scenario's. */
+  tailP99VsHealthy: 1.3,
+  /** "One slow instance": requests to the supplier per checkout, at most. */
+  tailLoad: 1.05,
+  /** "One instance down" and "one instance answering 503 on half its calls": within the deadline, %. */
+  badInstanceWithinDeadlinePct: 99,
+});
+
+const mark = (ok: boolean): string => (ok ? '✓' : '✗');
+
 function tail(get: Pick): Verdict | undefined {
-  const naive = get('tail', 'naive')?.checkout.p99Ms;
-  const prazo = get('tail', 'prazo')?.checkout.p99Ms;
-  if (naive === undefined || prazo === undefined) return undefined;
+  const prazo = get('tail', 'prazo');
+  if (prazo === undefined) return undefined;
+  const within = prazo.checkout.withinDeadlinePct;
+  const p99 = prazo.checkout.p99Ms;
+  const load = prazo.supplier.amplification;
+  const healthyP99 = get('healthy', 'prazo')?.checkout.p99Ms;
+  const ratio =
+    p99 !== undefined && healthyP99 !== undefined && healthyP99 > 0 ? p99 / healthyP99 : undefined;
+  const okWithin = within !== undefined && within >= INSTANCE_BARS.tailWithinDeadlinePct;
+  const okLoad = load !== undefined && load <= INSTANCE_BARS.tailLoad;
+  // Without the healthy scenario in the run there is nothing to compare the p99 with: not judged.
+  const okP99 = ratio === undefined || ratio <= INSTANCE_BARS.tailP99VsHealthy;
+  const p99Text =
+    ratio === undefined
+      ? `user p99 ${ms(p99)} (run "healthy" too to compare it)`
+      : `user p99 ${ms(p99)} = ${times(ratio)} the healthy scenario's ${mark(okP99)} (≤ ${times(INSTANCE_BARS.tailP99VsHealthy)})`;
+  const naive = get('tail', 'naive');
+  const naiveText =
+    naive === undefined
+      ? ''
+      : `; naive ${pct(naive.checkout.withinDeadlinePct)} within the deadline, p99 ${ms(naive.checkout.p99Ms)}`;
   return {
     id: 'tail',
-    holds: prazo < naive,
-    text: `one slow instance: user p99 naive ${ms(naive)}, prazo ${ms(prazo)} (a hedge after the p95 goes to another instance)`,
+    holds: okWithin && okP99 && okLoad,
+    text:
+      `one slow instance: prazo ${pct(within)} within the deadline ${mark(okWithin)} (≥ ${pct(INSTANCE_BARS.tailWithinDeadlinePct)}), ` +
+      `${p99Text}, supplier load ${times(load)} ${mark(okLoad)} (≤ ${times(INSTANCE_BARS.tailLoad)})${naiveText}`,
   };
+}
+
+/**
+ * One instance of several refusing or failing: prazo must answer ≥ 99% within the deadline; naive is
+ * said to fall when it answers fewer within the deadline than prazo's bar, and said not to (with its
+ * load: what it pays instead) when it does not.
+ */
+function badInstance(
+  get: Pick,
+  scenario: 'instance-down' | 'instance-503',
+  title: string,
+): Verdict | undefined {
+  const prazo = get(scenario, 'prazo');
+  if (prazo === undefined) return undefined;
+  const bar = INSTANCE_BARS.badInstanceWithinDeadlinePct;
+  const within = prazo.checkout.withinDeadlinePct;
+  const holds = within !== undefined && within >= bar;
+  const prazoText = `prazo ${pct(within)} within the deadline (≥ ${pct(bar)}) at ${times(prazo.supplier.amplification)} the supplier load`;
+  const naive = get(scenario, 'naive');
+  let naiveText = '';
+  if (naive !== undefined) {
+    const n = naive.checkout.withinDeadlinePct;
+    const fell = n === undefined || n < bar;
+    naiveText = fell
+      ? `; naive fell: ${pct(n)} within the deadline, at ${times(naive.supplier.amplification)} the load`
+      : `; naive did not fall: ${pct(n)} within the deadline, paid with ${times(naive.supplier.amplification)} the load (its retries find a good instance)`;
+  }
+  return { id: scenario, holds, text: `${title}: ${prazoText}${naiveText}` };
 }
 
 function healthy(get: Pick): Verdict | undefined {
