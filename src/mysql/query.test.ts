@@ -99,6 +99,20 @@ describe('mysqlQuery on real MariaDB (SPEC D7)', () => {
     });
   }
 
+  it("a statement MariaDB's own limit ended (1969) leaves a healthy connection: the pool hands out the same thread, no reconnect", async () => {
+    const pool = promisePool(2);
+    const idOf = async () =>
+      Number(((await pool.query('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]])[0][0].id);
+    const before = await idOf();
+    const error = await mysqlQuery(pool, 'SELECT SLEEP(5)', undefined, {
+      deadline: Deadline.after(200),
+      cancelGraceMs: 1_000, // the backup kill (which would rightly drop it) far enough out for a loaded machine
+    }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ cause: expect.objectContaining({ errno: 1969 }) });
+    expect(await idOf()).toBe(before);
+    expect(await threadAlive(before)).toBe(true);
+  });
+
   it('control: a client-side timeout only (mysql2 `timeout`) leaves SLEEP(5) running on the server for 4 s', async () => {
     const connection = await mysqlPromise.createConnection(config());
     const thread = connection.threadId;

@@ -4,6 +4,7 @@ import knexFactory from 'knex';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep, systemClock } from '../clock/index.js';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
@@ -149,6 +150,28 @@ describe('Knex over pg (pgDeadlineKnex)', () => {
     expect(ms).toBeLessThan(2_500);
     expect(await active()).toEqual([]);
     expect((await admin.query('SELECT id FROM items WHERE id = 10')).rows).toEqual([]);
+  });
+
+  it('a full pool is waited on no longer than the deadline; the connection that comes late goes back to Knex', async () => {
+    const knex = knexOn('knex-full');
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const holder = knex.transaction(async () => held); // the pool's only connection, busy
+    await sleep(systemClock, 50);
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(200), async () => await knex.raw('SELECT 1 AS one')),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ dependency: 'items-knex (pool)' });
+    expect(ms).toBeLessThan(800);
+    release();
+    await holder;
+    // the acquire that outlived its caller got the connection and gave it back: the pool serves again
+    const rows = await runWithDeadline(Deadline.after(2_000), async () => await knex.raw('SELECT 2 AS two'));
+    expect(rows.rows).toEqual([{ two: 2 }]);
+    expect((knex.client as { pool: { numUsed(): number } }).pool.numUsed()).toBe(0);
   });
 
   it('below the p99 no connection is taken; other clients are refused', async () => {

@@ -116,19 +116,19 @@ async function inTransaction<T>(
     "SELECT current_setting('statement_timeout') AS previous, set_config('statement_timeout', $1, true)",
     [String(statementTimeoutMs(deadline))],
   );
-  try {
-    return await guarded(client, deadline, options, run);
-  } finally {
-    const status = client.getTransactionStatus?.();
-    if (status === 'T' || status === undefined) {
-      const restored = client.query("SELECT set_config('statement_timeout', $1, true)", [
-        saved.rows[0]?.previous ?? '0',
-      ]);
-      // Status unknown (pg < 8.21): a failed statement left the transaction aborted, nothing to restore.
-      await (status === 'T' ? restored : restored.catch(() => undefined));
-    }
-  }
+  // A statement that fails aborts the transaction block: there is nothing to put back (the caller's
+  // ROLLBACK, or ROLLBACK TO SAVEPOINT, undoes the set_config), and a restore sent then would only
+  // fail with 25P02 and hide the statement's own error. pg reports the error before the server's
+  // ReadyForQuery says the transaction is aborted, so the status cannot be read to decide this.
+  const result = await guarded(client, deadline, options, run);
+  const restored = client.query("SELECT set_config('statement_timeout', $1, true)", [
+    saved.rows[0]?.previous ?? '0',
+  ]);
+  // pg < 8.21 gave no status: the probe said "in a transaction"; a restore that fails changes nothing
+  await (typeof client.getTransactionStatus === 'function' ? restored : restored.catch(() => undefined));
+  return result;
 }
+
 /**
  * Whether `client` is inside its caller's transaction. pg >= 8.21 tracks it
  * (`getTransactionStatus()`); older versions (the peer range starts at 8.11) do not, so the server is

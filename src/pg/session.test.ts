@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { Deadline } from '../deadline/deadline.js';
-import { isDeadlineInsufficient } from '../errors/guards.js';
+import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
 import { resolvePgOptions } from './options.js';
+import { queryWithDeadline } from './query.js';
 import { beginSql, checkFits, connectionBroken, statementTimeoutMs } from './session.js';
 
 describe('statement_timeout from the remaining deadline (SPEC D7)', () => {
@@ -52,5 +53,36 @@ describe('statement_timeout from the remaining deadline (SPEC D7)', () => {
     expect(connectionBroken({ severity: 'ERROR', code: '57014' })).toBe(false);
     expect(connectionBroken(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(connectionBroken(undefined)).toBe(true);
+  });
+});
+
+describe("a statement that fails inside the caller's transaction (fake client, fake clock)", () => {
+  it('is reported as itself: no restore is sent into the aborted transaction, whose 25P02 would hide it', async () => {
+    const clock = new FakeClock();
+    const sent: string[] = [];
+    const timeout = Object.assign(new Error('canceling statement due to statement timeout'), {
+      code: '57014',
+      severity: 'ERROR',
+    });
+    const aborted = Object.assign(new Error('current transaction is aborted'), {
+      code: '25P02',
+      severity: 'ERROR',
+    });
+    const client = {
+      // pg reports an error before the ReadyForQuery that says the transaction failed: still 'T'
+      getTransactionStatus: () => 'T',
+      query: async (text: string) => {
+        sent.push(text);
+        if (sent.length === 1) return { rows: [{ previous: '0' }] }; // the saved value, ours set
+        throw sent.length === 2 ? timeout : aborted;
+      },
+    };
+    const error = await queryWithDeadline(client as never, 'SELECT pg_sleep(5)', [], {
+      deadline: Deadline.after(200, { clock }),
+      clock,
+    }).catch((e: unknown) => e);
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ cause: timeout });
+    expect(sent).toHaveLength(2);
   });
 });
