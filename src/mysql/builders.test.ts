@@ -128,6 +128,52 @@ describe('query builders under the ambient deadline (real MariaDB)', () => {
     expect(() => knexWithDeadline(knexFactory({ client: 'pg' }))).toThrow(/not supported/);
   });
 
+  it("Knex: inside a Knex transaction the statement is limited too, and Knex's rollback undoes the insert", async () => {
+    const knex = knexWithDeadline(
+      knexFactory({ client: 'mysql2', connection: config(), pool: { min: 0, max: 1 } }),
+      { cancelGraceMs: 1_000 }, // only the server's own limit can end it first
+    );
+    closers.push(() => knex.destroy());
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(1_500), () =>
+        knex.transaction(async (trx) => {
+          await trx('items').insert({ id: 30, name: 'trx' });
+          await trx.raw('SELECT SLEEP(5) AS s');
+        }),
+      ),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ cause: expect.objectContaining({ errno: 1969 }) });
+    expect(ms).toBeLessThan(2_500);
+    expect(await sleeping()).toEqual([]);
+    const [rows] = await admin.query<mysqlPromise.RowDataPacket[]>('SELECT id FROM items WHERE id = 30');
+    expect(rows).toEqual([]);
+  });
+
+  it("Kysely: the builder's own transaction is left to it: its statement is limited, its ROLLBACK reaches the server after the deadline", async () => {
+    const pool = mysqlDeadlinePool(mysql.createPool({ ...config(), connectionLimit: 1 }), {
+      cancelGraceMs: 1_000,
+    });
+    const kysely = new Kysely<Items>({ dialect: new MysqlDialect({ pool }) });
+    closers.push(() => kysely.destroy());
+    const { error, ms } = await timed(() =>
+      runWithDeadline(Deadline.after(1_500), () =>
+        kysely.transaction().execute(async (trx) => {
+          await trx.insertInto('items').values({ id: 31, name: 'trx' }).execute();
+          await sql`SELECT SLEEP(5) AS s`.execute(trx);
+        }),
+      ),
+    );
+    expect(isDeadlineExceeded(error)).toBe(true);
+    expect(error).toMatchObject({ cause: expect.objectContaining({ errno: 1969 }) });
+    expect(ms).toBeLessThan(2_500);
+    const [rows] = await admin.query<mysqlPromise.RowDataPacket[]>('SELECT id FROM items WHERE id = 31');
+    expect(rows).toEqual([]);
+    // the pool's one connection is not left inside the transaction (its locks held) for the next user
+    const open = await sql<{ t: number }>`SELECT @@in_transaction AS t`.execute(kysely);
+    expect(Number(open.rows[0]!.t)).toBe(0);
+  });
+
   it('a guarded pool: execute (prepared statements) carries the limit too; no deadline, no change', async () => {
     const raw = mysqlPromise.createPool({ ...config(), connectionLimit: 2 });
     closers.push(() => raw.end());

@@ -3,6 +3,7 @@ import { readOptions } from '../options/validator.js';
 import { type MysqlConnection, serverOf } from './driver.js';
 import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, perDeadline } from './pool.js';
 import { checkFits, guardStatement } from './session.js';
+import { isTransactionControl } from './statement.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
 interface KnexClient {
@@ -13,6 +14,10 @@ interface KnexClient {
 }
 
 const PATCHED = Symbol.for('prazo.knexDeadline');
+/** Knex's own `cancelQuery` sends its `KILL QUERY` past the deadline: it must go through as it is. */
+const KILL = /^\s*kill\b/i;
+
+type Fn = (...args: unknown[]) => unknown;
 
 /**
  * Makes every query of a Knex instance on MySQL or MariaDB (`client: 'mysql2'` or `'mysql'`) run
@@ -23,8 +28,10 @@ const PATCHED = Symbol.for('prazo.knexDeadline');
  *   `cancelQuery` sends `KILL QUERY` from a fresh connection (a full pool cannot stall it);
  * - a connection that was sent a kill or whose reply never came is destroyed, so Knex's pool
  *   discards it instead of handing it to the next query.
- * Queries outside any deadline run as before. Returns the same instance; applying it twice is a
- * no-op.
+ * The guard sits on each connection Knex's pool hands out (its `query`), so it holds inside Knex
+ * transactions too, whose client is a copy Knex makes per transaction. Queries outside any deadline
+ * run as before. Returns the same instance; applying it twice is a no-op. For Knex on PostgreSQL:
+ * `pgDeadlineKnex` of `prazo/pg`.
  */
 export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOptions = {}): K {
   const fixed = readOptions('knexWithDeadline', MYSQL_POOL_OPTIONS, options);
@@ -49,24 +56,16 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
 
   const resolve = perDeadline(fixed);
 
-  const acquire = client.acquireConnection.bind(client);
-  client.acquireConnection = async () => {
-    const deadline = currentDeadline();
-    if (deadline !== undefined) checkFits(deadline, resolve(deadline));
-    return acquire();
-  };
-
-  const query = client._query.bind(client);
-  client._query = async (connection: unknown, obj: unknown) => {
-    const deadline = currentDeadline();
-    const text = typeof obj === 'string' ? obj : (obj as { sql?: unknown } | null)?.sql;
-    // Knex's own cancelQuery runs its KILL through here too, past the deadline: it must go through
-    if (deadline === undefined || typeof text !== 'string' || /^\s*kill\b/i.test(text))
-      return query(connection, obj);
-    const resolved = resolve(deadline);
-    const raw = connection as MysqlConnection & { destroy?: () => void };
-    const server = fixed.server ?? (await serverOf(raw));
-    let tainted = false;
+  /**
+   * Guards a connection's `query` once: Knex calls it as `query({ sql, ...options }, bindings,
+   * callback)`; the limited statement goes through the connection's own `query`.
+   */
+  const guardConnection = (connection: unknown): unknown => {
+    const raw = connection as MysqlConnection & Record<symbol, unknown> & { destroy?: () => void };
+    if (raw === null || typeof raw !== 'object' || typeof raw.query !== 'function' || raw[PATCHED])
+      return connection;
+    raw[PATCHED] = true;
+    const own = raw.query as Fn;
     const destroy = (): void => {
       try {
         raw.destroy?.();
@@ -74,21 +73,62 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
         // already closed
       }
     };
-    try {
-      return await guardStatement(text, server, deadline, resolved, {
-        execute: (sql) => query(connection, typeof obj === 'string' ? sql : { ...(obj as object), sql }),
-        kill: () => {
-          client.cancelQuery(connection).catch(() => undefined);
-          return true;
+    (raw as { query: unknown }).query = (...args: unknown[]): unknown => {
+      const deadline = currentDeadline();
+      const callback = args.at(-1);
+      const [statement, ...rest] = args.slice(0, -1);
+      const text = typeof statement === 'string' ? statement : (statement as { sql?: unknown } | null)?.sql;
+      if (
+        deadline === undefined ||
+        typeof callback !== 'function' ||
+        typeof text !== 'string' ||
+        KILL.test(text) ||
+        isTransactionControl(text)
+      )
+        return own.apply(raw, args);
+      let tainted = false;
+      const guarded = async (): Promise<unknown[]> => {
+        const server = fixed.server ?? (await serverOf(raw));
+        return (await guardStatement(text, server, deadline, resolve(deadline), {
+          execute: (sql) =>
+            new Promise((done, fail) => {
+              const limited = typeof statement === 'string' ? sql : { ...(statement as object), sql };
+              own.apply(raw, [
+                limited,
+                ...rest,
+                (error: unknown, ...values: unknown[]) => (error ? fail(error) : done(values)),
+              ]);
+            }),
+          kill: () => {
+            client.cancelQuery(raw).catch(() => undefined);
+            return true;
+          },
+          taint: () => {
+            tainted = true;
+          },
+          drop: destroy,
+        })) as unknown[];
+      };
+      guarded().then(
+        (values) => {
+          if (tainted) destroy(); // Knex's pool validates it on release and discards it
+          (callback as Fn)(null, ...values);
         },
-        taint: () => {
-          tainted = true;
+        (error: unknown) => {
+          if (tainted) destroy();
+          (callback as Fn)(error);
         },
-        drop: destroy,
-      });
-    } finally {
-      if (tainted) destroy(); // Knex's pool validates it on release and discards it
-    }
+      );
+      return undefined;
+    };
+    return connection;
+  };
+
+  const acquire = client.acquireConnection.bind(client);
+  client.acquireConnection = async () => {
+    const deadline = currentDeadline();
+    if (deadline !== undefined) checkFits(deadline, resolve(deadline));
+    return guardConnection(await acquire());
   };
   return knex;
 }

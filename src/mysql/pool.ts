@@ -7,7 +7,7 @@ import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver
 import { emitterOf } from './events.js';
 import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
-import { connectionFit } from './statement.js';
+import { connectionFit, isTransactionControl } from './statement.js';
 
 /** Options of {@link mysqlDeadlinePool}: those of `mysqlQuery` that hold for every query of a pool. */
 export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
@@ -110,7 +110,12 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
       const deadline = currentDeadline();
       const { rest, callback } = split(args);
       const text = textOf(rest[0]);
-      if (deadline === undefined || text === undefined || (!promiseApi && callback === undefined))
+      if (
+        deadline === undefined ||
+        text === undefined ||
+        isTransactionControl(text) ||
+        (!promiseApi && callback === undefined)
+      )
         return original.apply(pool, args);
       const resolved = resolve(deadline);
       const run = async (): Promise<unknown> => {
@@ -156,7 +161,12 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
           const deadline = currentDeadline();
           const { rest, callback } = split(args);
           const text = textOf(rest[0]);
-          if (deadline === undefined || text === undefined || (!promiseApi && callback === undefined))
+          if (
+            deadline === undefined ||
+            text === undefined ||
+            isTransactionControl(text) ||
+            (!promiseApi && callback === undefined)
+          )
             return (value as Fn).apply(target, args);
           const resolved = resolve(deadline);
           const result = guardStatement(text, session.server, deadline, resolved, {

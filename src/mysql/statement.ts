@@ -74,3 +74,16 @@ export function isServerError(error: unknown): boolean {
 export function connectionFit(error: unknown): boolean {
   return isServerError(error) || (isPrazoError(error) && isServerError(error.cause));
 }
+
+/** Transaction control a builder sends itself (Kysely, Knex, Drizzle): passed through unguarded. */
+const TRANSACTION_CONTROL =
+  /^\s*(begin|start\s+transaction|commit|rollback|savepoint|release\s+savepoint|xa)\b/i;
+
+/**
+ * True for a builder's own transaction control: it must reach the server whatever the time left
+ * (a ROLLBACK refused after the deadline would leave the transaction open, its locks held, on a
+ * connection going back to the pool), and it ends no work of its own to limit.
+ */
+export function isTransactionControl(sql: string): boolean {
+  return TRANSACTION_CONTROL.test(sql);
+}
