@@ -100,6 +100,11 @@ beforeAll(async () => {
   };
   healthyFrom = systemClock.epochNow();
   await run(HEALTHY_MS);
+  // The degraded stretch starts on a step boundary (healthy traffic until then), so that a whole
+  // sub-window lies inside it however the run's start fell against the step: started anywhere else,
+  // 8 s of it could hold no whole 4 s sub-window starting a second in (a quarter of the runs did not).
+  const boundary = Math.ceil((systemClock.epochNow() + 1) / (STEP_S * 1000)) * STEP_S * 1000;
+  await run(boundary - systemClock.epochNow());
   degradedFrom = systemClock.epochNow();
   degraded = true;
   await run(DEGRADED_MS);
