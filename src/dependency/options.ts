@@ -174,9 +174,11 @@ export type LiveKey = (typeof LIVE_KEYS)[number];
 const { retryBudget: _instanceOrOptions, ...liveSpecs } = pickOptions(DEPENDENCY_OPTIONS, LIVE_KEYS).specs;
 
 /**
- * The options of `dependency.update`, declared once: the executor's own declarations of the
- * {@link LIVE_KEYS}, with `retryBudget` as options only (the budget is reconfigured in place; a budget
- * instance cannot be swapped under running calls).
+ * The options of `dependency.update`, declared once: the executor's own declarations of its live
+ * keys (`p99Ms`, `attempts`, `slack`, `forceSlack`, `connectCapMs`, `overheadMs`,
+ * `defaultDeadlineMs`, `retryBudget`, `hedge`, `backoff`, `retryResponseTimeout`), with
+ * `retryBudget` as options only (the budget is reconfigured in place; a budget instance cannot be
+ * swapped under running calls).
  */
 export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
   ...liveSpecs,
@@ -188,7 +190,7 @@ export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
   retryBudget: option.nested(RETRY_BUDGET_OPTIONS),
 });
 
-/** What `dependency.update` takes: any of the {@link LIVE_KEYS}; a key given as `undefined` returns to its default. */
+/** What `dependency.update` takes: any of the live keys (see `DEPENDENCY_UPDATE_OPTIONS`); a key given as `undefined` returns to its default. */
 export type DependencyUpdate = OptionsOf<typeof DEPENDENCY_UPDATE_OPTIONS>;
 
 /** What an updated (or recalibrated) executor keeps of the one it replaces (SPEC X2): its concurrency limiter. */
