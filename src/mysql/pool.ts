@@ -104,20 +104,31 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
   const resolve = perDeadline(fixed);
   const promiseApi = typeof (pool as { Promise?: unknown }).Promise === 'function';
 
+  /**
+   * A statement call's parts and the deadline it runs under, or undefined when it passes through
+   * unguarded: no ambient deadline, no statement text, a builder's own transaction control, or a
+   * callback-API call without a callback (a stream).
+   */
+  const guardable = (args: unknown[]) => {
+    const deadline = currentDeadline();
+    const { rest, callback } = split(args);
+    const text = textOf(rest[0]);
+    if (
+      deadline === undefined ||
+      text === undefined ||
+      isTransactionControl(text) ||
+      (!promiseApi && callback === undefined)
+    )
+      return undefined;
+    return { deadline, resolved: resolve(deadline), rest, callback, text };
+  };
+
   const poolStatement =
     (method: string, original: Fn) =>
     (...args: unknown[]): unknown => {
-      const deadline = currentDeadline();
-      const { rest, callback } = split(args);
-      const text = textOf(rest[0]);
-      if (
-        deadline === undefined ||
-        text === undefined ||
-        isTransactionControl(text) ||
-        (!promiseApi && callback === undefined)
-      )
-        return original.apply(pool, args);
-      const resolved = resolve(deadline);
+      const parts = guardable(args);
+      if (parts === undefined) return original.apply(pool, args);
+      const { deadline, resolved, rest, callback, text } = parts;
       const run = async (): Promise<unknown> => {
         checkFits(deadline, resolved);
         const session = await openSession(pool, deadline, resolved);
@@ -158,17 +169,9 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
         if (key === 'destroy') return () => session.end(true);
         if (typeof key !== 'string' || !STATEMENT_METHODS.has(key)) return (value as Fn).bind(target);
         return (...args: unknown[]): unknown => {
-          const deadline = currentDeadline();
-          const { rest, callback } = split(args);
-          const text = textOf(rest[0]);
-          if (
-            deadline === undefined ||
-            text === undefined ||
-            isTransactionControl(text) ||
-            (!promiseApi && callback === undefined)
-          )
-            return (value as Fn).apply(target, args);
-          const resolved = resolve(deadline);
+          const parts = guardable(args);
+          if (parts === undefined) return (value as Fn).apply(target, args);
+          const { deadline, resolved, rest, callback, text } = parts;
           const result = guardStatement(text, session.server, deadline, resolved, {
             execute: (sql) =>
               call(target, key, [withText(rest[0], sql), ...rest.slice(1)], callback !== undefined),
