@@ -538,6 +538,39 @@ describe("a hedge race's loser is a censored observation (SPEC X5, H1; issue 15)
     expect(y.ewma.estimateAt(clock.now())).toBe(30);
   });
 
+  it('a cut within the decay of the previous one doubles that charge, whatever answers came between (issue 15)', () => {
+    // The demo's slow instance: fast on 85% of its answers, stalling on 15%. Its fast answers pulled
+    // the estimate back between two stalls, so each stall was charged as the first (the timeout) and
+    // it was probed again within about 3 s, stalling again: 23 of 210 picks in 10 s.
+    const { set, clock } = setOf(3, { ejection: undefined, timeoutMs: () => 300, penaltyMs: () => 3_000 });
+    const x = set.get(set.keys()[0]!)!;
+    const settle = (verdict: 'unanswered' | 'success', ms: number) => {
+      held(x);
+      set.settle(x, verdict, ms, clock.now());
+    };
+    x.ewma.reset(80, clock.now());
+    settle('unanswered', 290);
+    expect(x.ewma.estimateAt(clock.now())).toBe(580); // twice the time it ran, above the timeout
+    for (let i = 0; i < 4; i += 1) {
+      clock.advance(1_000);
+      settle('success', 80);
+    }
+    expect(x.ewma.estimateAt(clock.now())).toBeLessThan(450); // twice this (the rule before) is 830
+    settle('unanswered', 290);
+    expect(x.ewma.estimateAt(clock.now())).toBe(1_160); // the previous charge doubled
+    clock.advance(1_000);
+    settle('unanswered', 290);
+    expect(x.ewma.estimateAt(clock.now())).toBe(2_320);
+    clock.advance(1_000);
+    settle('unanswered', 290);
+    expect(x.ewma.estimateAt(clock.now())).toBe(3_000); // never more than a failure
+    // A decay without a cut: the next one starts over from the estimate and the timeout.
+    clock.advance(10_000);
+    x.ewma.reset(80, clock.now());
+    settle('unanswered', 290);
+    expect(x.ewma.estimateAt(clock.now())).toBe(580);
+  });
+
   it('a healthy instance overtaken once pays as for one answer of twice its estimate, and gets its share back', () => {
     const run = (mishap: (set: InstanceSet<number>, unlucky: Instance<number>, now: number) => void) => {
       const { set, clock } = setOf(3, { ejection: undefined, timeoutMs: () => 30, penaltyMs: () => 300 });

@@ -45,7 +45,11 @@ import { PeakEwma } from './peak-ewma.js';
  *   then — and at least twice its estimate (or its own running time): an instance that keeps overrunning
  *   its estimate sees it doubled each time (an exponential search for a latency nobody observed), so
  *   repeated cuts reach in a few steps the cost of a failure (`penaltyMs`, the bound: an unanswered
- *   attempt is never worse than a failure), while a healthy instance whose rare tail answer lost one
+ *   attempt is never worse than a failure). Doubled from the *previous charge* when the last cut was
+ *   less than a decay ago, whatever answers came between: an instance fast on most answers and
+ *   stalling on some (the demo's, 15%) had its estimate pulled back by the fast ones, so each stall
+ *   was charged as a first one and it was probed again within ~3 s (23 picks of 210 in 10 s; 15 with
+ *   the doubling kept), while a healthy instance whose rare tail answer lost one
  *   race pays as for one answer of twice its estimate. Why not charge a failure at once: with a
  *   heavy-tailed healthy latency (the demo's log-normal) a healthy instance loses a race on about one
  *   attempt in a hundred, and charging each loss as a failure kept every instance penalised in turn in
@@ -120,6 +124,9 @@ export class Instance<T> {
   /** Index in the set's rotation, or −1 when out (ejected, removed). */
   slot = -1;
   removed = false;
+  /** The last unanswered attempt's charge, in ms, and when (the next one within the decay doubles it). */
+  cutChargeMs = 0;
+  cutAt = Number.NEGATIVE_INFINITY;
 
   constructor(key: string, value: T, ewma: PeakEwma, ejection: EjectionRecord) {
     this.key = key;
@@ -273,15 +280,21 @@ export class InstanceSet<T> {
 
   /**
    * What an unanswered attempt that had run `ranMs` costs its instance's estimate: at least the attempt
-   * timeout and twice the larger of its estimate and `ranMs`, at most a failure's penalty.
+   * timeout, twice the larger of its estimate and `ranMs`, and twice the previous cut's charge when
+   * that was less than a decay ago; at most a failure's penalty.
    */
   #unansweredCharge(instance: Instance<T>, ranMs: number, now: number): number {
     const estimate = instance.ewma.estimateAt(now);
     const doubled = 2 * (estimate > ranMs ? estimate : ranMs);
     const timeout = this.#o.timeoutMs();
     const penalty = this.#o.penaltyMs();
-    const charged = doubled > timeout ? doubled : timeout;
-    return charged < penalty ? charged : penalty > ranMs ? penalty : ranMs;
+    const again = now - instance.cutAt < this.#o.decayMs ? 2 * instance.cutChargeMs : 0;
+    const floor = doubled > timeout ? doubled : timeout;
+    const wanted = again > floor ? again : floor;
+    const charged = wanted < penalty ? wanted : penalty > ranMs ? penalty : ranMs;
+    instance.cutChargeMs = charged;
+    instance.cutAt = now;
+    return charged;
   }
 
   /** Every instance's state now (metrics, tests). */

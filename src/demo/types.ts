@@ -29,6 +29,12 @@ export interface Scenario {
   readonly description: string;
   /** Behaviours of the first supplier instances; the last one applies to the remaining instances. */
   readonly supplier: readonly SupplierBehaviour[];
+  /**
+   * Its load time per stack, in ms, when the run does not set one (`--duration`, `--quick`): longer
+   * than the run's default where the scenario's bar needs more checkouts to be measured at all (a
+   * bar of 99.5% needs 200: at 60, one failure is 1.7%). Resolved by `resolveDemoOptions`.
+   */
+  readonly loadMs?: number;
 }
 
 /** The settings of one stack's client on one hop. */
@@ -45,6 +51,10 @@ export type HopSettings =
       /** The downstream hop's measured healthy p99 (C1) and p95 (H1, until the live one is known). */
       readonly p99Ms: number;
       readonly p95Ms: number;
+      /** Its healthy median (the time a hedge needs left, until the live one is known); unknown in a drill. */
+      readonly p50Ms?: number;
+      /** Its healthy quantile at the hedge percentile (H1, until the live one is known); unknown in a drill. */
+      readonly hedgeMs?: number;
       readonly attempts: number;
       readonly hedge: boolean;
       readonly budget: { readonly windowMs: number; readonly ratio: number; readonly minPerSecond: number };

@@ -6,7 +6,7 @@ import { isQueueTimeout } from '../errors/guards.js';
 import type { LimitWaiter } from '../limit/limiter.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
-import { fitsDeadline, planRetry, type StopReason } from '../retry/planner.js';
+import { fitsDeadline, neededMs, planRetry, type StopReason } from '../retry/planner.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { type Attempt, type AttemptOwner, OperationAttempt } from './attempt.js';
@@ -166,7 +166,14 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       runAfterIo(core.clock, () => this.#fireHedge(true));
       return;
     }
-    if (!fitsDeadline(this.deadline.remainingMsAt(now, core.clock), core.p99Ms)) return;
+    // A hedge races an attempt already under way: it needs the live median left, not D4's p99
+    // (hedge/policy.ts); a source that cannot tell the median gets D4's rule.
+    const remaining = this.deadline.remainingMsAt(now, core.clock);
+    const needed = neededMs(core.hedge!.timeLeftMs(now, core.clock) ?? core.p99Ms);
+    if (!(remaining >= needed)) {
+      notify.hedgeSkipped(core, remaining, needed);
+      return;
+    }
     // A hedge is optional load: it never waits for a slot, and a refused one costs no budget.
     const limiter = core.limiter;
     if (limiter !== undefined && !limiter.tryAcquire()) {

@@ -194,6 +194,90 @@ describe('hedged requests (SPEC H1–H3)', () => {
   });
 });
 
+/** A latency source with a fixed p50 and p95 (the hedge's time left and its delay). */
+const fixedQuantiles = (p50: number | undefined, p95: number): LatencySource => ({
+  record: () => {},
+  quantile: (q) => (q === 0.95 ? p95 : q === 0.5 ? p50 : q === 0.99 ? 95 : undefined),
+  lastWindow: () => undefined,
+  currentWindow: () => {
+    throw new Error('unused');
+  },
+});
+
+describe('how much time a hedge needs left (SPEC H1, D4; issue 15)', () => {
+  // p99 100 ms, hedge after the p95 (60 ms), median 45 ms. The original stalls; the hedge answers in 20 ms.
+  const run = async (deadlineMs: number, p50: number | undefined, hedge: object = {}) => {
+    const clock = new FakeClock();
+    const dep = createDependency({
+      name: 'supplier',
+      p99Ms: 100,
+      clock,
+      hedge,
+      recorder: fixedQuantiles(p50, 60),
+    });
+    const events: DependencyEvent[] = [];
+    dep.on((e) => events.push(e));
+    const kinds: [string, number][] = [];
+    const p = dep.execute(
+      (ctx) => {
+        kinds.push([ctx.kind, clock.now()]);
+        return ctx.kind === 'original'
+          ? fakeCall(clock, ctx, 1_500, () => 'stalled')
+          : fakeCall(clock, ctx, 20, () => 'hedge');
+      },
+      { idempotent: true, deadline: Deadline.after(deadlineMs, { clock }) },
+    );
+    const settled = p.then(
+      (v) => ({ ok: true, v, at: clock.now() }),
+      (e: { code?: string }) => ({ ok: false, v: e.code, at: clock.now() }),
+    );
+    await clock.runAllAsync();
+    return { result: await settled, kinds, skipped: events.filter((e) => e.type === 'hedge-skipped') };
+  };
+
+  it('sends the hedge with less than the p99 left when the median is left: it answers before the deadline', async () => {
+    // At 60 ms, 50 ms are left: less than the p99 (D4 would refuse an attempt), more than the median.
+    const { result, kinds, skipped } = await run(110, 45);
+    expect(kinds).toEqual([
+      ['original', 0],
+      ['hedge', 60],
+    ]);
+    expect(result).toEqual({ ok: true, v: 'hedge', at: 80 });
+    expect(skipped).toEqual([]);
+  });
+
+  it('does not send it with less than the median left, and says so (hedge-skipped)', async () => {
+    const { result, kinds, skipped } = await run(100, 45); // the p99 at the start, 40 ms left at 60 ms
+    expect(kinds).toEqual([['original', 0]]);
+    expect(result.ok).toBe(false);
+    expect(result.at).toBe(100);
+    expect(skipped).toEqual([
+      { type: 'hedge-skipped', dependency: 'supplier', reason: 'deadline', remainingMs: 40, neededMs: 45 },
+    ]);
+  });
+
+  it("falls back to D4's p99 when the latency source cannot tell the median", async () => {
+    const { kinds, skipped } = await run(110, undefined);
+    expect(kinds).toEqual([['original', 0]]);
+    expect(skipped).toMatchObject([{ remainingMs: 50, neededMs: 100 }]);
+  });
+
+  it('takes another quantile from hedge.timeLeftPercentile, never above the hedge percentile', async () => {
+    const strict = await run(110, 45, { timeLeftPercentile: 0.95 }); // the live p95 (60 ms) must be left
+    expect(strict.kinds).toEqual([['original', 0]]);
+    expect(strict.skipped).toMatchObject([{ remainingMs: 50, neededMs: 60 }]);
+    const clock = new FakeClock();
+    expect(() =>
+      createDependency({
+        name: 'x',
+        p99Ms: 100,
+        clock,
+        hedge: { percentile: 0.9, timeLeftPercentile: 0.95 },
+      }),
+    ).toThrow(/timeLeftPercentile.*must not be above the hedge's own percentile \(0\.9\)/s);
+  });
+});
+
 describe('hedging a dependency with 5% slow answers (200 req/s for 20 s, live recorder)', () => {
   const run = async (hedge: boolean) => {
     const clock = new FakeClock();

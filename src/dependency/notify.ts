@@ -35,6 +35,19 @@ export function insufficient(core: DependencyCore, remainingMs: number, attempt:
   core.events.emit({ type: 'deadline-insufficient', dependency: core.name, remainingMs, neededMs, attempt });
 }
 
+/** A hedge was due and not sent: too little of the deadline left for it (`hedge/policy.ts`). */
+export function hedgeSkipped(core: DependencyCore, remainingMs: number, neededMs: number): void {
+  if (core.events.active) {
+    core.events.emit({
+      type: 'hedge-skipped',
+      dependency: core.name,
+      reason: 'deadline',
+      remainingMs,
+      neededMs,
+    });
+  }
+}
+
 export function hedgeWon(core: DependencyCore, attempt: number): void {
   if (core.events.active) core.events.emit({ type: 'hedge-won', dependency: core.name, attempt });
 }

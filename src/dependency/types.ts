@@ -95,6 +95,18 @@ export type DependencyEvent =
   | { readonly type: 'hedge-won'; readonly dependency: string; readonly attempt: number }
   | {
       /**
+       * A hedge was due and not sent: the time left (`remainingMs`) was below what a hedge needs
+       * (`neededMs`: the live `hedge.timeLeftPercentile` of the latency, or D4's p99 when the
+       * latency source cannot tell it).
+       */
+      readonly type: 'hedge-skipped';
+      readonly dependency: string;
+      readonly reason: 'deadline';
+      readonly remainingMs: number;
+      readonly neededMs: number;
+    }
+  | {
+      /**
        * A timer of a call fired `lateMs` after its instant (the event loop was blocked). Its verdict
        * waited for the pending I/O to be read first, so an answer already in the socket still wins.
        */

@@ -22,10 +22,28 @@ export const HEDGE_OPTIONS = defineOptions(
      * ceiling here (the executor uses its attempt timeout, a later hedge could not beat it).
      */
     maxDelayMs: option.number({ unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
+    /**
+     * A hedge is sent only while the time left holds this live latency quantile of the dependency:
+     * with the median left, the copy answers in time at least as often as not. Lower than the p99
+     * that a first attempt or a retry needs (SPEC D4): the hedge does not replace the call, it races
+     * an attempt already past the hedge delay, and under a deadline from upstream as tight as
+     * `1.4 × p99` the p99 is never left by then (module doc of `policy.ts`). Default 0.5;
+     * [0.5, 0.9999], not above `percentile`.
+     */
+    timeLeftPercentile: option.number({ default: 0.5, min: 0.5, max: 0.9999 }),
   },
   (o, report, { given, valid }) => {
     if (given.percentile !== undefined && given.maxExtraLoad !== undefined) {
       report('maxExtraLoad', 'and `percentile` are two ways to say the same thing: give one');
+    }
+    if (valid('timeLeftPercentile', 'percentile', 'maxExtraLoad')) {
+      const hedgeAt = o.maxExtraLoad !== undefined ? 1 - o.maxExtraLoad : o.percentile;
+      if (o.timeLeftPercentile > hedgeAt) {
+        report(
+          'timeLeftPercentile',
+          `(${o.timeLeftPercentile}) must not be above the hedge's own percentile (${hedgeAt})`,
+        );
+      }
     }
     if (valid('maxDelayMs', 'minDelayMs') && o.maxDelayMs !== undefined && o.maxDelayMs < o.minDelayMs) {
       report('maxDelayMs', `(${o.maxDelayMs}) must not be below \`minDelayMs\` (${o.minDelayMs})`);

@@ -17,6 +17,17 @@ export type { HedgeOptions } from './options.js';
  * Following Finagle's `BackupRequestFilter`, the percentile may be derived from the extra load one is
  * willing to pay: `percentile = 1 − maxExtraLoad`. What the hedges actually cost is bounded anyway by
  * the retry budget they draw from (SPEC H3), which the executor checks before sending one.
+ *
+ * **How much time a hedge needs left.** A first attempt or a retry is not made with less than the
+ * dependency's p99 left (SPEC D4): it *is* the call, and one that cannot finish wastes the
+ * dependency's work. A hedge is not the call: it races an attempt that has already run past the
+ * hedge delay, and wins whenever it answers before the deadline. Requiring the p99 of it would forbid
+ * nearly every hedge under the deadlines real chains send: a hop calling with a per-try timeout of
+ * `1.4 × p99` leaves its callee `0.4 × p99` beyond the p99, so at the hedge delay (the p95) less than
+ * the p99 is left — the demo's "one slow instance" lost every stall it could have hedged that way
+ * (issue 15). The rule is the live `timeLeftPercentile` instead (the median by default): a copy with
+ * the median left answers in time at least half the time a fresh call would, and one with less is
+ * load with poor odds, not sent (the executor emits `hedge-skipped`).
  */
 
 export interface HedgePolicy {
@@ -24,14 +35,18 @@ export interface HedgePolicy {
   readonly percentile: number;
   readonly minDelayMs: number;
   readonly maxDelayMs: number | undefined;
+  /** The quantile of the latency a hedge needs left of the deadline to be sent. */
+  readonly timeLeftPercentile: number;
   /** The delay after which to hedge now, in ms, or `undefined`: do not hedge. Cheap (cached quantile). */
   delayMs(now?: number, clock?: Clock): number | undefined;
+  /** The time a hedge needs left of the deadline now, in ms (the live `timeLeftPercentile`), or `undefined`: do not hedge. */
+  timeLeftMs(now?: number, clock?: Clock): number | undefined;
 }
 
 /** Validates hedge options (every problem reported together) and binds them to a latency source. */
 export function createHedgePolicy(source: LatencySource, options: HedgeOptions = {}): HedgePolicy {
   const v = new OptionsValidator('createHedgePolicy');
-  const { minDelayMs, maxDelayMs, maxExtraLoad, ...o } = v.read(HEDGE_OPTIONS, options);
+  const { minDelayMs, maxDelayMs, maxExtraLoad, timeLeftPercentile, ...o } = v.read(HEDGE_OPTIONS, options);
   const percentile = maxExtraLoad !== undefined ? 1 - maxExtraLoad : o.percentile;
   if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
   v.done();
@@ -40,11 +55,16 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
     percentile,
     minDelayMs,
     maxDelayMs,
+    timeLeftPercentile,
     delayMs(now?: number, clock?: Clock): number | undefined {
       const q = source.quantile(percentile, now, clock);
       if (q === undefined || !(q >= 0)) return undefined;
       const delay = q > minDelayMs ? q : minDelayMs;
       return delay > ceiling ? undefined : delay;
+    },
+    timeLeftMs(now?: number, clock?: Clock): number | undefined {
+      const q = source.quantile(timeLeftPercentile, now, clock);
+      return q === undefined || !(q >= 0) ? undefined : q;
     },
   });
 }

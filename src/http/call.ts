@@ -190,8 +190,21 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     super.ended(attempt, ok, value, timedOut);
   }
 
+  /**
+   * `attempt` was cancelled. By its caller gone (its signal, its handler's `abort`) after it was
+   * written, it is censored like a deadline cut: past the dependency's p99 unanswered, before it a
+   * lower bound. That is most often the same event seen from the other side: the deadline the hop
+   * above sent and that caller's own timer fire at one instant, and whichever runs first decides.
+   * Counted as nobody's fault, as it was, an instance stalling past that deadline was seen as slow
+   * only when this process's timer happened to win the race (the demo's "one slow instance": half
+   * its stalls taught the picker nothing). Cancelled by a pushback, or never written: nobody's.
+   */
   override cancelled(attempt: HttpAttempt): void {
-    if (attempt.target !== undefined) this.#settleTarget(attempt, 'neutral');
+    if (attempt.target !== undefined) {
+      const censored = this.#aborted && attempt.sent;
+      const ran = this.clock.now() - attempt.started;
+      this.#settleTarget(attempt, !censored ? 'neutral' : ran >= this.core.p99Ms ? 'unanswered' : 'lost');
+    }
     super.cancelled(attempt);
   }
 

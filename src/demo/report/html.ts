@@ -163,7 +163,7 @@ export function renderHtml(result: DemoResult): string {
   const scenarios = result.scenarios
     .map(
       (sc) =>
-        `<section class="scenario" id="${esc(sc.name)}"><h2>${esc(sc.title)}</h2><p class="lead">${esc(sc.description)}</p>` +
+        `<section class="scenario" id="${esc(sc.name)}"><h2>${esc(sc.title)}</h2><p class="lead">${esc(sc.description)}${sc.loadMs !== s.loadMs ? ` (${ms(sc.loadMs)} per stack)` : ''}</p>` +
         `${metricsTable(sc.stacks)}<div class="charts">${charts(sc, result)}</div></section>`,
     )
     .join('');

@@ -64,6 +64,8 @@ export interface ScenarioSummary {
   readonly name: string;
   readonly title: string;
   readonly description: string;
+  /** The load time per stack, in ms. */
+  readonly loadMs: number;
   readonly stacks: readonly StackMetrics[];
   /**
    * What each supplier instance did, by instance (`answers 503 on half its calls`, `healthy`); an
@@ -95,6 +97,7 @@ export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: nu
     name: raw.scenario.name,
     title: raw.scenario.title,
     description: raw.scenario.description,
+    loadMs,
     instances: instanceBehaviours(raw),
     stacks: raw.stacks.map((s) => stackMetrics(s, loadMs)),
     series: {

@@ -44,7 +44,8 @@ export function renderTable(result: DemoResult): string {
   }
   const header = `  ${pad('', 10)}${COLUMNS.map((c) => pad(c.title, c.width, true)).join(' ')}`;
   for (const scenario of result.scenarios) {
-    lines.push('', `${scenario.title}: ${scenario.description}`, header);
+    const longer = scenario.loadMs !== s.loadMs ? ` (${ms(scenario.loadMs)} per stack)` : '';
+    lines.push('', `${scenario.title}: ${scenario.description}${longer}`, header);
     for (const m of scenario.stacks) {
       lines.push(`  ${pad(m.stack, 10)}${COLUMNS.map((c) => pad(c.cell(m), c.width, true)).join(' ')}`);
     }

@@ -17,6 +17,8 @@ export interface HopCalibration {
   readonly samples: number;
   readonly p50Ms: number;
   readonly p95Ms: number;
+  /** The quantile the supplier is hedged after (`PRAZO_STACK_DEFAULTS.hedgePercentile`, H1). */
+  readonly hedgeMs: number;
   /** Healthy p99 of the hop, measured by its caller (SPEC C1). */
   readonly p99Ms: number;
   /** What `calibrateTimeout` derives from it for the gateway's deadline (SPEC C1–C3). */
@@ -85,6 +87,7 @@ function fromSamples(samples: readonly number[], settings: DemoSettings): HopCal
     samples: samples.length,
     p50Ms: Math.round(quantile(samples, 0.5)!),
     p95Ms: Math.ceil(quantile(samples, 0.95)!),
+    hedgeMs: Math.ceil(quantile(samples, PRAZO_STACK_DEFAULTS.hedgePercentile)!),
     p99Ms,
     responseMs: timeouts.responseMs,
     connectMs: timeouts.connectMs,

@@ -56,7 +56,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       if (signal?.aborted) throw signal.reason;
       onProgress({ type: 'scenario', index, total: settings.scenarios.length, ...scenario });
       const raw = await runScenario({ group, settings, clock, stacks, signal, onProgress }, scenario);
-      scenarios.push(summarizeScenario(raw, settings.bucketMs, settings.loadMs));
+      scenarios.push(summarizeScenario(raw, settings.bucketMs, scenario.loadMs ?? settings.loadMs));
     }
     return {
       version: 1,

@@ -12,7 +12,10 @@ export interface DemoOptions {
   readonly stacks?: readonly StackName[];
   /** Scenario names, in order. Default all: healthy, slow, down, hung, tail, instance-down, instance-503. */
   readonly scenarios?: readonly string[];
-  /** Load time of each scenario, per stack. Default 3000; [200, 600000]. */
+  /**
+   * Load time of each scenario, per stack. Default 3000 (10000 for `tail`, 6000 for `instance-503`:
+   * their bars need more checkouts); [200, 600000]. Given, it applies to every scenario.
+   */
   readonly loadMs?: number;
   /** Longest wait for lingering work after the load. Default 2000; [0, 120000]. */
   readonly drainMaxMs?: number;
@@ -75,10 +78,15 @@ export function resolveDemoOptions(options: DemoOptions): DemoSettings & { clock
       exclusiveMin: min === 0 && name === 'checkoutRate',
       max: L.maxRate,
     });
+  const loadMs = v.number('loadMs', o.loadMs, { default: D.loadMs, min: L.minLoadMs, max: L.maxLoadMs });
   const settings = {
     stacks: [...new Set(stacks)],
-    scenarios: found,
-    loadMs: v.number('loadMs', o.loadMs, { default: D.loadMs, min: L.minLoadMs, max: L.maxLoadMs }),
+    // A load time the run sets applies to every scenario; otherwise a scenario may ask for more.
+    scenarios: found.map((s) => ({
+      ...s,
+      loadMs: o.loadMs !== undefined ? loadMs : Math.max(loadMs, s.loadMs ?? 0),
+    })),
+    loadMs,
     drainMaxMs: v.number('drainMaxMs', o.drainMaxMs, { default: D.drainMaxMs, min: 0, max: L.maxDrainMs }),
     checkoutRate: rate('checkoutRate', o.checkoutRate, D.checkoutRate, 0),
     catalogRate: rate('catalogRate', o.catalogRate, D.catalogRate, 0),

@@ -77,7 +77,7 @@ export async function runScenario(ctx: ScenarioContext, scenario: Scenario): Pro
 async function runStack(ctx: ScenarioContext, scenario: Scenario, running: RunningStack): Promise<StackRaw> {
   const { group, settings, clock, signal } = ctx;
   const { stack } = running;
-  const loadMs = settings.loadMs;
+  const loadMs = scenario.loadMs ?? settings.loadMs;
   ctx.onProgress({ type: 'phase', phase: 'starting', stack, loadMs });
   await resetStack(group, running, scenario);
   throwIfAborted(signal);

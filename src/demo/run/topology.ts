@@ -26,7 +26,12 @@ const origin = (port: number): string => `http://127.0.0.1:${port}`;
 const HEALTHY = SCENARIOS.find((s) => s.name === 'healthy')!;
 
 /** The latencies the prazo stack is configured with, per hop (a calibration, or a config file). */
-export type HopLatencies = Readonly<Record<HopName, { readonly p99Ms: number; readonly p95Ms: number }>>;
+export type HopLatencies = Readonly<
+  Record<
+    HopName,
+    { readonly p99Ms: number; readonly p95Ms: number; readonly p50Ms?: number; readonly hedgeMs?: number }
+  >
+>;
 
 /** What a drill changes in a stack: the supplier replaced by a double, naive's timeout. */
 export interface StackOverrides {
@@ -54,6 +59,8 @@ export function hopSettings(
     stack,
     p99Ms: measured.p99Ms,
     p95Ms: measured.p95Ms,
+    ...(measured.p50Ms === undefined ? {} : { p50Ms: measured.p50Ms }),
+    ...(measured.hedgeMs === undefined ? {} : { hedgeMs: measured.hedgeMs }),
     attempts: P.attempts,
     hedge: next === 'supplier', // reads of the tail-prone dependency (SPEC H1, H2)
     budget: { windowMs: P.budgetWindowMs, ratio: P.budgetRatio, minPerSecond: P.budgetMinPerSecond },

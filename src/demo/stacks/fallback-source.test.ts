@@ -10,6 +10,8 @@ describe('live latency with the calibrated quantiles as fallback (SPEC H1)', () 
     const source = withCalibratedFallback(live, { p95Ms: 180, p99Ms: 250 });
     expect(source.quantile(0.95)).toBe(180);
     expect(source.quantile(0.99)).toBe(250);
+    expect(source.quantile(0.5)).toBe(180); // no calibrated median (a drill): the p95
+    expect(withCalibratedFallback(live, { p50Ms: 80, p95Ms: 180, p99Ms: 250 }).quantile(0.5)).toBe(80);
     for (let i = 0; i < 20; i += 1) source.record(40, 'success');
     clock.advance(1_000);
     source.record(40, 'success'); // rotates: the full window now answers
