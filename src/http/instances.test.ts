@@ -319,6 +319,57 @@ describe('a hedge race through prazo/http, on the fake clock (SPEC X5, H1; issue
     expect(sent(slow) / total).toBeLessThan(0.1);
   });
 
+  it('a stall its caller gave up on past the p99 counts against the instance too (the caller timer won the race)', async () => {
+    const clock = new FakeClock();
+    const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080', 'http://10.0.0.3:8080'];
+    const slow = origins[2]!;
+    const draw = seededRandom(33);
+    const { dispatcher, seen } = fakeInstances(clock, (origin) => {
+      const ms = 8 + 4 * draw();
+      return origin === slow && draw() < 0.15 ? 1_000 : ms;
+    });
+    // The deadline this process knows is long; the caller (the hop above, its per-try timer) hangs up
+    // at 60 ms, past the 50 ms p99 and before the 70 ms attempt timeout: a cancel, not a timeout.
+    const c = createHttpClient({
+      name: 'supplier',
+      origins,
+      p99Ms: 50,
+      defaultDeadlineMs: 5_000,
+      ejection: false,
+      dispatcher: dispatcher as never,
+      clock,
+      random: seededRandom(34),
+    } as HttpClientOptions);
+    cleanup.push(() => c.close());
+    const calls: Promise<unknown>[] = [];
+    let cancelled = 0;
+    const run = async (ms: number) => {
+      for (let t = 0; t < ms; t += 5) {
+        const caller = new AbortController();
+        clock.setTimer(() => caller.abort(new Error('the caller left')), 60);
+        calls.push(
+          c.request('/', { signal: caller.signal }).then(
+            (res) => res.body.text(),
+            () => {
+              cancelled += 1;
+            },
+          ),
+        );
+        await clock.advanceAsync(5);
+      }
+    };
+    await run(2_000);
+    const before = new Map(seen);
+    await run(4_000);
+    await clock.runAllAsync();
+    await Promise.all(calls);
+    const sent = (o: string) => (seen.get(o) ?? 0) - (before.get(o) ?? 0);
+    const total = origins.reduce((n, o) => n + sent(o), 0);
+    expect(cancelled).toBeGreaterThan(0);
+    // Counted as nobody's fault (as before issue 15's fix), the slow instance kept a third of the picks.
+    expect(sent(slow) / total).toBeLessThan(0.1);
+  });
+
   it('an attempt the deadline cut while still waiting for a connection says nothing about its instance', async () => {
     const clock = new FakeClock();
     const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080'];
