@@ -19,4 +19,17 @@ describe('live latency with the calibrated quantiles as fallback (SPEC H1)', () 
     expect(source.lastWindow()?.successes).toBe(20);
     expect(source.currentWindow().successes).toBe(1);
   });
+
+  it('has no quantile once most of the window failed: nothing is hedged into a dependency failing as a whole', () => {
+    const clock = new FakeClock();
+    const live = createLatencyRecorder({ windowMs: 10_000, minSamples: 100, clock });
+    const source = withCalibratedFallback(live, { p50Ms: 80, p95Ms: 180, p99Ms: 250 });
+    for (let i = 0; i < 4; i += 1) source.record(300, 'timeout');
+    expect(source.quantile(0.95)).toBe(180); // four attempts say little yet
+    source.record(300, 'timeout');
+    expect(source.quantile(0.95)).toBeUndefined();
+    expect(source.quantile(0.5)).toBeUndefined();
+    for (let i = 0; i < 6; i += 1) source.record(80, 'success'); // answering again
+    expect(source.quantile(0.95)).toBe(180);
+  });
 });

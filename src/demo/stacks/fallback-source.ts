@@ -1,5 +1,8 @@
 import type { LatencySnapshot, LatencySource, Outcome } from '../../latency/types.js';
 
+/** Attempts of the live window before its failures say the dependency is failing as a whole. */
+const FAILING_MIN_ATTEMPTS = 5;
+
 /** Quantiles of the healthy calibration a hop's client knows: q → ms. */
 export interface CalibratedQuantiles {
   readonly p50Ms?: number;
@@ -19,7 +22,10 @@ export interface CalibratedQuantiles {
  * measured in the healthy calibration is what a service restarting in production would do with its
  * last known distribution. Asked for a quantile it does not hold, it answers the next one above it
  * (never a shorter time than it knows): the median a hedge needs left falls back to the p95 in a
- * drill, whose configuration holds only a p99.
+ * drill, whose configuration holds only a p99. And it stands in only while the dependency answers:
+ * once most of the live window's attempts failed or timed out (a supplier down, hanging, slow as a
+ * whole) it has no quantile, as the live recorder with no successes would have none, so nothing is
+ * hedged into a dependency that is failing as a whole (H1's "no quantile, no hedge").
  */
 export function withCalibratedFallback(live: LatencySource, calibrated: CalibratedQuantiles): LatencySource {
   const known: (readonly [number, number])[] = [];
@@ -28,7 +34,11 @@ export function withCalibratedFallback(live: LatencySource, calibrated: Calibrat
   if (calibrated.hedgeMs !== undefined && calibrated.hedgePercentile !== undefined)
     known.push([calibrated.hedgePercentile, calibrated.hedgeMs]);
   known.sort((a, b) => a[0] - b[0]);
-  const fallback = (q: number): number => known.find(([at]) => at >= q)?.[1] ?? calibrated.p99Ms;
+  const fallback = (q: number): number | undefined => {
+    const w = live.currentWindow();
+    if (w.count >= FAILING_MIN_ATTEMPTS && w.successes < w.errors + w.timeouts) return undefined;
+    return known.find(([at]) => at >= q)?.[1] ?? calibrated.p99Ms;
+  };
   return {
     record: (latencyMs: number, outcome: Outcome): void => live.record(latencyMs, outcome),
     quantile: (q: number): number | undefined => live.quantile(q) ?? fallback(q),
