@@ -41,7 +41,7 @@ export function register(program: Command): void {
     .option('--quick', 'short run (2 s per scenario and stack)')
     .option(
       '--duration <seconds>',
-      'load time per scenario and stack, in seconds',
+      'load time per scenario and stack, in seconds, for every scenario (default 3; 10 for healthy and tail, 6 for instance-503)',
       numberArg('--duration', 'seconds'),
     )
     .option('--scenarios <list>', 'comma-separated: healthy,slow,down,hung,tail,instance-down,instance-503')
