@@ -89,3 +89,77 @@ describe('executor invariants on random failure sequences (SPEC R1, R5, R6)', ()
     );
   });
 });
+
+describe('the hedge rule on random deadlines and latencies (SPEC H1, D4; issue 15)', () => {
+  it('sends a hedge exactly when the original is unanswered at the delay and the median is left; every hedge fits its deadline', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          p99Ms: fc.integer({ min: 1, max: 300 }),
+          p50Ms: fc.option(fc.integer({ min: 0, max: 300 }), { nil: undefined }),
+          p95Ms: fc.integer({ min: 0, max: 400 }),
+          deadlineMs: fc.integer({ min: 0, max: 800 }),
+          originalMs: fc.integer({ min: 0, max: 1_000 }),
+          hedgeMs: fc.integer({ min: 0, max: 1_000 }),
+        }),
+        async (o) => {
+          const clock = new FakeClock();
+          const dep = createDependency({
+            name: 'x',
+            p99Ms: o.p99Ms,
+            clock,
+            hedge: { minDelayMs: 0, maxDelayMs: 1e6 },
+            recorder: {
+              record: () => {},
+              quantile: (q) => (q === 0.95 ? o.p95Ms : q === 0.5 ? o.p50Ms : undefined),
+              lastWindow: () => undefined,
+              currentWindow: () => {
+                throw new Error('unused');
+              },
+            },
+          });
+          const skipped: { remainingMs: number; neededMs: number }[] = [];
+          dep.on((e) => {
+            if (e.type === 'hedge-skipped') skipped.push(e);
+          });
+          const starts: { kind: string; at: number }[] = [];
+          const p = dep.execute(
+            (ctx) => {
+              starts.push({ kind: ctx.kind, at: clock.now() });
+              return fakeCall(clock, ctx, ctx.kind === 'hedge' ? o.hedgeMs : o.originalMs, () => ctx.kind);
+            },
+            { idempotent: true, deadline: Deadline.after(o.deadlineMs, { clock }) },
+          );
+          p.catch(() => {});
+          await clock.runAllAsync();
+          await p.then(
+            () => {},
+            () => {},
+          );
+          const hedges = starts.filter((s) => s.kind === 'hedge');
+          expect(hedges.length).toBeLessThanOrEqual(1);
+          if (starts.length === 0) return; // D4 refused the call itself
+          const responseMs = Math.ceil(o.p99Ms * 1.4);
+          const due = o.p95Ms < Math.min(o.deadlineMs, responseMs) && o.originalMs > o.p95Ms;
+          const needed = Math.max(o.p50Ms ?? o.p99Ms, 1);
+          const left = o.deadlineMs - o.p95Ms;
+          if (!due) expect(hedges).toEqual([]);
+          else if (left >= needed) expect(hedges).toEqual([{ kind: 'hedge', at: o.p95Ms }]);
+          else {
+            expect(hedges).toEqual([]);
+            expect(skipped).toEqual([
+              {
+                type: 'hedge-skipped',
+                dependency: 'x',
+                reason: 'deadline',
+                remainingMs: left,
+                neededMs: needed,
+              },
+            ]);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
