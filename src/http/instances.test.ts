@@ -437,7 +437,9 @@ describe('ejection on real servers (SPEC X5)', () => {
       origins: [a.origin, b.origin, slow.origin],
       // The floor: a p99 above 100 ms (and 3× its peers'); the attempt timeout (300 ms) is not reached.
       dependency: createDependency({ name: 'inventory', p99Ms: 100, slack: 3, forceSlack: true }),
-      ejection: { baseEjectionMs: 1_000, latency: { windowMs: 1_500, minSamples: 20 } },
+      // A 3 s window: the picker keeps the slow instance to ~15 answers per 1.5 s, and a window of
+      // fewer than minSamples (20) judges nothing (it failed about one run in six on a 1.5 s window).
+      ejection: { baseEjectionMs: 1_000, latency: { windowMs: 3_000, minSamples: 20 } },
       balance: { decayMs: 100 }, // forgets fast: the picker alone would keep sending it traffic
     });
     const ejections = () => events.filter((e) => e.type === 'instance-ejected');
