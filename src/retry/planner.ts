@@ -46,7 +46,8 @@ export interface RetryPlanInput {
 }
 
 /** What an attempt needs (the dependency's p99; a hedge: its live median), never less than {@link MIN_ATTEMPT_MS}. */
-export const neededMs = (latencyMs: number): number => (latencyMs > MIN_ATTEMPT_MS ? latencyMs : MIN_ATTEMPT_MS);
+export const neededMs = (latencyMs: number): number =>
+  latencyMs > MIN_ATTEMPT_MS ? latencyMs : MIN_ATTEMPT_MS;
 
 /** True when an attempt may start: at least the dependency's p99 is left (and at least 1 ms). */
 export function fitsDeadline(remainingMs: number, p99Ms: number): boolean {
