@@ -37,7 +37,7 @@ export const HEDGE_OPTIONS = defineOptions(
       report('maxExtraLoad', 'and `percentile` are two ways to say the same thing: give one');
     }
     if (valid('timeLeftPercentile', 'percentile', 'maxExtraLoad')) {
-      const hedgeAt = o.maxExtraLoad !== undefined ? 1 - o.maxExtraLoad : o.percentile;
+      const hedgeAt = hedgePercentile(o);
       if (o.timeLeftPercentile > hedgeAt) {
         report(
           'timeLeftPercentile',
@@ -52,3 +52,9 @@ export const HEDGE_OPTIONS = defineOptions(
 );
 
 export type HedgeOptions = OptionsOf<typeof HEDGE_OPTIONS>;
+
+/** The quantile a hedge is sent after: `1 − maxExtraLoad` when given (Finagle), else `percentile` (default 0.95). */
+export function hedgePercentile(o: { readonly percentile?: number; readonly maxExtraLoad?: number }): number {
+  if (o.maxExtraLoad !== undefined) return 1 - o.maxExtraLoad;
+  return o.percentile ?? HEDGE_OPTIONS.defaults.percentile;
+}

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock.js';
 import type { LatencySource } from '../latency/types.js';
 import { OptionsValidator } from '../options/validator.js';
-import { HEDGE_OPTIONS, type HedgeOptions } from './options.js';
+import { HEDGE_OPTIONS, type HedgeOptions, hedgePercentile } from './options.js';
 
 export type { HedgeOptions } from './options.js';
 
@@ -46,25 +46,30 @@ export interface HedgePolicy {
 /** Validates hedge options (every problem reported together) and binds them to a latency source. */
 export function createHedgePolicy(source: LatencySource, options: HedgeOptions = {}): HedgePolicy {
   const v = new OptionsValidator('createHedgePolicy');
-  const { minDelayMs, maxDelayMs, maxExtraLoad, timeLeftPercentile, ...o } = v.read(HEDGE_OPTIONS, options);
-  const percentile = maxExtraLoad !== undefined ? 1 - maxExtraLoad : o.percentile;
+  const o = v.read(HEDGE_OPTIONS, options);
+  const { minDelayMs, maxDelayMs, timeLeftPercentile } = o;
+  const percentile = hedgePercentile(o);
   if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
   v.done();
   const ceiling = maxDelayMs ?? Number.POSITIVE_INFINITY;
+  /** The source's quantile `q` now, or `undefined` when it has none (or a broken one). */
+  const live = (q: number, now?: number, clock?: Clock): number | undefined => {
+    const ms = source.quantile(q, now, clock);
+    return ms === undefined || !(ms >= 0) ? undefined : ms;
+  };
   return Object.freeze({
     percentile,
     minDelayMs,
     maxDelayMs,
     timeLeftPercentile,
     delayMs(now?: number, clock?: Clock): number | undefined {
-      const q = source.quantile(percentile, now, clock);
-      if (q === undefined || !(q >= 0)) return undefined;
+      const q = live(percentile, now, clock);
+      if (q === undefined) return undefined;
       const delay = q > minDelayMs ? q : minDelayMs;
       return delay > ceiling ? undefined : delay;
     },
     timeLeftMs(now?: number, clock?: Clock): number | undefined {
-      const q = source.quantile(timeLeftPercentile, now, clock);
-      return q === undefined || !(q >= 0) ? undefined : q;
+      return live(timeLeftPercentile, now, clock);
     },
   });
 }

@@ -201,9 +201,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    */
   override cancelled(attempt: HttpAttempt): void {
     if (attempt.target !== undefined) {
-      const censored = this.#aborted && attempt.sent;
-      const ran = this.clock.now() - attempt.started;
-      this.#settleTarget(attempt, !censored ? 'neutral' : ran >= this.core.p99Ms ? 'unanswered' : 'lost');
+      this.#settleTarget(attempt, this.#aborted && attempt.sent ? this.#censored(attempt) : 'neutral');
     }
     super.cancelled(attempt);
   }
@@ -217,6 +215,11 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   protected override lost(attempt: HttpAttempt): void {
     if (attempt.target !== undefined)
       this.#settleTarget(attempt, attempt.kind === 'hedge' ? 'lost' : 'unanswered');
+  }
+
+  /** A written attempt cut before it answered: past the dependency's p99 unanswered, before it a lower bound. */
+  #censored(attempt: HttpAttempt): InstanceVerdict {
+    return this.clock.now() - attempt.started >= this.core.p99Ms ? 'unanswered' : 'lost';
   }
 
   #settleTarget(attempt: HttpAttempt, verdict: InstanceVerdict): void {
@@ -238,8 +241,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    */
   #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): InstanceVerdict {
     if (!ok && timedOut && attempt.byDeadline) {
-      if (!attempt.sent) return 'neutral'; // never written: the pool's queue, not the instance
-      return this.clock.now() - attempt.started >= this.core.p99Ms ? 'unanswered' : 'lost';
+      return attempt.sent ? this.#censored(attempt) : 'neutral'; // never written: the pool's queue
     }
     if (ok) {
       const status = attempt.statusCode;

@@ -5,7 +5,7 @@ import type { DependencyConfig, MeshPlacement as GivenPlacement } from '../confi
 import type { PrazoConfig } from '../config/load.js';
 import type { Path } from '../config/problem.js';
 import { DEPENDENCY_IN_FILE, DNS_LABEL, MESH_DEFAULTS_IN_FILE, MESH_IN_FILE } from '../config/schema.js';
-import { HEDGE_OPTIONS } from '../hedge/options.js';
+import { HEDGE_OPTIONS, hedgePercentile } from '../hedge/options.js';
 import { BACKOFF_OPTIONS } from '../retry/backoff.js';
 import { GRPC_UNAVAILABLE, RETRYABLE_STATUS } from '../retry/constants.js';
 import { IDEMPOTENT_METHODS } from '../retry/idempotency.js';
@@ -222,10 +222,7 @@ function hedgeOf(dependency: DependencyConfig): HedgeDelay | undefined {
   const hedge = options.hedge;
   if (hedge === undefined || hedge === false) return undefined;
   const settings = hedge === true ? {} : hedge;
-  const percentile =
-    settings.maxExtraLoad !== undefined
-      ? 1 - settings.maxExtraLoad
-      : (settings.percentile ?? HEDGE_OPTIONS.defaults.percentile);
+  const percentile = hedgePercentile(settings);
   let delay: number;
   let from: string;
   const mesh = placementOf(dependency);
