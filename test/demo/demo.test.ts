@@ -63,6 +63,13 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
     expect(json.scenarios.map((s) => s.name)).toEqual(['down', 'hung', 'instance-503']);
     expect(table).toMatch(/requests each supplier instance received \(#1 answers 503 on half of its calls/);
     expect(json.calibration?.supplier.responseMs).toBe(Math.ceil(json.calibration!.supplier.p99Ms * 1.4));
+    // The hops above the hedged supplier wait for its hedge (sent at the p97.5, answering by the p99).
+    const c = json.calibration!;
+    expect(c.inventory.responseMs).toBeGreaterThanOrEqual(c.supplier.hedgeMs + c.supplier.measuredP99Ms);
+    expect(c.orders.responseMs).toBeGreaterThanOrEqual(c.inventory.responseMs);
+    expect(table).toContain(
+      `wait for the supplier's hedge: ${c.supplier.hedgeMs} + ${c.supplier.measuredP99Ms} ms`,
+    );
   });
 
   it('leaves no service process behind', () => {

@@ -145,12 +145,12 @@ export function renderHtml(result: DemoResult): string {
   const s = result.settings;
   const c = result.calibration;
   const calibration = c
-    ? `<table class="calibration"><tr><th>hop</th><th>healthy p50</th><th>p95</th><th>p99</th><th>prazo timeout = ⌈p99 × 1.4⌉</th><th>attempts</th></tr>${(
+    ? `<table class="calibration"><tr><th>hop</th><th>healthy p50</th><th>p95</th><th>p99</th><th>prazo timeout</th><th>attempts</th></tr>${(
         ['orders', 'inventory', 'supplier'] as const
       )
         .map(
           (h) =>
-            `<tr><td>→ ${h}</td><td>${c[h].p50Ms} ms</td><td>${c[h].p95Ms} ms</td><td>${c[h].p99Ms} ms</td><td>${c[h].responseMs} ms</td><td>${c[h].attempts}</td></tr>`,
+            `<tr><td>→ ${h}</td><td>${c[h].p50Ms} ms</td><td>${c[h].p95Ms} ms</td><td>${c[h].measuredP99Ms} ms</td><td>${c[h].responseMs} ms${h === 'supplier' ? ' = ⌈p99 × 1.4⌉' : ` (waits for the supplier's hedge: ${c.supplier.hedgeMs} + ${c.supplier.measuredP99Ms} ms)`}</td><td>${c[h].attempts}</td></tr>`,
         )
         .join('')}</table>`
     : '';

@@ -72,8 +72,9 @@ export function createProgressPrinter(options: {
       case 'calibrated': {
         const c = event.calibration;
         return (
-          `  measured p99 → prazo timeout: orders ${c.orders.p99Ms} → ${c.orders.responseMs} ms, ` +
-          `inventory ${c.inventory.p99Ms} → ${c.inventory.responseMs} ms, supplier ${c.supplier.p99Ms} → ${c.supplier.responseMs} ms\n`
+          `  measured p99 → prazo timeout: orders ${c.orders.measuredP99Ms} → ${c.orders.responseMs} ms, ` +
+          `inventory ${c.inventory.measuredP99Ms} → ${c.inventory.responseMs} ms, supplier ${c.supplier.measuredP99Ms} → ${c.supplier.responseMs} ms ` +
+          `(the hops above wait for the supplier's hedge: ${c.supplier.hedgeMs} + ${c.supplier.measuredP99Ms} ms)\n`
         );
       }
       case 'scenario':

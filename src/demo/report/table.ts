@@ -36,10 +36,11 @@ export function renderTable(result: DemoResult): string {
   );
   if (result.calibration) {
     const c = result.calibration;
-    const hop = (name: string, h: { p99Ms: number; responseMs: number }) =>
-      `${name} p99 ${h.p99Ms} → ${h.responseMs} ms`;
+    const hop = (name: string, h: { measuredP99Ms: number; responseMs: number }) =>
+      `${name} p99 ${h.measuredP99Ms} → ${h.responseMs} ms`;
     lines.push(
-      `prazo calibration (healthy p99 → timeout): ${hop('orders', c.orders)}, ${hop('inventory', c.inventory)}, ${hop('supplier', c.supplier)}`,
+      `prazo calibration (healthy p99 → timeout): ${hop('orders', c.orders)}, ${hop('inventory', c.inventory)}, ${hop('supplier', c.supplier)}` +
+        ` (the hops above wait for the supplier's hedge: ${c.supplier.hedgeMs} + ${c.supplier.measuredP99Ms} ms)`,
     );
   }
   const header = `  ${pad('', 10)}${COLUMNS.map((c) => pad(c.title, c.width, true)).join(' ')}`;

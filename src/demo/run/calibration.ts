@@ -1,3 +1,4 @@
+import { CALIBRATE_TIMEOUT_OPTIONS } from '../../calibrate/options.js';
 import { calibrateTimeout } from '../../calibrate/timeout.js';
 import type { Clock } from '../../clock/clock.js';
 import { DEMO_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../constants.js';
@@ -19,8 +20,20 @@ export interface HopCalibration {
   readonly p95Ms: number;
   /** The quantile the supplier is hedged after (`PRAZO_STACK_DEFAULTS.hedgePercentile`, H1). */
   readonly hedgeMs: number;
-  /** Healthy p99 of the hop, measured by its caller (SPEC C1). */
+  /**
+   * The p99 prazo is configured with: the hop's healthy p99 as its caller measured it (SPEC C1), or,
+   * for a hop above the hedged one, at least what its timeout needs to cover the rescue below
+   * (`rescueMs`).
+   */
   readonly p99Ms: number;
+  /** The hop's healthy p99 as measured (equal to `p99Ms` unless the rescue below raised it). */
+  readonly measuredP99Ms: number;
+  /**
+   * By when a call to this hop answers 99 times in 100 even when its first attempt stalls, in ms:
+   * the supplier's hedge delay plus its p99 (a hedge sent at the delay answers within the p99), and
+   * for a hop above, that plus the hop's own overhead. The hop above is timed to wait for it.
+   */
+  readonly rescueMs: number;
   /** What `calibrateTimeout` derives from it for the gateway's deadline (SPEC C1–C3). */
   readonly responseMs: number;
   readonly connectMs: number;
@@ -64,20 +77,47 @@ export async function calibrate(
   const samplesOf = (hop: Exclude<HopName, 'orders'>): readonly number[] =>
     reports.find((r) => r.role === CALLER[hop])?.downstreamLatencies ?? [];
   const orders = measured.filter((u) => u.outcome === 'ok').map((u) => u.latencyMs);
-  return {
-    orders: fromSamples(orders, settings),
-    inventory: fromSamples(samplesOf('inventory'), settings),
-    supplier: fromSamples(samplesOf('supplier'), settings),
-  };
+  const supplier = hopCalibration(samplesOf('supplier'), settings, undefined);
+  const inventory = hopCalibration(samplesOf('inventory'), settings, supplier);
+  return { orders: hopCalibration(orders, settings, inventory), inventory, supplier };
 }
 
-function fromSamples(samples: readonly number[], settings: DemoSettings): HopCalibration {
+const SLACK = CALIBRATE_TIMEOUT_OPTIONS.specs.slack.default;
+
+/**
+ * One hop's calibration. `below` is the hop it calls (none for the supplier, the leaf).
+ *
+ * **A hop above a hedged one waits for the hedge.** Only the supplier is hedged (and retried: retry
+ * at one layer, SPEC X6; the services above answer its failures with pushback and are not retried).
+ * A supplier call whose first attempt stalls is rescued by the hedge sent after the hedge delay
+ * (the p97.5), which answers within the supplier's p99 99 times in 100: the call answers by
+ * `hedgeMs + p99Ms` (~420 ms), past the supplier's own attempt timeout (~290). Each hop above sends
+ * its attempt timeout down as the deadline (SPEC D5), so with the C1 timeout of every hop from its
+ * own healthy p99 (~290 ms each), inventory had ~290 ms for the whole call, the hedge ~80 ms — about
+ * the supplier's median — and one rescue in three failed: the checkout failed with 1.6 s of the
+ * user's 2 s still left. The same cut failed healthy checkouts whose supplier answer fell past ~290
+ * ms (0.4% of them: 1 in 200 of a 10 s run). So a hop above is configured with at least the p99
+ * whose C1 timeout covers the rescue below plus its own overhead (its p99 minus the one below's):
+ * ~400–530 ms by the calibrations measured, about the gateway pool's Little's-law limit (500 ms,
+ * SPEC C6). The price: a stalled *service* above the supplier (no scenario stalls one) would hold its
+ * caller that long, not ~300 ms; a failing supplier does not (its own attempt timeout answers first).
+ */
+export function hopCalibration(
+  samples: readonly number[],
+  settings: DemoSettings,
+  below: HopCalibration | undefined,
+): HopCalibration {
   if (samples.length < 20) {
     throw new Error(
       `calibration measured only ${samples.length} healthy calls on a hop; the machine may be overloaded`,
     );
   }
-  const p99Ms = Math.ceil(quantile(samples, 0.99)!);
+  const measuredP99Ms = Math.ceil(quantile(samples, 0.99)!);
+  const hedgeMs = Math.ceil(quantile(samples, PRAZO_STACK_DEFAULTS.hedgePercentile)!);
+  // What the hop's own answers add to the one below's (its handler, its network hop).
+  const overheadMs = below === undefined ? 0 : Math.max(0, measuredP99Ms - below.measuredP99Ms);
+  const rescueMs = below === undefined ? hedgeMs + measuredP99Ms : below.rescueMs + overheadMs;
+  const p99Ms = below === undefined ? measuredP99Ms : Math.max(measuredP99Ms, Math.ceil(rescueMs / SLACK));
   const timeouts = calibrateTimeout({
     p99Ms,
     userDeadlineMs: Math.min(PRAZO_STACK_DEFAULTS.gatewayDeadlineMs, settings.userDeadlineMs),
@@ -87,8 +127,10 @@ function fromSamples(samples: readonly number[], settings: DemoSettings): HopCal
     samples: samples.length,
     p50Ms: Math.round(quantile(samples, 0.5)!),
     p95Ms: Math.ceil(quantile(samples, 0.95)!),
-    hedgeMs: Math.ceil(quantile(samples, PRAZO_STACK_DEFAULTS.hedgePercentile)!),
+    hedgeMs,
     p99Ms,
+    measuredP99Ms,
+    rescueMs,
     responseMs: timeouts.responseMs,
     connectMs: timeouts.connectMs,
     attempts: timeouts.attempts,
