@@ -267,7 +267,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     if (chunks !== undefined) for (const chunk of chunks) this.#call.forwardData(chunk);
     if (this.#trailers !== undefined) this.#call.forwardEnd(this.#trailers);
     else if (this.#failure !== undefined) this.#call.forwardError(this.#failure);
-    else if (this.phase !== DONE && !this.#call.paused) this.resumeRequest();
+    else if (this.phase !== DONE && !this.#call.paused) this.#resumeLater();
   }
 
   /** Holds a failed answer (its fate is open): paused until delivered or released. */
@@ -285,7 +285,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     if (this.#role === RELEASED || this.#role === CANCELLED) return;
     this.#role = RELEASED;
     this.#chunks = undefined;
-    if (this.phase !== DONE) this.resumeRequest();
+    if (this.phase !== DONE) this.#resumeLater();
   }
 
   pauseRequest(): void {
@@ -293,10 +293,34 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     this.#controller?.pause();
   }
 
+  /** The consumer reads again (the call's controller): resumed at once, as undici's own are. */
   resumeRequest(): void {
     if (this.phase === DONE) return;
     this.reading();
     this.#controller?.resume();
+  }
+
+  /**
+   * Reads again once the current callback has returned. A held answer is released or delivered from
+   * inside the callback of the attempt that decided the race (its hedge's head, on another
+   * connection), and undici's HTTP/1.1 parser cannot be resumed from inside another parser's callback
+   * (it asserts that none is executing). Resumed there, it threw into the deciding attempt's
+   * callback: the call was never finished, and with every attempt over no timer was left to end it —
+   * the caller waited forever (the demo's "one instance failing half its calls").
+   */
+  #resumeLater(): void {
+    if (this.phase === DONE) return;
+    this.reading();
+    const controller = this.#controller;
+    if (controller === undefined) return;
+    queueMicrotask(() => {
+      if (this.phase === DONE || this.paused) return;
+      try {
+        controller.resume();
+      } catch (error) {
+        this.abortRequest(error as Error); // a dispatcher that cannot resume it: it is given up
+      }
+    });
   }
 
   /** Stops the request in flight (the socket goes), or marks a queued one to be refused. */
@@ -327,7 +351,11 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
       this.#finish(); // still queued: refused when undici gets to it
       return;
     }
-    controller.abort(reason); // undici calls onResponseError back
+    try {
+      controller.abort(reason); // undici calls onResponseError back
+    } catch {
+      // A dispatcher whose abort throws: the request is given up all the same, below.
+    }
     if (this.phase !== DONE) this.onResponseError(controller, reason);
   }
 

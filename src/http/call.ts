@@ -187,7 +187,14 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     // The instance hears first: a retry started from here picks with this answer known.
     if (attempt.target !== undefined)
       this.#settleTarget(attempt, this.#verdictOn(attempt, ok, value, timedOut));
-    super.ended(attempt, ok, value, timedOut);
+    try {
+      super.ended(attempt, ok, value, timedOut);
+    } catch (error) {
+      // Something below threw while the race was decided (a dispatcher's controller, a handler):
+      // the call must still end. With its attempts over no timer is left to end it, and the caller
+      // would wait forever. It ends with the error.
+      this.abandon(error);
+    }
   }
 
   /**

@@ -138,6 +138,50 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
     for (const url of retried) expect(at(healthy)).toContain(url);
   });
 
+  it('a hedge that answers after the attempt it hedges failed with a 503 is the answer, on real sockets (issue 15)', async () => {
+    // The original's 503 is held (paused) while its hedge runs on another connection; the hedge's
+    // head decides the race and releases the 503 from inside its own parser callback. Resumed there,
+    // undici's HTTP/1.1 parser asserted (no parser may be resumed inside another's callback), the
+    // throw left the call unfinished with no timer to end it, and the caller waited forever: in the
+    // demo, 1 checkout in 120 of "one instance failing half its calls" failed at its deadline.
+    let failing = false;
+    const draw = seededRandom(51);
+    const bad = await instance(
+      () => (failing ? 90 : 60),
+      (req, res, i) => (failing && draw() < 0.5 ? faults.status(503) : faults.ok())(req, res, i),
+    );
+    const good = await instance(() => 60);
+    const { client: c, events } = client({
+      origins: [bad.origin, good.origin],
+      p99Ms: 100,
+      hedge: { minDelayMs: 20, maxDelayMs: 200 }, // at the live p95 of 60 ms answers: ~62 ms
+      recorder: { windowMs: 500, minSamples: 20 },
+      ejection: false,
+      balance: { decayMs: 100 }, // forgets fast: the failing instance keeps being picked
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    await load(c, 4, 1_200);
+    failing = true;
+    events.length = 0;
+    const outcomes: string[] = [];
+    const call = (path: string) =>
+      c.request(path).then(
+        async (res) => `${res.statusCode} ${await res.body.text()}`,
+        (error: { code?: string }) => String(error.code),
+      );
+    const won = () => events.filter((e) => e.type === 'hedge-won').length;
+    // Two calls at a time (so that both instances take originals), until three 503s were overtaken
+    // by their hedge: a 503 from the bad instance comes at 90 ms, its hedge's 200 at ~122.
+    for (let i = 0; i < 80 && won() < 3; i += 1) {
+      const pair = Promise.all([call(`/a/${i}`), call(`/b/${i}`)]);
+      const got = await Promise.race([pair, pause(3_000).then(() => ['hung'])]);
+      outcomes.push(...got);
+      if (got[0] === 'hung') break;
+    }
+    expect(won()).toBeGreaterThanOrEqual(1);
+    expect(outcomes.filter((o) => o !== '200 ok')).toEqual([]);
+  }, 60_000);
+
   it('a hedge goes to another instance than the one it hedges', async () => {
     let stalls = true;
     const slow = await instance(() => (stalls ? 400 : 2));
@@ -172,7 +216,11 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
  * aborted (as undici does for a cancelled request). The call, its attempts, the hedge and the picks
  * are prazo/http's own; only the sockets are missing (the loopback tests above have them).
  */
-function fakeInstances(clock: FakeClock, latency: (origin: string) => number | 'queued') {
+function fakeInstances(
+  clock: FakeClock,
+  latency: (origin: string) => number | 'queued' | { readonly ms: number; readonly status: number },
+  { throwing = false }: { readonly throwing?: boolean } = {},
+) {
   const seen = new Map<string, number>();
   const dispatcher = {
     dispatch(opts: { origin?: unknown }, handler: DispatchHandler): boolean {
@@ -185,22 +233,27 @@ function fakeInstances(clock: FakeClock, latency: (origin: string) => number | '
           over = true;
           clock.clearTimer(timer);
           handler.onResponseError?.(controller, reason);
+          if (throwing) throw new Error('this controller throws on abort (after aborting)');
         },
         pause() {},
-        resume() {},
+        resume() {
+          if (throwing) throw new Error('this controller cannot resume');
+        },
         aborted: false,
         paused: false,
         reason: null,
       };
-      const ms = latency(origin);
+      const drawn = latency(origin);
       // Waiting for a connection that never comes: never written (the attempt gives up on its own).
-      if (ms === 'queued') return true;
+      if (drawn === 'queued') return true;
+      const { ms, status } = typeof drawn === 'number' ? { ms: drawn, status: 200 } : drawn;
       handler.onRequestStart?.(controller, {});
       const timer = clock.setTimer(() => {
         if (over) return;
         over = true;
-        handler.onResponseStart?.(controller, 200, { 'content-length': '2' }, 'OK');
-        handler.onResponseData?.(controller, Buffer.from('ok'));
+        const body = status === 200 ? 'ok' : String(status);
+        handler.onResponseStart?.(controller, status, { 'content-length': String(body.length) }, 'OK');
+        handler.onResponseData?.(controller, Buffer.from(body));
         handler.onResponseEnd?.(controller, {});
       }, ms);
       return true;
@@ -341,6 +394,80 @@ describe('a hedge race through prazo/http, on the fake clock (SPEC X5, H1; issue
     expect(errors.length).toBeGreaterThan(0);
     expect(slowShare).toBeLessThan(0.1);
   });
+
+  it.each([
+    ['a dispatcher', false],
+    ['a dispatcher whose controllers throw on abort and resume', true],
+  ])(
+    'a hedge that answers after the attempt it hedges failed is the answer, body and all, through %s (issue 15)',
+    async (_, throwing) => {
+      // The demo's "one instance failing half its calls": the original's 503 comes back while its
+      // hedge (to another instance) is in flight; the hedge's 200 must be the call's answer.
+      const clock = new FakeClock();
+      const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080', 'http://10.0.0.3:8080'];
+      const bad = origins[0]!;
+      const draw = seededRandom(41);
+      let failing = false;
+      const { dispatcher } = fakeInstances(
+        clock,
+        (origin) => {
+          const ms = 8 + 4 * draw();
+          // Failing: a 503 after 15 ms, past the hedge delay (the live p95, ~12 ms), before the hedge answers.
+          return failing && origin === bad && draw() < 0.5 ? { ms: 15, status: 503 } : ms;
+        },
+        { throwing },
+      );
+      const c = createHttpClient({
+        name: 'supplier',
+        origins,
+        p99Ms: 20,
+        defaultDeadlineMs: 40,
+        hedge: true,
+        recorder: { windowMs: 1_000, minSamples: 20 },
+        ejection: false,
+        balance: { decayMs: 100 }, // forgets fast: the failing instance keeps being picked
+        retryBudget: { minPerSecond: 1_000 },
+        dispatcher: dispatcher as never,
+        clock,
+        random: seededRandom(42),
+      } as HttpClientOptions);
+      const events: DependencyEvent[] = [];
+      c.on((e) => events.push(e));
+      cleanup.push(() => c.close());
+      const calls: Promise<unknown>[] = [];
+      const outcomes: string[] = [];
+      const run = async (ms: number) => {
+        for (let t = 0; t < ms; t += 5) {
+          calls.push(
+            c.request('/').then(
+              async (res) => outcomes.push(`${res.statusCode} ${await res.body.text()}`),
+              (error: { code?: string }) => outcomes.push(String(error.code)),
+            ),
+          );
+          await clock.advanceAsync(5);
+        }
+      };
+      await run(2_000);
+      failing = true;
+      outcomes.length = 0;
+      events.length = 0;
+      await run(2_000);
+      await clock.runAllAsync();
+      await Promise.all(calls);
+      const won = events.filter((e) => e.type === 'hedge-won').length;
+      const failedOriginals = events.filter(
+        (e) =>
+          e.type === 'attempt-end' &&
+          e.kind === 'original' &&
+          e.outcome !== 'success' &&
+          e.outcome !== 'cancelled',
+      );
+      // The path under test was taken: 503s held while their hedge ran, each overtaken by it.
+      expect(failedOriginals.length).toBeGreaterThan(0);
+      expect(won).toBeGreaterThanOrEqual(failedOriginals.length);
+      expect(outcomes.filter((o) => o !== '200 ok')).toEqual([]);
+    },
+  );
 
   it('an attempt the deadline cut while still waiting for a connection says nothing about its instance', async () => {
     const clock = new FakeClock();
