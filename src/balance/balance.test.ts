@@ -110,6 +110,31 @@ describe('PeakEwma (Finagle, linkerd2-proxy)', () => {
     expect(e.estimateAt(10_110)).toBeLessThan(1_500 / Math.E + 10);
   });
 
+  it('compares two costs as two estimateAt reads would, with one exp (property)', () => {
+    const ms = fc.double({ min: 0, max: 1e7, noNaN: true });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 600_000 }),
+        fc.tuple(fc.double({ min: 0, max: 1e6, noNaN: true }), ms, fc.integer({ min: 1, max: 1_000 })),
+        fc.tuple(fc.double({ min: 0, max: 1e6, noNaN: true }), ms, fc.integer({ min: 1, max: 1_000 })),
+        ms,
+        (decayMs, [va, ta, wa], [vb, tb, wb], now) => {
+          const a = new PeakEwma(decayMs, va, ta);
+          const b = new PeakEwma(decayMs, vb, tb);
+          const left = a.estimateAt(now) * wa;
+          const right = b.estimateAt(now) * wb;
+          const got = a.atMost(wa, b, wb, now);
+          expect(typeof got).toBe('boolean');
+          // Away from a tie (and from both underflowing to 0), the same answer.
+          const scale = Math.max(left, right);
+          if (scale > 1e-300 && Math.abs(left - right) > 1e-9 * scale) expect(got).toBe(left <= right);
+          if (left === 0 && right === 0 && va === 0) expect(got).toBe(true);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
   it('never goes NaN or negative and converges to a constant input (property)', () => {
     fc.assert(
       fc.property(

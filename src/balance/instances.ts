@@ -242,7 +242,7 @@ export class InstanceSet<T> {
       if (b >= a) b += 1;
       const x = list[a]!;
       const y = list[b]!;
-      chosen = x.ewma.estimateAt(now) * (x.inFlight + 1) <= y.ewma.estimateAt(now) * (y.inFlight + 1) ? x : y;
+      chosen = x.ewma.atMost(x.inFlight + 1, y.ewma, y.inFlight + 1, now) ? x : y;
     }
     chosen.inFlight += 1;
     chosen.picks += 1;

@@ -23,6 +23,9 @@
  * Defaults (`balance/options.ts`): decay 10 s, initial estimate 30 ms (linkerd2-proxy's; Finagle and
  * tower use 1 s, which keeps a new instance out of rotation until its estimate decays).
  */
+/** The largest |exponent| {@link PeakEwma.atMost} uses: `e^700` is finite, `e^710` is not. */
+const MAX_EXPONENT = 700;
+
 export class PeakEwma {
   #value: number;
   #at: number;
@@ -38,6 +41,26 @@ export class PeakEwma {
   estimateAt(now: number): number {
     const elapsed = now - this.#at;
     return elapsed > 0 ? this.#value * Math.exp(-elapsed / this.#decayMs) : this.#value;
+  }
+
+  /**
+   * Whether this estimate × `weight` is at most `other`'s × `otherWeight` at `now` (two instances'
+   * costs, in flight counted): the same comparison as two `estimateAt(now)` reads, with one `exp`
+   * instead of two, none when both were stored at the same instant. Both decay at the same rate, so
+   * only the difference of their ages matters: `a · e^(−(now − tA)/d) ≤ b · e^(−(now − tB)/d)` is
+   * `a · e^((tA − tB)/d) ≤ b`. The exponent is bounded (±700: `e^709` is the largest finite double)
+   * so that a zero estimate never meets an infinite factor (0 × ∞ is NaN). The picker's hot path.
+   */
+  atMost(weight: number, other: PeakEwma, otherWeight: number, now: number): boolean {
+    const a = this.#at < now ? this.#at : now; // an estimate stored "after" now is not decayed
+    const b = other.#at < now ? other.#at : now;
+    const left = this.#value * weight;
+    const right = other.#value * otherWeight;
+    if (a === b) return left <= right;
+    let exponent = (a - b) / this.#decayMs;
+    if (exponent > MAX_EXPONENT) exponent = MAX_EXPONENT;
+    else if (exponent < -MAX_EXPONENT) exponent = -MAX_EXPONENT;
+    return left * Math.exp(exponent) <= right;
   }
 
   /** Takes one response time (ms) observed at `now`. A NaN, negative or infinite sample is ignored. */
