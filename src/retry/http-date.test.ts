@@ -68,6 +68,42 @@ describe('parseHttpDate (RFC 9110 §5.6.7)', () => {
     expect(parseHttpDate('Tuesday, 01-Jan-30 00:00:00 GMT', NOW)).toBe(Date.UTC(2030, 0, 1));
   });
 
+  // #24 item 16: the century was the one of `now`, a year more than 50 ahead moved back, never
+  // forward: in 2099 `-00` read as 2000 (99 years ago) instead of 2100 (next year).
+  it('reads rfc850 two-digit years from any now, across century boundaries (the 100 years from now − 49 to now + 50)', () => {
+    const yearNear = fc.oneof(
+      fc.integer({ min: 1949, max: 1952 }),
+      fc.integer({ min: 1996, max: 2004 }),
+      fc.integer({ min: 2046, max: 2054 }),
+      fc.integer({ min: 2096, max: 2104 }),
+      fc.integer({ min: 2146, max: 2150 }),
+    );
+    const DAY = 86_400_000;
+    fc.assert(
+      fc.property(
+        yearNear,
+        fc.integer({ min: 0, max: 364 }),
+        fc.integer({ min: -49, max: 50 }),
+        fc.integer({ min: 0, max: 365 * 86_400 - 1 }),
+        (nowYear, nowDay, ahead, second) => {
+          const now = Date.UTC(nowYear, 0, 1) + nowDay * DAY + 43_200_000;
+          const year = nowYear + ahead;
+          const at = Date.UTC(year, 0, 1) + second * 1000;
+          const f = formats(at);
+          expect(parseHttpDate(f.rfc850, now), `${f.rfc850} read in ${nowYear}`).toBe(at);
+        },
+      ),
+      { numRuns: 500 },
+    );
+    const in2099 = Date.UTC(2099, 5, 1);
+    expect(parseHttpDate('Friday, 01-Jan-00 00:00:00 GMT', in2099)).toBe(Date.UTC(2100, 0, 1));
+    expect(parseHttpDate('Friday, 01-Jan-49 00:00:00 GMT', in2099)).toBe(Date.UTC(2149, 0, 1));
+    expect(parseHttpDate('Friday, 01-Jan-50 00:00:00 GMT', in2099)).toBe(Date.UTC(2050, 0, 1));
+    expect(parseHttpDate('Friday, 01-Jan-99 00:00:00 GMT', Date.UTC(2001, 0, 1))).toBe(Date.UTC(1999, 0, 1));
+    expect(parseHttpDate('Friday, 01-Jan-51 00:00:00 GMT', Date.UTC(2001, 0, 1))).toBe(Date.UTC(2051, 0, 1));
+    expect(parseHttpDate('Friday, 01-Jan-52 00:00:00 GMT', Date.UTC(2001, 0, 1))).toBe(Date.UTC(1952, 0, 1));
+  });
+
   it('refuses malformed, impossible or differently-cased dates', () => {
     for (const bad of [
       '',

@@ -64,8 +64,21 @@ function toEpoch(year: number, monthName: string, day: number, h: string, mi: st
 }
 
 /**
- * Parses an HTTP-date into epoch ms, or `undefined` when it is not one. `nowEpochMs` resolves the
- * two-digit years of rfc850 dates: one more than 50 years ahead is read as the past century's.
+ * The four-digit year of an rfc850 two-digit year `yy`, read in `nowYear` (RFC 9110 §5.6.7): a year
+ * that would be more than 50 years in the future is the most recent past year ending in `yy`. So the
+ * year is the one of the 100 years from `nowYear − 49` to `nowYear + 50` that ends in `yy`, measured
+ * from now and not from a fixed pivot or from `now`'s century: in 2099, `-00` is 2100 (next year),
+ * not 2000. Whole years, as the RFC words it ("a two-digit year that appears to be more than 50
+ * years in the future"): 50 years ahead to the year is still ahead.
+ */
+export function rfc850Year(yy: number, nowYear: number): number {
+  const low = nowYear - 49;
+  return low + ((((yy - low) % 100) + 100) % 100);
+}
+
+/**
+ * Parses an HTTP-date into epoch ms, or `undefined` when it is not one. `nowEpochMs` (the caller's
+ * clock, never a fixed pivot) resolves the two-digit years of rfc850 dates: see {@link rfc850Year}.
  */
 export function parseHttpDate(value: string, nowEpochMs: number): number | undefined {
   let m = IMF_FIXDATE.exec(value);
@@ -75,7 +88,5 @@ export function parseHttpDate(value: string, nowEpochMs: number): number | undef
   m = RFC850.exec(value);
   if (m === null) return undefined;
   const nowYear = yearOf(Number.isFinite(nowEpochMs) ? nowEpochMs : 0);
-  let year = nowYear - (nowYear % 100) + Number(m[3]);
-  if (year > nowYear + 50) year -= 100;
-  return toEpoch(year, m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
+  return toEpoch(rfc850Year(Number(m[3]), nowYear), m[2]!, Number(m[1]), m[4]!, m[5]!, m[6]!);
 }
