@@ -337,10 +337,19 @@ describe('createPrometheusClient', () => {
       }, 20);
     });
     const client = createPrometheusClient({ url, concurrency: 3 });
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w.name);
+    };
+    process.on('warning', onWarning);
     await Promise.all(Array.from({ length: 30 }, () => client.queryRange('up', range)));
+    await new Promise((resolve) => setImmediate(resolve)); // a process warning is emitted on the next tick
+    process.off('warning', onWarning);
     client.close();
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBeGreaterThanOrEqual(2);
+    // #24 item 6: the 27 queries waiting for a slot share one listener on the client's abort signal.
+    expect(warnings).toEqual([]);
   });
 
   it('refuses a range Prometheus would refuse (more than 11,000 points) before sending it', async () => {

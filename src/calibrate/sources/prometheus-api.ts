@@ -9,6 +9,7 @@ import { ErrorCode } from '../../errors/codes.js';
 import { isDeadlineExceeded } from '../../errors/guards.js';
 import { defineOptions, type OptionsOf, option } from '../../options/declare.js';
 import { readOptions } from '../../options/validator.js';
+import { subscribeAbort, unsubscribeAbort } from '../../signal/shared-abort.js';
 import { parsePromFloat } from './prometheus-line.js';
 
 /**
@@ -275,7 +276,11 @@ function unreachable(error: unknown, shown: string): PrometheusQueryError {
   });
 }
 
-/** A counting semaphore: at most `n` holders; waiters are served in order. */
+/**
+ * A counting semaphore: at most `n` holders; waiters are served in order. Waiters listen to the abort
+ * signal through the shared fan-out (`signal/shared-abort.ts`): a calibration queues two queries per
+ * dependency on one signal, and one listener each would trip Node's leak warning past ten.
+ */
 class Slots {
   #free: number;
   readonly #waiting: (() => void)[] = [];
@@ -295,11 +300,13 @@ class Slots {
         reject(signal.reason);
       };
       const grant = (): void => {
-        signal.removeEventListener('abort', onAbort);
+        unsubscribeAbort(signal, onAbort);
         resolve();
       };
       this.#waiting.push(grant);
-      signal.addEventListener('abort', onAbort, { once: true });
+      // One real listener on the client's signal however many queries wait (#24: 11 waiting queries
+      // of a 10-dependency calibration tripped MaxListenersExceededWarning).
+      subscribeAbort(signal, onAbort);
     });
   }
   give(): void {

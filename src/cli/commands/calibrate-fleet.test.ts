@@ -338,6 +338,58 @@ describe('prazo calibrate --prometheus', () => {
   });
 });
 
+/** A config of `n` dependencies `d0`..`d<n-1>`, each read from the fleet's Prometheus. */
+const manyDependencies = (n: number): string =>
+  `version: 1\ndependencies:\n${Array.from(
+    { length: n },
+    (_, i) =>
+      `  - { name: d${i}, p99Ms: 95, attempts: 2, defaultDeadlineMs: 300, histogram: { prometheus: {} } }`,
+  ).join('\n')}\n`;
+
+/** The process warnings emitted while `work` runs (Node prints each as 2 lines on the real stderr). */
+async function processWarnings<T>(work: () => Promise<T>): Promise<{ result: T; warnings: string[] }> {
+  const warnings: string[] = [];
+  const onWarning = (w: Error): void => {
+    warnings.push(`${w.name}: ${w.message}`);
+  };
+  process.on('warning', onWarning);
+  try {
+    const result = await work();
+    await new Promise((r) => setImmediate(r)); // emitWarning reports on the next tick
+    return { result, warnings };
+  } finally {
+    process.off('warning', onWarning);
+  }
+}
+
+describe('prazo calibrate --prometheus with many dependencies (#24 item 6)', () => {
+  it('12 dependencies on a healthy Prometheus: no MaxListenersExceededWarning (the queued queries share one abort listener)', async () => {
+    const p = await fakePrometheus(() => Array(6).fill(healthy));
+    const dir = dirWith({ 'prazo.config.yaml': manyDependencies(12) });
+    const { result: r, warnings } = await processWarnings(() => runCli(fleet(p.url, '--json'), dir));
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out).dependencies).toHaveLength(12);
+    expect(warnings).toEqual([]);
+  });
+
+  it('a silent Prometheus with 50 dependencies: exactly one stderr line, no process warning', async () => {
+    const hang = await fakePrometheus(
+      () => undefined,
+      () => true,
+    );
+    const dir = dirWith({ 'prazo.config.yaml': manyDependencies(50) });
+    const { result: r, warnings } = await processWarnings(() =>
+      runCli(fleet(hang.url, '--timeout', '300'), dir),
+    );
+    expect(r.code).toBe(2);
+    // What the operator sees: our lines, plus two per process warning Node prints itself.
+    const lines = r.err.trim().split('\n').length + 2 * warnings.length;
+    expect({ lines, warnings }).toEqual({ lines: 1, warnings: [] });
+    expect(r.err.trim()).toBe(`prazo calibrate: Prometheus at ${hang.url} did not answer within 300 ms`);
+  });
+});
+
 describe('formatEpoch', () => {
   it('property: the UTC date and time Date itself gives, to the minute', () => {
     fc.assert(
