@@ -21,7 +21,13 @@ export const ExitCode = Object.freeze({
 });
 
 export interface CliContext {
+  /** Where commands print; `run` escapes every control character on the way out (`escape.ts`). */
   readonly io: CliIo;
+  /**
+   * stderr for the progress display on a terminal: escaped like `io.stderr`, except the line redraw
+   * (`LINE_REDRAW`). Undefined outside `run` (then `io.stderr`).
+   */
+  readonly redraw?: (text: string) => void;
   /** The exit code `run` returns; commands raise it, never lower it. */
   exitCode: number;
 }

@@ -9,11 +9,13 @@ import * as drill from './commands/drill.js';
 import * as exportCommand from './commands/export.js';
 import * as rules from './commands/rules.js';
 import { attachContext, type CliContext, type CliIo, ExitCode, UsageError } from './context.js';
+import { escapeControl, LINE_REDRAW } from './escape.js';
 
 /**
  * `prazo`: the command line. Each command lives in `commands/<name>.ts` and exports
  * `register(program)`; adding one is an import and a call below. `run` is the whole CLI as a function
- * (argv in, exit code out, output through `io`), so tests drive it in-process.
+ * (argv in, exit code out, output through `io`), so tests drive it in-process; it is also the output
+ * boundary, where every control character is escaped (`escape.ts`).
  */
 
 function version(): string {
@@ -51,12 +53,20 @@ export function createProgram(context: CliContext): Command {
  * to the exit code: 0 ok, 1 warnings with `--strict` or a refused calibration, 2 bad input or usage.
  */
 export async function run(argv: readonly string[], io: Partial<CliIo> = {}): Promise<number> {
+  const stdout = io.stdout ?? ((s: string) => process.stdout.write(s));
+  const stderr = io.stderr ?? ((s: string) => process.stderr.write(s));
+  // The output boundary (#24 item 7): whatever a command prints — its own words, a server's answer,
+  // a file's keys, commander's echo of an argument — leaves with its control characters escaped.
   const full: CliIo = {
-    stdout: io.stdout ?? ((s) => process.stdout.write(s)),
-    stderr: io.stderr ?? ((s) => process.stderr.write(s)),
+    stdout: (s) => stdout(escapeControl(s)),
+    stderr: (s) => stderr(escapeControl(s)),
     cwd: io.cwd ?? process.cwd(),
   };
-  const context: CliContext = { io: full, exitCode: ExitCode.ok };
+  const context: CliContext = {
+    io: full,
+    exitCode: ExitCode.ok,
+    redraw: (s) => stderr(escapeControl(s, LINE_REDRAW)),
+  };
   const program = createProgram(context);
   try {
     await program.parseAsync([...argv], { from: 'user' });

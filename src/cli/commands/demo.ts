@@ -60,9 +60,11 @@ export function register(program: Command): void {
     .action(async (flags: DemoFlags, command: Command) => {
       const context = cliContext(command);
       const { io } = context;
+      const tty = Boolean(process.stderr.isTTY);
       const progress = createProgressPrinter({
-        write: io.stderr,
-        tty: Boolean(process.stderr.isTTY),
+        // on a terminal the line is redrawn in place: the one control sequence the CLI lets through
+        write: tty ? (context.redraw ?? io.stderr) : io.stderr,
+        tty,
         clock: systemClock,
       });
       await runInterruptible(
