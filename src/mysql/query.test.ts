@@ -332,3 +332,85 @@ describe('mysqlQuery on real MariaDB (SPEC D7)', () => {
     }
   });
 });
+
+/**
+ * A limit already in force on the server (a DBA's session, global or per-user `max_statement_time`)
+ * or in the statement itself is not prazo's to lift: prazo's limit is the *smaller* of it and the
+ * time left, and when the other one fires first its error is the server's, not the deadline's (#24
+ * items 11, 12).
+ */
+describe('limits already in force on MariaDB (#24)', () => {
+  const slowest = 'SELECT SLEEP(1) AS slept';
+  const expectServerLimit = (outcome: { error: unknown; ms: number }) => {
+    expect(isDeadlineExceeded(outcome.error)).toBe(false);
+    expect(outcome.error).toMatchObject({ errno: 1969 }); // the driver's own error, unchanged
+    expect(outcome.ms).toBeLessThan(600); // ~100 ms; without the minimum it ran the full ~1,000 ms
+  };
+
+  it("a session limit of 100 ms (SET SESSION max_statement_time) ends a 1 s statement at ~100 ms under a 2 s deadline, with the server's error", async () => {
+    const mysql2Connection = await mysqlPromise.createConnection(config());
+    const connector = await mariadb.createConnection(config());
+    try {
+      for (const connection of [mysql2Connection, connector]) {
+        await connection.query('SET SESSION max_statement_time = 0.1');
+        const outcome = await timed(() =>
+          mysqlQuery(connection, slowest, undefined, { deadline: Deadline.after(2_000) }),
+        );
+        expectServerLimit(outcome);
+      }
+    } finally {
+      await mysql2Connection.end();
+      await connector.end();
+    }
+  });
+
+  it('a global limit of 100 ms (SET GLOBAL, read by the connections opened after it) and a per-user one (GRANT … WITH MAX_STATEMENT_TIME) hold the same way', async () => {
+    await admin.query('SET GLOBAL max_statement_time = 0.1');
+    try {
+      for (const pool of [promisePool(), mariadbPool(), callbackPool()]) {
+        const outcome = await timed(() =>
+          mysqlQuery(pool, slowest, undefined, { deadline: Deadline.after(2_000) }),
+        );
+        expectServerLimit(outcome);
+      }
+    } finally {
+      await admin.query('SET GLOBAL max_statement_time = 0');
+    }
+    await admin.query("CREATE USER IF NOT EXISTS 'limited'@'%' WITH MAX_STATEMENT_TIME 0.1");
+    await admin.query("GRANT ALL ON prazo.* TO 'limited'@'%'");
+    const limited = mysqlPromise.createPool({ ...config(), user: 'limited', connectionLimit: 1 });
+    pools.push({ close: () => limited.end() });
+    expectServerLimit(
+      await timed(() => mysqlQuery(limited, slowest, undefined, { deadline: Deadline.after(2_000) })),
+    );
+  });
+
+  it('a limit looser than the deadline does not stretch it: session 5 s, deadline 200 ms → DEADLINE_EXCEEDED at ~200 ms', async () => {
+    const connection = await mysqlPromise.createConnection(config());
+    try {
+      await connection.query('SET SESSION max_statement_time = 5');
+      const { error, ms } = await timed(() =>
+        mysqlQuery(connection, 'SELECT SLEEP(5)', undefined, { deadline: Deadline.after(200) }),
+      );
+      expect(isDeadlineExceeded(error)).toBe(true);
+      expect(error).toMatchObject({ outcome: 'unknown', cause: expect.objectContaining({ errno: 1969 }) });
+      expect(ms).toBeGreaterThan(150);
+      expect(ms).toBeLessThan(600);
+    } finally {
+      await connection.end();
+    }
+  });
+
+  it("a statement's own SET STATEMENT max_statement_time=0.05 firing with 1.9 s left is the server's error, not DEADLINE_EXCEEDED", async () => {
+    for (const pool of [promisePool(), mariadbPool()]) {
+      const { error, ms } = await timed(() =>
+        mysqlQuery(pool, 'SET STATEMENT max_statement_time=0.05 FOR SELECT SLEEP(1)', undefined, {
+          deadline: Deadline.after(2_000),
+        }),
+      );
+      expect(isDeadlineExceeded(error)).toBe(false);
+      expect(error).toMatchObject({ errno: 1969 });
+      expect(ms).toBeLessThan(600);
+    }
+  });
+});

@@ -11,7 +11,13 @@ import {
   serverOf,
 } from './driver.js';
 import type { ResolvedMysqlOptions } from './options.js';
-import { isServerError, isStatementInterrupted, limitStatement } from './statement.js';
+import {
+  isServerError,
+  isStatementInterrupted,
+  type LimitedStatement,
+  limitStatement,
+  ownLimitSlackMs,
+} from './statement.js';
 
 /** Fails fast, before any I/O and before a connection is taken, when less than the p99 is left (SPEC D4). */
 export function checkFits(deadline: Deadline, options: ResolvedMysqlOptions): void {
@@ -152,13 +158,15 @@ export interface StatementHandle {
 /**
  * Runs one statement under `deadline` with real, server-side cancellation (SPEC D7):
  * - the server's own limit (`max_statement_time` / `MAX_EXECUTION_TIME`) is the first line, when the
- *   statement takes one (see `limitStatement`);
+ *   statement takes one (see `limitStatement`: on MariaDB never looser than the limit in force);
  * - `KILL QUERY` from another connection at the deadline for a statement the limit does not cover,
  *   `cancelGraceMs` after it for one it does (a backup), and at once when the caller's signal aborts;
  * - `cancelGraceMs` after the kill the client stops waiting: the connection is destroyed (its reply
  *   must never be read as another statement's) and the call rejects.
  * The server's "interrupted" errors become DeadlineExceededError (the driver's error as `cause`),
- * or the signal's reason. Once sent, a statement stopped by the deadline has an unknown outcome.
+ * or the signal's reason, when they are the deadline's (see `ours`): a tighter limit already in
+ * force, or the statement's own, ending it with time left is the driver's error, unchanged. Once
+ * sent, a statement stopped by the deadline has an unknown outcome.
  */
 export function guardStatement(
   sql: string,
@@ -238,7 +246,10 @@ export function guardStatement(
           if (signal?.aborted) {
             ended('cancelled', signal.reason);
             reject(signal.reason);
-          } else if (isStatementInterrupted(error) && (killed || ours(error, deadline, cancelGraceMs))) {
+          } else if (
+            isStatementInterrupted(error) &&
+            (killed || ours(error, limited, deadline, cancelGraceMs))
+          ) {
             const stopped = exceeded(error);
             ended('timeout', stopped);
             reject(stopped);
@@ -252,11 +263,14 @@ export function guardStatement(
 }
 
 /**
- * Whether an "interrupted" error is the deadline's: the server's own limit (1969, 3024) fires a little
- * before the deadline (rounded down, set before the statement started), hence the grace. A `KILL
- * QUERY` from elsewhere (1317) with time still left is someone else's, and stays the driver's error.
+ * Whether an "interrupted" error is the deadline's. The server's limit error (1969, 3024) is when
+ * prazo's own limit set it and it fired at the deadline (see `ownLimitSlackMs`); with more time
+ * left it is a tighter limit in force on the server, or the statement's own, and stays the driver's
+ * error (#24). A `KILL QUERY` from elsewhere (1317) with time still left is someone else's too.
  */
-function ours(error: unknown, deadline: Deadline, graceMs: number): boolean {
+function ours(error: unknown, limited: LimitedStatement, deadline: Deadline, graceMs: number): boolean {
   const errno = (error as { errno?: unknown }).errno;
-  return errno === 1969 || errno === 3024 || deadline.remainingMs() <= graceMs;
+  if (errno === 1969 || errno === 3024)
+    return limited.covered && deadline.remainingMs() <= ownLimitSlackMs(limited.limitMs);
+  return deadline.remainingMs() <= graceMs;
 }

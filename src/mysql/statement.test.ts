@@ -8,27 +8,30 @@ import { isServerError, isStatementInterrupted, limitMs, limitStatement } from '
 
 /** The statement limit's text in both dialects, and the guard against a server that never answers (#17). */
 describe('limitStatement (SPEC D7)', () => {
-  it('MariaDB: any single statement gets SET STATEMENT max_statement_time in seconds, rounded down', () => {
+  it('MariaDB: any single statement gets SET STATEMENT max_statement_time in seconds, rounded down, never above the limit in force (#24)', () => {
+    const min = (s: string) => `LEAST(${s}, IF(@@max_statement_time > 0, @@max_statement_time, ${s}))`;
     expect(limitStatement('SELECT SLEEP(5)', 'mariadb', 199.9)).toEqual({
-      sql: 'SET STATEMENT max_statement_time=0.199 FOR SELECT SLEEP(5)',
+      sql: `SET STATEMENT max_statement_time=${min('0.199')} FOR SELECT SLEEP(5)`,
       covered: true,
+      limitMs: 199,
     });
     expect(limitStatement('UPDATE t SET v = 1', 'mariadb', 1_500).sql).toBe(
-      'SET STATEMENT max_statement_time=1.500 FOR UPDATE t SET v = 1',
+      `SET STATEMENT max_statement_time=${min('1.500')} FOR UPDATE t SET v = 1`,
     );
-    expect(limitStatement('SELECT 1', 'mariadb', 0.2).sql).toContain('max_statement_time=0.001 ');
+    expect(limitStatement('SELECT 1', 'mariadb', 0.2).sql).toContain(`max_statement_time=${min('0.001')} `);
   });
 
   it('MySQL: the MAX_EXECUTION_TIME hint on SELECT only; every other statement is left to KILL QUERY', () => {
     expect(limitStatement('  select * from t', 'mysql', 250.7)).toEqual({
       sql: '  select /*+ MAX_EXECUTION_TIME(250) */ * from t',
       covered: true,
+      limitMs: 250,
     });
     expect(limitStatement('(SELECT 1) UNION (SELECT 2)', 'mysql', 50).sql).toBe(
       '(SELECT /*+ MAX_EXECUTION_TIME(50) */ 1) UNION (SELECT 2)',
     );
     for (const sql of ['UPDATE t SET v = 1', 'INSERT INTO t SELECT 1', 'DO SLEEP(1)', 'selected()']) {
-      expect(limitStatement(sql, 'mysql', 100)).toEqual({ sql, covered: false });
+      expect(limitStatement(sql, 'mysql', 100)).toEqual({ sql, covered: false, limitMs: 100 });
     }
     // an existing hint block: MySQL reads only the first, so ours is not added
     expect(limitStatement('SELECT /*+ BKA(t) */ * FROM t', 'mysql', 100).covered).toBe(false);
@@ -43,7 +46,7 @@ describe('limitStatement (SPEC D7)', () => {
       'SELECT 1; SELECT 2',
       'KILL 3',
     ]) {
-      expect(limitStatement(sql, 'mariadb', 100)).toEqual({ sql, covered: false });
+      expect(limitStatement(sql, 'mariadb', 100)).toEqual({ sql, covered: false, limitMs: 100 });
     }
     expect(limitStatement('SELECT 1;', 'mariadb', 100).covered).toBe(true);
   });
@@ -162,5 +165,73 @@ describe('a server that never answers (fake driver, fake clock)', () => {
     await clock.advanceAsync(110);
     expect(isDeadlineExceeded(await again)).toBe(true);
     expect(calls.slice(2)).toEqual(['DELETE FROM t', 'killer: KILL QUERY 7', 'destroy']);
+  });
+});
+
+/**
+ * Whose limit ended the statement (#24 item 12): prazo's own fires at the deadline (rounded down to
+ * the ms); a "limit exceeded" error with time still left is another limit's (the statement's own
+ * `SET STATEMENT`, a DBA's session or global one) and stays the driver's error.
+ */
+describe("the server's limit error: the deadline's, or another limit's (fake driver, fake clock)", () => {
+  const interrupting = (clock: FakeClock, afterMs: number, errno: number, server: string) => {
+    const sent: string[] = [];
+    const connection = {
+      threadId: 9,
+      Promise,
+      _handshakePacket: { serverVersion: server },
+      query: (sql: string) => {
+        sent.push(sql);
+        return new Promise((_, reject) =>
+          clock.setTimer(
+            () => reject(Object.assign(new Error('interrupted'), { errno, sqlState: '70100' })),
+            afterMs,
+          ),
+        );
+      },
+      release: () => undefined,
+      destroy: () => undefined,
+    };
+    return { connection, sent };
+  };
+
+  it("a statement's own SET STATEMENT max_statement_time=0.05 ending it at 52 ms of a 2 s deadline: the driver's error, not DEADLINE_EXCEEDED", async () => {
+    const clock = new FakeClock();
+    const { connection, sent } = interrupting(clock, 52, 1969, '10.11.6-MariaDB');
+    const sql = 'SET STATEMENT max_statement_time=0.05 FOR SELECT SLEEP(1)';
+    const pending = mysqlQuery(connection, sql, undefined, {
+      deadline: Deadline.after(2_000, { clock }),
+    }).catch((e: unknown) => e);
+    await clock.advanceAsync(52);
+    const error = await pending;
+    expect(sent).toEqual([sql]); // left as written: SET is never prefixed
+    expect(isDeadlineExceeded(error)).toBe(false);
+    expect(error).toMatchObject({ errno: 1969, message: 'interrupted' });
+  });
+
+  it("a tighter limit in force (100 ms) ending a covered statement with 1.9 s left: the driver's error; prazo's own at the deadline: DEADLINE_EXCEEDED", async () => {
+    for (const [server, errno] of [
+      ['10.11.6-MariaDB', 1969],
+      ['8.0.36', 3024],
+    ] as const) {
+      const clock = new FakeClock();
+      const tighter = interrupting(clock, 100, errno, server);
+      const early = mysqlQuery(tighter.connection, 'SELECT SLEEP(1)', undefined, {
+        deadline: Deadline.after(2_000, { clock }),
+      }).catch((e: unknown) => e);
+      await clock.advanceAsync(100);
+      const error = await early;
+      expect(isDeadlineExceeded(error)).toBe(false);
+      expect(error).toMatchObject({ errno });
+
+      const own = interrupting(clock, 2_000, errno, server);
+      const atDeadline = mysqlQuery(own.connection, 'SELECT SLEEP(5)', undefined, {
+        deadline: Deadline.after(2_000, { clock }),
+      }).catch((e: unknown) => e);
+      await clock.advanceAsync(2_000);
+      const stopped = await atDeadline;
+      expect(isDeadlineExceeded(stopped)).toBe(true);
+      expect(stopped).toMatchObject({ outcome: 'unknown', cause: expect.objectContaining({ errno }) });
+    }
   });
 });

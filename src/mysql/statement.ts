@@ -4,8 +4,16 @@ import type { MysqlServer } from './driver.js';
 
 /**
  * The server-side limit of one statement, from the time left (SPEC D7), in each dialect:
- * - MariaDB: `SET STATEMENT max_statement_time=<s> FOR <statement>`, for any statement, scoped to
- *   that statement on the server (nothing to reset, nothing to leak into the pool's next user);
+ * - MariaDB: `SET STATEMENT max_statement_time=<min> FOR <statement>`, for any statement, scoped to
+ *   that statement on the server (nothing to reset, nothing to leak into the pool's next user).
+ *   `<min>` is the smaller of the time left and the limit already in force on that connection
+ *   (`@@max_statement_time`: a DBA's `SET SESSION`, the `SET GLOBAL` the connection started with, a
+ *   user's `WITH MAX_STATEMENT_TIME`; 0 = none), computed by the server itself as it starts the
+ *   statement: `SET STATEMENT` *replaces* the limit for that statement, so a plain number would
+ *   lift a tighter limit than the deadline (#24). Read per statement rather than once per connection
+ *   and cached: it costs no round trip (the expression rides in the statement), it cannot go stale
+ *   (a `SET SESSION` sent later on the connection, through prazo or not, is seen), and it needs no
+ *   state per connection;
  * - MySQL: the `MAX_EXECUTION_TIME(<ms>)` optimizer hint, which MySQL honours for read-only `SELECT`
  *   only. Every other statement is *not covered*: the client sends `KILL QUERY` at the deadline.
  * A statement is left as written, and not covered, when the prefix would change what it means or is
@@ -16,6 +24,8 @@ export interface LimitedStatement {
   readonly sql: string;
   /** True when the server itself ends the statement at the limit; false: only `KILL QUERY` does. */
   readonly covered: boolean;
+  /** The limit prazo asked for, in ms (from the time left); a tighter one in force may end it first. */
+  readonly limitMs: number;
 }
 
 /** Statements the prefix must not touch: they end no work of their own or refuse `SET STATEMENT`. */
@@ -25,22 +35,38 @@ const UNWRAPPABLE =
 const SEVERAL = /;\s*\S/;
 const SELECT = /^(\s*\(*\s*select)\b/i;
 
+/**
+ * `seconds`, or the connection's own `max_statement_time` when that is tighter (0 means none there),
+ * as a MariaDB expression: `SET STATEMENT` takes one, and `@@max_statement_time` in it is the value
+ * in force before the statement's own override.
+ */
+const mariadbMinimum = (seconds: string): string =>
+  `LEAST(${seconds}, IF(@@max_statement_time > 0, @@max_statement_time, ${seconds}))`;
+
 /** The limit in whole ms, rounded down and at least 1 (0 means "no limit" to both servers). */
 export function limitMs(remainingMs: number): number {
   return Math.min(MAX_TIMER_DELAY_MS, Math.max(1, Math.floor(remainingMs)));
 }
 
 export function limitStatement(sql: string, server: MysqlServer, remainingMs: number): LimitedStatement {
-  if (UNWRAPPABLE.test(sql) || SEVERAL.test(sql.trimEnd().replace(/;$/, ''))) return { sql, covered: false };
   const ms = limitMs(remainingMs);
+  if (UNWRAPPABLE.test(sql) || SEVERAL.test(sql.trimEnd().replace(/;$/, '')))
+    return { sql, covered: false, limitMs: ms };
   if (server === 'mariadb') {
-    return { sql: `SET STATEMENT max_statement_time=${(ms / 1000).toFixed(3)} FOR ${sql}`, covered: true };
+    const s = (ms / 1000).toFixed(3);
+    return {
+      sql: `SET STATEMENT max_statement_time=${mariadbMinimum(s)} FOR ${sql}`,
+      covered: true,
+      limitMs: ms,
+    };
   }
   const select = SELECT.exec(sql);
-  if (select === null || /^\s*\/\*\+/.test(sql.slice(select[0].length))) return { sql, covered: false };
+  if (select === null || /^\s*\/\*\+/.test(sql.slice(select[0].length)))
+    return { sql, covered: false, limitMs: ms };
   return {
     sql: `${select[1]} /*+ MAX_EXECUTION_TIME(${ms}) */${sql.slice(select[0].length)}`,
     covered: true,
+    limitMs: ms,
   };
 }
 
@@ -49,6 +75,20 @@ export function limitStatement(sql: string, server: MysqlServer, remainingMs: nu
  * `MAX_EXECUTION_TIME` (3024), and `KILL QUERY` (1317, both servers).
  */
 export const INTERRUPTED_ERRNOS: ReadonlySet<number> = new Set([1969, 3024, 1317]);
+
+/**
+ * How long before the deadline prazo's own limit may still fire, in ms. The limit is the time left
+ * rounded down to the ms, and the server counts it from when it starts the statement (after it was
+ * sent), so it cannot end the statement more than 1 ms before the deadline; the rest is slack for
+ * the server's conversion to microseconds and for its clock running at another rate than ours (an
+ * NTP-slewed clock is at most 500 ppm off: 1 ms in 1 s of limit). An "interrupted by the limit"
+ * error (1969, 3024) with more time than this left is another limit's: one in force on the server
+ * (a DBA's session or global `max_statement_time`, a user's) or the statement's own
+ * (`SET STATEMENT max_statement_time=… FOR …`), and it stays the driver's error (#24).
+ */
+export function ownLimitSlackMs(limitMs: number): number {
+  return 3 + limitMs / 1_000;
+}
 
 /** True for an error the server raised because the statement was interrupted (limit or KILL). */
 export function isStatementInterrupted(error: unknown): boolean {
