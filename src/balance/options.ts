@@ -117,7 +117,8 @@ export type EjectionOptions = OptionsOf<typeof EJECTION_OPTIONS>;
 /**
  * DNS discovery (a Kubernetes headless Service): every A/AAAA record of the origin's host name is an
  * instance, looked up again every `intervalMs`; instances join and leave between two lookups, and a
- * lookup that fails or comes back empty keeps the instances there were.
+ * lookup that fails, comes back empty or does not answer within `timeoutMs` keeps the instances
+ * there were.
  */
 export const DISCOVERY_OPTIONS = defineOptions({
   /**
@@ -125,6 +126,16 @@ export const DISCOVERY_OPTIONS = defineOptions({
    * TTL, so a new pod is seen within one TTL plus one interval. [100, 3600000].
    */
   intervalMs: option.number({ default: 5_000, unit: 'ms', min: 100, max: 3_600_000 }),
+  /**
+   * How long one lookup may take, in ms: unanswered by then, it is given up (reported as a failed
+   * lookup, `ETIMEOUT`; the instances there were kept) and the next one goes at the interval; its
+   * answer, if it ever comes, is taken only while no newer lookup has answered. Default 5000: the
+   * cluster DNS answers a Service name in milliseconds (a cache miss forwarded upstream in about a
+   * second), and glibc's and musl's resolvers give a name server 5 s before they try again, so a
+   * lookup still out at 5 s has lost a try to a dead or overloaded server. Shorter gives up answers
+   * that were on their way; longer keeps a set that never had an instance waiting longer. [100, 60000].
+   */
+  timeoutMs: option.number({ default: 5_000, unit: 'ms', min: 100, max: 60_000 }),
   /**
    * A `dns.lookup`-compatible function, called with `{ all: true }` for every address of the name.
    * Default: the client's `lookup`, else Node's `dns.lookup`.

@@ -66,11 +66,64 @@ export interface NoInstanceDetails {
   readonly cause?: unknown;
 }
 
+/** The brand of a discovery outcome that is not a resolver's error (see {@link discoveryError}). */
+const DISCOVERY_OUTCOME = Symbol.for('prazo.discovery-outcome');
+
+/**
+ * An outcome of DNS discovery that no resolver reported, as an `Error` with a `code` (so that the
+ * `discovery-failed` event and a `NoInstanceError`'s `cause` carry it like a resolver's): the name
+ * resolves to no address (`ENODATA`), a lookup gave no answer in time (`ETIMEOUT`), too many lookups
+ * are still unanswered to start another (`EBUSY`). Its message says it whole, hostname included:
+ * a {@link NoInstanceError} quotes it as is, where a resolver's error is quoted as "the lookup of
+ * <name> failed: <error>".
+ */
+export function discoveryError(code: 'ENODATA' | 'ETIMEOUT' | 'EBUSY', message: string): Error {
+  return Object.assign(new Error(message), { code, [DISCOVERY_OUTCOME]: true });
+}
+
+/** The name resolved, to no address (a Service scaled to zero, a name with no A/AAAA record). */
+export function noAddressError(hostname: string): Error {
+  return discoveryError('ENODATA', `${hostname} resolves to no address`);
+}
+
+/** Longest quote of a resolver's error in a message (the whole error stays the `cause`). */
+const MAX_QUOTE = 200;
+
+/** Text that came from a resolver, quoted on one line: control characters escaped, length bounded. */
+function quote(text: string): string {
+  const cut = text.length > MAX_QUOTE ? `${text.slice(0, MAX_QUOTE)}…` : text;
+  return cut.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is escaped
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
+
+/** What a failed lookup said: its message, with its `code` in front when the message lacks it. */
+function describeFailure(cause: unknown): string {
+  if (!(cause instanceof Error)) return quote(String(cause));
+  const code = (cause as { code?: unknown }).code;
+  const message = cause.message === '' ? cause.name : cause.message;
+  return quote(typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message);
+}
+
+/** Why discovery found no instance, in words: what the lookup did (failed, timed out, found none). */
+function whyNone(hostname: string | undefined, cause: unknown): string {
+  if (hostname === undefined) return '';
+  if (cause === undefined) return ` (${quote(hostname)} resolves to no address)`;
+  if (cause instanceof Error && (cause as { [DISCOVERY_OUTCOME]?: boolean })[DISCOVERY_OUTCOME] === true) {
+    return ` (${quote(cause.message)})`;
+  }
+  return ` (the lookup of ${quote(hostname)} failed: ${describeFailure(cause)})`;
+}
+
 /**
  * The dependency has no instance to send the call to (SPEC X5): its DNS discovery has found none
- * (the name resolves to no address, or the lookup fails) and it never had one. Nothing was sent. A
- * dependency that had instances keeps them through a failed or empty lookup: this error means there
- * never was one to keep.
+ * and it never had one. The message says what the lookup did — it failed (with the resolver's
+ * error, which is also the `cause`), it gave no answer in time, or the name resolves to no address —
+ * because the remedies differ (the resolver, against the Service). Nothing was sent. A dependency
+ * that had instances keeps them through a failed, late or empty lookup: this error means there never
+ * was one to keep.
  */
 export class NoInstanceError extends PrazoError {
   protected static override readonly prazoCodes = [ErrorCode.NO_INSTANCE];
@@ -78,7 +131,7 @@ export class NoInstanceError extends PrazoError {
   readonly hostname: string | undefined;
 
   constructor(details: NoInstanceDetails) {
-    const where = details.hostname === undefined ? '' : ` (${details.hostname} resolves to no address)`;
+    const where = whyNone(details.hostname, details.cause);
     super(ErrorCode.NO_INSTANCE, `no instance of ${details.dependency} to call${where}`, {
       cause: details.cause,
     });
