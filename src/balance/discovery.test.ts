@@ -5,8 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { discoveryError, NoInstanceError, noAddressError } from '../errors/capacity.js';
 import { createHttpClient } from '../http/client.js';
+import { readOptions } from '../options/validator.js';
 import { DnsDiscovery } from './discovery.js';
-import { DISCOVERY_OPTIONS } from './options.js';
+import { DISCOVERY_OPTIONS, INSTANCES_OPTIONS } from './options.js';
 
 /**
  * DNS discovery (SPEC X5) against lookups that misbehave the ways resolvers do: one that never calls
@@ -68,6 +69,13 @@ describe('DNS discovery: a lookup that never answers (SPEC X5, #24 item 4)', () 
 
   it('has a default timeout, declared with its unit and range', () => {
     expect(DISCOVERY_OPTIONS.defaults.timeoutMs).toBe(5_000);
+    expect(DISCOVERY_OPTIONS.specs.timeoutMs).toMatchObject({ unit: 'ms', min: 100, max: 60_000 });
+    expect(() => readOptions('t', INSTANCES_OPTIONS, { discovery: { timeoutMs: 50 } })).toThrow(
+      /`discovery.timeoutMs` must be a finite number in \[100, 60000\]/,
+    );
+    expect(() => readOptions('t', INSTANCES_OPTIONS, { discovery: { timeout: 500 } })).toThrow(
+      /did you mean `timeoutMs`\?/,
+    );
     let n = 0;
     const lookup = ((_h: string, _o: unknown, callback: Callback) => {
       n += 1;
