@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import type { DependencyEvent } from '../dependency/types.js';
 import { isInvalidOptions } from '../errors/guards.js';
 import { createHttpClient } from '../http/client.js';
 import { interceptor } from '../http/interceptor.js';
-import { type ConfigChange, ConfigRejectedError, watchConfig } from './watch.js';
+import { type ConfigChange, ConfigRejectedError, type ConfigWatcher, watchConfig } from './watch.js';
 import { ConfigMapVolume, inotifyWatches, waitFor } from './watch.test-helpers.js';
 
 /**
@@ -353,5 +353,119 @@ describe('watchConfig: editors, disappearing files, histograms, leaks', () => {
     expect(watcher.check()).toBe('applied');
     await new Promise((r) => setImmediate(r));
     expect(warnings.filter((w) => w.includes('boom'))).toHaveLength(2);
+  });
+});
+
+describe('watchConfig: its directory deleted and made again (#24 item 5)', () => {
+  /** `<tmp>/prazo-watch-…/conf/prazo.config.yaml`: a directory that can go away, inside one that stays. */
+  const inDirectory = (text: string) => {
+    const parent = mkdtempSync(join(tmpdir(), 'prazo-watch-'));
+    cleanups.push(() => rmSync(parent, { recursive: true, force: true }));
+    const dir = join(parent, 'conf');
+    mkdirSync(dir);
+    const path = join(dir, FILE);
+    writeFileSync(path, text);
+    return { parent, dir, path };
+  };
+  const p99Of = (w: ConfigWatcher) => w.config.dependencies.get('inventory')!.options.p99Ms;
+
+  // Before: the poll that found the file back did not re-arm the directory's watch (the dead watch
+  // of the deleted directory was still in the map), so every later edit waited for the next poll.
+  it('the poll that finds the file back re-arms the watch: an edit after it is seen at its event, not at the next poll (fake clock)', async () => {
+    const { dir, path } = inDirectory(config(100));
+    const clock = new FakeClock();
+    const changes: ConfigChange[] = [];
+    const errors: ConfigRejectedError[] = [];
+    const watcher = watchConfig(path, {
+      clock,
+      pollMs: 10_000,
+      onChange: (c) => changes.push(c),
+      onError: (e) => errors.push(e),
+    });
+    cleanups.push(() => watcher.close());
+    rmSync(dir, { recursive: true });
+    await waitFor(() => clock.pendingTimers() > 1, 3_000, 'the event of the deletion'); // the poll + the debounce
+    clock.advance(25);
+    expect(errors.map((e) => e.reason)).toEqual(['missing']);
+    mkdirSync(dir);
+    writeFileSync(path, config(110));
+    clock.advance(10_000); // the poll reads it back
+    expect(p99Of(watcher)).toBe(110);
+    await new Promise((r) => setTimeout(r, 100)); // events of the recreation, if any, arrive
+    clock.advance(250); // and their reads are done
+    expect(changes).toHaveLength(1);
+    const armed = clock.pendingTimers(); // the next poll only
+    writeFileSync(path, config(150));
+    await waitFor(
+      () => clock.pendingTimers() > armed,
+      3_000,
+      'the event of an edit after the directory came back',
+    );
+    clock.advance(25);
+    expect(p99Of(watcher)).toBe(150);
+    expect(changes).toHaveLength(2);
+  });
+
+  it('on the real clock, the directory made again and every edit after it are in force in well under the poll interval', async () => {
+    const { dir, path } = inDirectory(config(100));
+    const changes: ConfigChange[] = [];
+    const errors: ConfigRejectedError[] = [];
+    const watcher = watchConfig(path, {
+      pollMs: 10_000,
+      onChange: (c) => changes.push(c),
+      onError: (e) => errors.push(e),
+    });
+    cleanups.push(() => watcher.close());
+    rmSync(dir, { recursive: true });
+    await waitFor(() => errors.length === 1, 3_000, 'the deletion reported');
+    expect(errors[0]!.reason).toBe('missing');
+    mkdirSync(dir);
+    writeFileSync(path, config(110));
+    await waitFor(() => p99Of(watcher) === 110, 3_000, 'the recreated file in force');
+    for (const p99 of [150, 160]) {
+      writeFileSync(path, config(p99));
+      await waitFor(() => p99Of(watcher) === p99, 3_000, `the edit to ${p99} in force`);
+    }
+    expect(changes.map((c) => c.version.generation)).toEqual([2, 3, 4]);
+    expect(errors).toHaveLength(1);
+  });
+
+  it('a directory deleted and made again before the watcher read anything (same path, new directory) is watched again', async () => {
+    const { dir, path } = inDirectory(config(100));
+    const clock = new FakeClock();
+    const watcher = watchConfig(path, { clock, pollMs: 0 });
+    cleanups.push(() => watcher.close());
+    rmSync(dir, { recursive: true });
+    mkdirSync(dir);
+    writeFileSync(path, config(120));
+    await waitFor(() => clock.pendingTimers() > 0, 3_000, 'the events of the swap');
+    await new Promise((r) => setTimeout(r, 100));
+    clock.advance(250);
+    expect(p99Of(watcher)).toBe(120);
+    await new Promise((r) => setTimeout(r, 100));
+    clock.advance(250);
+    writeFileSync(path, config(130));
+    await waitFor(() => clock.pendingTimers() > 0, 3_000, 'the event of an edit in the new directory');
+    clock.advance(25);
+    expect(p99Of(watcher)).toBe(130);
+  });
+
+  it('watches no more than it needs while the directory is gone, and releases it all on close', async () => {
+    const before = inotifyWatches();
+    const { dir, path } = inDirectory(config(100));
+    const clock = new FakeClock();
+    const watcher = watchConfig(path, { clock, pollMs: 0 });
+    expect(inotifyWatches() - before).toBe(1);
+    rmSync(dir, { recursive: true });
+    await waitFor(() => clock.pendingTimers() > 0, 3_000, 'the event of the deletion');
+    clock.advance(25);
+    expect(inotifyWatches() - before).toBe(1); // the directory above, for the return
+    mkdirSync(dir);
+    await waitFor(() => clock.pendingTimers() > 0, 3_000, 'the event of the return');
+    clock.advance(25);
+    expect(inotifyWatches() - before).toBe(1); // the directory again, the one above released
+    watcher.close();
+    expect(inotifyWatches()).toBe(before);
+    expect(clock.pendingTimers()).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, realpathSync, watch } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { type FSWatcher, realpathSync, statSync, watch } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import type { Clock, Timer } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { ConfigVersion, Disposable } from '../dependency/types.js';
@@ -47,10 +47,20 @@ import {
  * event of a burst that never goes quiet. A half-written file that still arrives is almost always
  * invalid, so it is refused and the next event brings the whole one.
  *
- * Why also a poll (`pollMs`, 5 s): events can be lost (an inotify queue overflow, a directory deleted
- * and made again, a filesystem without events) and the poll is what re-arms the watches then. A
- * file that disappears is reported once and the version in force stays; when it reappears it is read
- * like any other version.
+ * Why the watches are checked at every read: a watch is on one directory *inode*. When the directory
+ * is deleted (a volume remounted, `rm -r` and a redeploy), the kernel drops the watch without an
+ * error, and a directory made again at the same path is another inode that nobody watches: every
+ * later edit would wait for the poll (#24: ~5 s each, where an event takes ~30 ms). So every read
+ * (an event's, the poll's, `check()`) re-checks each watched directory — still there, still the same
+ * inode (`dev:ino`), no event saying it was removed — and re-arms what died. While the directory is
+ * gone, the nearest directory above it that exists is watched instead, so its return is an event
+ * too; once it is back, its watch is armed again and the file read once more (what was written
+ * before the watch existed raised no event).
+ *
+ * Why also a poll (`pollMs`, 5 s): events can be lost (an inotify queue overflow, a filesystem
+ * without events), and the poll reads the file (and re-checks the watches) then. A file that
+ * disappears is reported once and the version in force stays; when it reappears it is read like any
+ * other version.
  *
  * Time: the debounce and the poll are timers of the `clock` option (on a `FakeClock` a test moves
  * them); file events are the operating system's. Nothing keeps the process alive (the watches are not
@@ -283,7 +293,10 @@ class Watcher implements ConfigWatcher {
   readonly #onChange: ((change: ConfigChange) => void) | undefined;
   readonly #onError: ((error: ConfigRejectedError) => void) | undefined;
   readonly #bindings = new Bindings();
-  readonly #watches = new Map<string, FSWatcher>();
+  /** The directories watched: each one's watch and the inode it is on. */
+  readonly #watches = new Map<string, DirectoryWatch>();
+  /** Directories whose watch was lost (gone, deleted, failed): armed again, they are read once more. */
+  readonly #lost = new Set<string>();
   #config: PrazoConfig;
   #version: ConfigVersion;
   #inForce: Snapshot;
@@ -383,8 +396,9 @@ class Watcher implements ConfigWatcher {
     if (this.#poll !== undefined) this.#clock.clearTimer(this.#poll);
     this.#debounce = undefined;
     this.#poll = undefined;
-    for (const w of this.#watches.values()) w.close();
+    for (const w of this.#watches.values()) w.watcher.close();
     this.#watches.clear();
+    this.#lost.clear();
     this.#bindings.clear();
   }
 
@@ -515,36 +529,93 @@ class Watcher implements ConfigWatcher {
 
   /**
    * Watches the file's directory and the one it resolves to through its symlinks (both the same for
-   * a plain file); a watch whose directory went away is dropped, one that came back is armed again.
+   * a plain file), each on the inode it is now. A watch whose directory went away, was made again
+   * (another inode), or said it was removed is closed; a directory that is gone is replaced by the
+   * nearest one above it that exists (its return is an event there); a directory watched again
+   * after it was lost is read once more.
    */
   #arm(): void {
     if (this.#closed) return;
     const path = resolve(this.file);
-    const wanted = new Set([dirname(path)]);
+    const dirs = [dirname(path)];
     try {
-      wanted.add(dirname(realpathSync(path)));
+      dirs.push(dirname(realpathSync(path)));
     } catch {
       // The file is gone: its directory is still watched, for its return.
     }
-    for (const [dir, w] of this.#watches) {
-      if (wanted.has(dir)) continue;
-      w.close();
-      this.#watches.delete(dir);
-    }
-    for (const dir of wanted) {
-      if (this.#watches.has(dir)) continue;
-      let w: FSWatcher;
-      try {
-        w = watch(dir, { persistent: false }, this.#onEvent);
-      } catch {
-        continue; // the directory is gone too: the poll arms it again when it is back
+    const wanted = new Map<string, string>();
+    for (const dir of dirs) {
+      const id = directoryId(dir);
+      if (id !== undefined) {
+        wanted.set(dir, id);
+        continue;
       }
-      w.on('error', () => {
-        w.close();
-        if (this.#watches.get(dir) === w) this.#watches.delete(dir);
+      this.#lost.add(dir);
+      const above = existingAncestor(dir);
+      if (above !== undefined) wanted.set(above.dir, above.id);
+    }
+    for (const [dir, entry] of this.#watches) {
+      if (!entry.removed && wanted.get(dir) === entry.id) continue;
+      entry.watcher.close();
+      this.#watches.delete(dir);
+      this.#lost.add(dir);
+    }
+    let missed = false;
+    for (const [dir, id] of wanted) {
+      if (this.#watches.has(dir)) continue;
+      const name = basename(dir);
+      const entry: DirectoryWatch = { watcher: undefined as never, id, removed: false };
+      try {
+        entry.watcher = watch(dir, { persistent: false }, (_event, filename) => {
+          // The directory's own name: it was deleted or renamed (IN_DELETE_SELF, IN_MOVE_SELF), or a
+          // file of that name changed in it; either way the next read checks it and re-arms.
+          if (filename === name) entry.removed = true;
+          this.#onEvent();
+        });
+      } catch {
+        this.#lost.add(dir);
+        continue; // gone again meanwhile: the next read arms it (or the one above) again
+      }
+      entry.watcher.on('error', () => {
+        entry.watcher.close();
+        if (this.#watches.get(dir) === entry) {
+          this.#watches.delete(dir);
+          this.#lost.add(dir);
+        }
         this.#onEvent();
       });
-      this.#watches.set(dir, w);
+      this.#watches.set(dir, entry);
+      if (this.#lost.delete(dir)) missed = true;
     }
+    for (const dir of this.#lost) if (!dirs.includes(dir) && !wanted.has(dir)) this.#lost.delete(dir);
+    if (missed) this.#onEvent(); // what was written while it was not watched raised no event
   }
+}
+
+/** A watched directory: its watch, the inode it is on, and whether an event said it was removed. */
+interface DirectoryWatch {
+  watcher: FSWatcher;
+  readonly id: string;
+  removed: boolean;
+}
+
+/** `dev:ino` of a directory, or undefined when there is no directory at `dir`. */
+function directoryId(dir: string): string | undefined {
+  try {
+    const st = statSync(dir);
+    return st.isDirectory() ? `${st.dev}:${st.ino}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The nearest directory above `dir` that exists (the root at worst), with its `dev:ino`. */
+function existingAncestor(dir: string): { dir: string; id: string } | undefined {
+  let at = dir;
+  for (let up = dirname(at); up !== at; up = dirname(at)) {
+    at = up;
+    const id = directoryId(at);
+    if (id !== undefined) return { dir: at, id };
+  }
+  return undefined;
 }
