@@ -1,5 +1,6 @@
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { protoDuration } from './duration.js';
+import { mergeVirtualHosts } from './group.js';
 import { minConcurrency } from './istio.js';
 import type { MeshPolicy, MeshRendering } from './policy.js';
 
@@ -23,7 +24,7 @@ export function renderEnvoy(policies: readonly MeshPolicy[]): MeshRendering {
     "route timeout is a fixed deadline; prazo uses what is left of the caller's (Envoy follows a per-request one with the router's respect_expected_rq_timeout and prazo's headerFormat: { envoy: true })",
     'the retry budget limits retries in flight (a share of active requests), not retries per request over a window',
   ];
-  const virtualHosts = policies.map((policy) => virtualHost(policy, notes));
+  const virtualHosts = mergeVirtualHosts(policies.map((policy) => virtualHost(policy, notes)));
   const clusters = policies.map(cluster);
   return {
     files: [

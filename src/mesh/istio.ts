@@ -1,15 +1,17 @@
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { gatewayDuration } from './duration.js';
+import { byService, groupLabels, labelled } from './group.js';
 import { type KubernetesObject, metadataFor, retries } from './kubernetes.js';
 import type { MeshPolicy, MeshRendering } from './policy.js';
 
 /**
- * Istio (SPEC X10): a `VirtualService` per dependency — `timeout` (the deadline), `retries` with
- * `attempts`, `perTryTimeout` (`ceil(p99 × slack)`), `retryOn` and `backoff` on the requests prazo
- * may retry, and `retries.attempts: 0` on the rest (Istio's default is 2 retries on connect failures
+ * Istio (SPEC X10): a `VirtualService` per host (the dependencies on one Service share it, #24) with,
+ * per dependency, `timeout` (the deadline), `retries` with `attempts`, `perTryTimeout`
+ * (`ceil(p99 × slack)`), `retryOn` and `backoff` on the requests prazo may retry, and `retries.attempts: 0` on the rest (Istio's default is 2 retries on connect failures
  * and 503, for every method) — and a `DestinationRule` with the connect timeout, outlier detection
  * and the retry budget (`trafficPolicy.retryBudget`: Envoy's, a share of the requests *in flight*).
- * Durations use Istio's `1h/1m/1s/1ms` spelling.
+ * Durations use Istio's `1h/1m/1s/1ms` spelling. Istio does not merge two VirtualServices of one host
+ * for sidecars, and `kubectl apply` keeps the last of two of one name: one per host it is.
  */
 
 /** gRPC status names as Envoy's `x-envoy-retry-grpc-on` spells them (UNAVAILABLE = 14). */
@@ -31,8 +33,10 @@ export function renderIstio(policies: readonly MeshPolicy[]): MeshRendering {
     "timeout is a fixed deadline per route; prazo uses what is left of each caller's deadline",
     'retryBudget limits retries in flight (a share of active requests), not retries per request over a window',
   ];
+  for (const group of byService(policies)) {
+    documents.push(virtualService(group), destinationRule(group, notes));
+  }
   for (const policy of policies) {
-    documents.push(virtualService(policy), destinationRule(policy));
     const name = policy.dependency;
     if (policy.hedge !== undefined) {
       notes.push(
@@ -59,7 +63,24 @@ export function renderIstio(policies: readonly MeshPolicy[]): MeshRendering {
   };
 }
 
-function virtualService(policy: MeshPolicy): KubernetesObject {
+/**
+ * The VirtualService of one host (one port: `conflicts.ts`). Istio takes a host's first matching
+ * route, and a `prefix` is a plain string prefix, so the dependencies' routes go longest path first:
+ * `/read/all` before `/read` before `/`.
+ */
+function virtualService(group: readonly MeshPolicy[]): KubernetesObject {
+  const labels = groupLabels(group);
+  const ordered = [...group].sort((a, b) => b.placement.path.length - a.placement.path.length);
+  const http = ordered.flatMap((policy) => routesOf(policy, labels.get(policy)));
+  return {
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'VirtualService',
+    metadata: metadataFor(group, 'prazo'),
+    spec: { hosts: [group[0]!.placement.host], http },
+  };
+}
+
+function routesOf(policy: MeshPolicy, label: string | undefined): Record<string, unknown>[] {
   const { placement } = policy;
   const route = [{ destination: { host: placement.host, port: { number: placement.port } } }];
   const uri = { prefix: placement.path };
@@ -67,7 +88,7 @@ function virtualService(policy: MeshPolicy): KubernetesObject {
   const retryAll = retries(policy) && placement.protocol === 'grpc';
   if (retries(policy)) {
     http.push({
-      name: 'prazo-retryable',
+      name: labelled('prazo', label, 'retryable'),
       // gRPC retries UNAVAILABLE on every method (gRPC documents it as never processed); HTTP only
       // idempotent methods and requests with an idempotency key.
       match: retryAll
@@ -89,19 +110,14 @@ function virtualService(policy: MeshPolicy): KubernetesObject {
   }
   if (!retryAll) {
     http.push({
-      name: retries(policy) ? 'prazo-once' : 'prazo',
+      name: retries(policy) ? labelled('prazo', label, 'once') : labelled('prazo', label),
       match: [{ uri }],
       timeout: gatewayDuration(Math.min(policy.attemptTimeoutMs, policy.deadlineMs)),
       retries: { attempts: 0 },
       route,
     });
   }
-  return {
-    apiVersion: 'networking.istio.io/v1',
-    kind: 'VirtualService',
-    metadata: metadataFor(policy, 'prazo'),
-    spec: { hosts: [placement.host], http },
-  };
+  return http;
 }
 
 const percentOf = (policy: MeshPolicy): number => Math.min(100, policy.budget.maxRatio * 100);
@@ -114,29 +130,41 @@ export function minConcurrency(policy: MeshPolicy): number {
   return Math.max(1, Math.ceil((policy.budget.minPerSecond * policy.attemptTimeoutMs) / 1000));
 }
 
-function destinationRule(policy: MeshPolicy): KubernetesObject {
-  const { ejection } = policy;
+/**
+ * The DestinationRule of one host. Its traffic policy is the host's, not a path's, so the
+ * dependencies of one Service share it: the longest connect timeout (each attempt is still cut at its
+ * own per-try timeout), the largest budget percent, and their minimum retry concurrencies added.
+ */
+function destinationRule(group: readonly MeshPolicy[], notes: string[]): KubernetesObject {
+  const { ejection } = group[0]!; // the defaults, for every dependency (policy.ts)
+  const connectMs = Math.max(...group.map((p) => p.connectTimeoutMs));
+  const retrying = group.filter(retries);
+  const budget =
+    retrying.length === 0
+      ? undefined
+      : {
+          percent: Math.max(...retrying.map(percentOf)),
+          minRetryConcurrency: retrying.reduce((n, p) => n + minConcurrency(p), 0),
+        };
+  if (group.length > 1) {
+    notes.push(
+      `${group.map((p) => p.dependency).join(', ')}: one DestinationRule for ${group[0]!.placement.host}: connectTimeout ${gatewayDuration(connectMs)} (the longest of theirs)${budget === undefined ? '' : `, retryBudget ${budget.percent}% (the largest), at least ${budget.minRetryConcurrency} (theirs added)`}`,
+    );
+  }
   return {
     apiVersion: 'networking.istio.io/v1',
     kind: 'DestinationRule',
-    metadata: metadataFor(policy, 'prazo'),
+    metadata: metadataFor(group, 'prazo'),
     spec: {
-      host: policy.placement.host,
+      host: group[0]!.placement.host,
       trafficPolicy: {
-        connectionPool: { tcp: { connectTimeout: gatewayDuration(policy.connectTimeoutMs) } },
+        connectionPool: { tcp: { connectTimeout: gatewayDuration(connectMs) } },
         // Connect failures, timeouts and 5xx count alike (splitExternalLocalOriginErrors off), as in prazo.
         outlierDetection: {
           consecutive5xxErrors: ejection.consecutiveFailures,
           baseEjectionTime: gatewayDuration(ejection.baseEjectionMs),
         },
-        ...(retries(policy)
-          ? {
-              retryBudget: {
-                percent: percentOf(policy),
-                minRetryConcurrency: minConcurrency(policy),
-              },
-            }
-          : {}),
+        ...(budget === undefined ? {} : { retryBudget: budget }),
       },
     },
   };

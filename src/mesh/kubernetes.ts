@@ -17,17 +17,23 @@ export type KubernetesObject = Readonly<Record<string, unknown>> & {
 
 export const MANAGED_BY = Object.freeze({ 'app.kubernetes.io/managed-by': 'prazo' });
 
-/** `metadata` of an object generated for `policy`: `<service>-<suffix>` in the Service's namespace. */
+/**
+ * `metadata` of an object generated for `policy`, or for the dependencies of one Service merged into
+ * one object: `<service>-<suffix>` in the Service's namespace, `prazo/dependency` naming them all
+ * (comma-separated, in the file's order).
+ */
 export function metadataFor(
-  policy: MeshPolicy,
+  policy: MeshPolicy | readonly MeshPolicy[],
   suffix: string,
   annotations: Readonly<Record<string, string>> = {},
 ): Record<string, unknown> {
+  const all: readonly MeshPolicy[] = Array.isArray(policy) ? policy : [policy as MeshPolicy];
+  const { placement } = all[0]!;
   return {
-    name: objectName(policy.placement.service, suffix),
-    namespace: policy.placement.namespace,
+    name: objectName(placement.service, suffix),
+    namespace: placement.namespace,
     labels: { ...MANAGED_BY },
-    annotations: { 'prazo/dependency': policy.dependency, ...annotations },
+    annotations: { 'prazo/dependency': all.map((p) => p.dependency).join(', '), ...annotations },
   };
 }
 

@@ -1,4 +1,5 @@
 import { linkerdDuration } from './duration.js';
+import { byService, groupLabels, labelled } from './group.js';
 import { type KubernetesObject, metadataFor, retries, retryableHttpMatches } from './kubernetes.js';
 import type { MeshPolicy, MeshRendering } from './policy.js';
 
@@ -13,6 +14,10 @@ import type { MeshPolicy, MeshRendering } from './policy.js';
  *
  * Values follow Linkerd's policy controller: durations are an integer and a unit (no fractions), the
  * limit a u16, HTTP conditions comma-separated codes or ranges (`502-504`), gRPC conditions names.
+ *
+ * Several dependencies on one Service (#24) each keep their own routes — the annotations are a
+ * route's whole policy — named `<service>-prazo-<dependency>[-retryable]` so that none overwrites
+ * another; Gateway API ranks routes of one parent by path specificity, as it ranks rules.
  */
 
 export const LINKERD = Object.freeze({
@@ -39,9 +44,14 @@ export function renderLinkerd(policies: readonly MeshPolicy[]): MeshRendering {
     'Linkerd has no retry budget for annotation retries: a failing route can be retried up to its limit on every request',
     'Linkerd has no hedging',
   ];
+  for (const group of byService(policies)) {
+    // One route (or two) per dependency: a route's annotations are its whole policy, so two
+    // dependencies cannot share one; their names tell them apart. One Service, annotated once.
+    const labels = groupLabels(group);
+    for (const policy of group) routes.push(...routesOf(policy, labels.get(policy)));
+    services.push(serviceAccrual(group[0]!));
+  }
   for (const policy of policies) {
-    routes.push(...routesOf(policy));
-    services.push(serviceAccrual(policy));
     const name = policy.dependency;
     if (retries(policy) && !policy.retryResponseTimeout) {
       notes.push(
@@ -68,7 +78,7 @@ export function renderLinkerd(policies: readonly MeshPolicy[]): MeshRendering {
   };
 }
 
-function routesOf(policy: MeshPolicy): KubernetesObject[] {
+function routesOf(policy: MeshPolicy, label: string | undefined): KubernetesObject[] {
   const { placement } = policy;
   const grpc = placement.protocol === 'grpc';
   const parentRefs = [{ group: '', kind: 'Service', name: placement.service, port: placement.port }];
@@ -97,7 +107,8 @@ function routesOf(policy: MeshPolicy): KubernetesObject[] {
     [LINKERD.request]: linkerdDuration(attemptMs),
     [LINKERD.response]: linkerdDuration(attemptMs),
   };
-  if (!retries(policy)) return [route('prazo', path, once)];
+  const plain = labelled('prazo', label);
+  if (!retries(policy)) return [route(plain, path, once)];
   const retried: Record<string, string> = {
     [LINKERD.request]: linkerdDuration(policy.deadlineMs),
     [LINKERD.retryLimit]: String(policy.retries),
@@ -109,8 +120,11 @@ function routesOf(policy: MeshPolicy): KubernetesObject[] {
       : { [LINKERD.retryHttp]: policy.retryStatuses.map(String).join(',') }),
   };
   // gRPC: UNAVAILABLE is retried on every method (as gRPC does); HTTP: only what may run twice.
-  if (grpc) return [route('prazo', [], retried)];
-  return [route('prazo-retryable', retryableHttpMatches(policy), retried), route('prazo', path, once)];
+  if (grpc) return [route(plain, [], retried)];
+  return [
+    route(labelled('prazo', label, 'retryable'), retryableHttpMatches(policy), retried),
+    route(plain, path, once),
+  ];
 }
 
 function serviceAccrual(policy: MeshPolicy): KubernetesObject {

@@ -218,3 +218,27 @@ export function gatewayDurationMs(text: string): number {
   }
   return ms;
 }
+
+/**
+ * The HTTPRoute CRD's validation of `HTTPPathMatch.value` for `Exact` and `PathPrefix`, rule by rule
+ * (kubernetes-sigs/gateway-api config/crd/standard/gateway.networking.k8s.io_httproutes.yaml, v1:
+ * `maxLength: 1024` and the `x-kubernetes-validations` on `matches[].path`): the messages the API
+ * server would answer. Empty: the cluster accepts the path.
+ */
+export function httpRoutePathCelProblems(value: string): string[] {
+  const out: string[] = [];
+  if (value.length > 1024) out.push('Too long: may not be more than 1024 bytes');
+  if (!value.startsWith('/')) out.push("value must be an absolute path and start with '/'");
+  for (const part of ['//', '/./', '/../', '%2f', '%2F', '#'])
+    if (value.includes(part)) out.push(`must not contain '${part}'`);
+  for (const end of ['/..', '/.']) if (value.endsWith(end)) out.push(`must not end with '${end}'`);
+  // CEL's matches() is RE2; this pattern means the same in JavaScript.
+  if (!/^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$/.test(value))
+    out.push(
+      "must only contain valid characters (matching ^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$)",
+    );
+  return out;
+}
+
+/** The HTTPRoute CRD's bounds on `spec.rules`: at most 16 rules, 64 matches each, 128 in all (CEL). */
+export const HTTP_ROUTE_LIMITS = Object.freeze({ rules: 16, matchesPerRule: 64, matches: 128 });

@@ -14,6 +14,8 @@ import {
   ENVOY_RETRY_ON,
   envoyProblems,
   gatewayDurationMs,
+  HTTP_ROUTE_LIMITS,
+  httpRoutePathCelProblems,
   LINKERD_GRPC_CONDITIONS,
   linkerdDurationMs,
   linkerdHttpConditions,
@@ -515,5 +517,307 @@ describe('durations in each system’s grammar', () => {
     expect(gatewayDuration(90_061_001)).toBe('25h1m1s1ms');
     expect(protoDuration(119)).toBe('0.119s');
     expect(() => gatewayDuration(1.5)).toThrow(RangeError);
+  });
+});
+
+// --------------------------------------------------------------------------------------------------
+// #24: what the cluster accepts, and nothing that overwrites something else.
+
+/** What `kubectl apply` keys an object by: two documents with one key leave only the last. */
+const objectKey = (d: Record<string, unknown>): string => {
+  const m = d.metadata as { name: string; namespace?: string };
+  return `${d.apiVersion}/${d.kind}/${m.namespace ?? ''}/${m.name}`;
+};
+const duplicates = (docs: Record<string, unknown>[]): string[] => {
+  const keys = docs.map(objectKey);
+  return keys.filter((k, i) => keys.indexOf(k) !== i);
+};
+
+/** Every file of an export as the user applies it, documents parsed back. */
+const allDocuments = (result: MeshExport): Record<string, unknown>[] =>
+  result.files.flatMap((f) => documentsOf(result, f.name));
+
+const K8S_TARGETS = [
+  { target: 'gateway-api', channel: 'standard' },
+  { target: 'gateway-api', channel: 'experimental' },
+  { target: 'istio', channel: 'standard' },
+  { target: 'linkerd', channel: 'standard' },
+] as const;
+
+/** Two dependencies on one Service, told apart by path: reads retried, writes sent once. */
+const READ_WRITE = `mesh: { namespace: shop }
+dependencies:
+  - { name: inventory-read, p99Ms: 50, attempts: 2, defaultDeadlineMs: 300, mesh: { service: inventory, port: 8080, path: /read } }
+  - { name: inventory-write, p99Ms: 80, attempts: 1, defaultDeadlineMs: 300, mesh: { service: inventory, port: 8080, path: /write } }
+`;
+
+describe('#24 item 8: a Service name is an RFC 1035 label (it starts with a letter)', () => {
+  it.each(MESH_TARGETS)('%s refuses `9lives` and `mesh.service: 1inventory`, at their keys', (target) => {
+    const config = fromText(
+      'dependencies:\n  - { name: 9lives, p99Ms: 10 }\n  - { name: a, p99Ms: 10, mesh: { service: 1inventory } }\n',
+    );
+    const result = exportMesh(config, { target, channel: 'experimental' });
+    expect(result.files).toEqual([]);
+    expect(result.problems).toEqual([
+      expect.objectContaining({
+        dependency: '9lives',
+        path: ['dependencies', 0, 'name'],
+        message: expect.stringMatching(/`9lives` is not a Kubernetes Service name.*RFC 1035.*mesh\.service/),
+      }),
+      expect.objectContaining({
+        dependency: 'a',
+        path: ['dependencies', 1, 'mesh', 'service'],
+        message: expect.stringMatching(
+          /`1inventory` is not a Kubernetes Service name.*starts? with a letter/,
+        ),
+      }),
+    ]);
+  });
+
+  it('still writes names that are RFC 1035 labels (a letter first, digits after)', () => {
+    const config = fromText('dependencies:\n  - { name: a9, p99Ms: 10, mesh: { service: v2-api } }\n');
+    for (const target of MESH_TARGETS) expect(exportMesh(config, { target }).problems).toEqual([]);
+  });
+});
+
+describe('#24 item 9: two dependencies on one Service make one resource per name', () => {
+  it.each(K8S_TARGETS)(
+    '$target ($channel): no two documents share a name; both paths keep their own numbers',
+    ({ target, channel }) => {
+      const result = exportMesh(fromText(READ_WRITE), { target, channel });
+      expect(result.problems).toEqual([]);
+      const docs = allDocuments(result);
+      expect(duplicates(docs)).toEqual([]);
+      expectValidKubernetes(docs.filter((d) => d.kind !== 'Service'));
+      const text = result.files.map((f) => f.text).join('\n');
+      expect(text).toContain('/read');
+      expect(text).toContain('/write');
+    },
+  );
+
+  it('Gateway API: one HTTPRoute with the rules of both, each path with its own timeouts and retry', () => {
+    const docs = documentsOf(
+      exportMesh(fromText(READ_WRITE), { target: 'gateway-api', channel: 'experimental' }),
+      'gateway-api.yaml',
+    ) as Doc[];
+    const routes = docs.filter((d) => d.kind === 'HTTPRoute');
+    expect(routes.map((r) => r.metadata.name)).toEqual(['inventory-prazo']);
+    const rules = routes[0].spec.rules as Doc[];
+    const names = rules.map((r) => r.name);
+    expect(new Set(names).size).toBe(names.length); // a rule name is unique within its route
+    const on = (path: string) => rules.filter((r) => r.matches.every((m: Doc) => m.path.value === path));
+    // reads: ceil(50 × 1.4) = 70 ms per attempt, retried within 300 ms; writes: one attempt of 112 ms
+    expect(on('/read').map((r) => [r.timeouts, r.retry?.attempts])).toEqual([
+      [{ request: '300ms', backendRequest: '70ms' }, 1],
+      [{ request: '70ms', backendRequest: '70ms' }, undefined],
+    ]);
+    expect(on('/write').map((r) => [r.timeouts, r.retry?.attempts])).toEqual([
+      [{ request: '112ms', backendRequest: '112ms' }, undefined],
+    ]);
+    expect(docs.filter((d) => d.kind === 'XBackendTrafficPolicy').map((d) => d.metadata.name)).toEqual([
+      'inventory-prazo-budget',
+    ]);
+  });
+
+  it('Istio: one VirtualService and one DestinationRule for the host, the longer prefix first', () => {
+    const docs = documentsOf(exportMesh(fromText(READ_WRITE), { target: 'istio' }), 'istio.yaml') as Doc[];
+    expect(docs.map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([
+      'VirtualService/inventory-prazo',
+      'DestinationRule/inventory-prazo',
+    ]);
+    const http = docs[0].spec.http as Doc[];
+    const prefixes = http.map((r) => r.match[0].uri.prefix);
+    expect(prefixes).toEqual(['/write', '/read', '/read']);
+    expect(http.find((r) => r.match[0].uri.prefix === '/write')).toMatchObject({
+      timeout: '112ms',
+      retries: { attempts: 0 },
+    });
+    expect(http.filter((r) => r.match[0].uri.prefix === '/read').map((r) => r.retries.attempts)).toEqual([
+      1, 0,
+    ]);
+    // One host, one pool: the longer connect timeout, the retry budget of the one that retries.
+    expect(docs[1].spec.trafficPolicy.connectionPool.tcp.connectTimeout).toBe('56ms');
+    expect(docs[1].spec.trafficPolicy.retryBudget).toEqual({ percent: 10, minRetryConcurrency: 1 });
+  });
+
+  it('Linkerd: a route per dependency (its annotations are its policy), the Service annotated once', () => {
+    const docs = documentsOf(
+      exportMesh(fromText(READ_WRITE), { target: 'linkerd' }),
+      'linkerd.yaml',
+    ) as Doc[];
+    const routes = docs.filter((d) => d.kind === 'HTTPRoute');
+    const of = (path: string) =>
+      routes.filter((r) => r.spec.rules[0].matches.every((m: Doc) => m.path.value === path));
+    expect(of('/read').map((r) => r.metadata.annotations['timeout.linkerd.io/response'])).toEqual([
+      '70ms',
+      '70ms',
+    ]);
+    expect(of('/write').map((r) => r.metadata.annotations['timeout.linkerd.io/response'])).toEqual(['112ms']);
+    expect(docs.filter((d) => d.kind === 'Service')).toHaveLength(1);
+  });
+
+  it('Envoy: one virtual host per host (Envoy refuses a domain in two), the longer prefix first', () => {
+    const [route] = documentsOf(
+      exportMesh(fromText(READ_WRITE), { target: 'envoy' }),
+      'envoy-route.yaml',
+    ) as Doc[];
+    const domains = route.virtual_hosts.flatMap((v: Doc) => v.domains);
+    expect(new Set(domains).size).toBe(domains.length);
+    expect(route.virtual_hosts).toHaveLength(1);
+    expect(route.virtual_hosts[0].routes.map((r: Doc) => [r.match.prefix, r.route.cluster])).toEqual([
+      ['/write', 'inventory-write'],
+      ['/read', 'inventory-read'],
+    ]);
+    expect(envoyProblems('RouteConfiguration', route)).toEqual([]);
+  });
+
+  it('refuses what one Service cannot tell apart: the same path twice, or two ports', () => {
+    const samePath = fromText(
+      'dependencies:\n  - { name: a, p99Ms: 10, mesh: { service: inv } }\n  - { name: b, p99Ms: 20, mesh: { service: inv } }\n',
+    );
+    const ports = fromText(
+      'dependencies:\n  - { name: a, p99Ms: 10, mesh: { service: inv, port: 80, path: /a } }\n  - { name: b, p99Ms: 20, mesh: { service: inv, port: 81, path: /b } }\n',
+    );
+    for (const target of ['gateway-api', 'istio', 'linkerd', 'envoy'] as const) {
+      const same = exportMesh(samePath, { target });
+      expect(same.files, target).toEqual([]);
+      expect(same.problems, target).toEqual([
+        expect.objectContaining({
+          dependency: 'b',
+          path: ['dependencies', 1, 'mesh'],
+          message: expect.stringMatching(/`a` and `b` both route Service `inv` path `\/`/),
+        }),
+      ]);
+      expect(exportMesh(ports, { target }).problems, target).toEqual([
+        expect.objectContaining({ dependency: 'b', message: expect.stringMatching(/port 81.*`a`.*port 80/) }),
+      ]);
+    }
+    // gRPC service configs are one file per dependency: nothing to tell apart
+    expect(exportMesh(samePath, { target: 'grpc' }).problems).toEqual([]);
+    // picking one with --dependency exports it alone
+    expect(exportMesh(samePath, { target: 'istio', dependencies: ['a'] }).problems).toEqual([]);
+  });
+
+  it('property: dependencies on a few Services with distinct paths never give two documents one name', () => {
+    const dependency = fc.record({
+      service: fc.constantFrom('inv', 'pay'),
+      path: fc.constantFrom('/', '/a', '/b', '/a/b', '/v1'),
+      p99Ms: fc.integer({ min: 5, max: 500 }),
+      attempts: fc.integer({ min: 1, max: 3 }),
+      protocol: fc.constantFrom('http', 'http', 'grpc'),
+    });
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(dependency, { maxLength: 6, selector: (d) => `${d.service} ${d.path}` }),
+        fc.constantFrom(...K8S_TARGETS, { target: 'envoy', channel: 'standard' } as const),
+        (deps, { target, channel }) => {
+          const text = `dependencies:\n${deps
+            .map(
+              (d, i) =>
+                `  - { name: d${i}, p99Ms: ${d.p99Ms}, attempts: ${d.attempts}, defaultDeadlineMs: 2000, mesh: { service: ${d.service}, path: '${d.path}', protocol: ${d.protocol} } }`,
+            )
+            .join('\n')}\n`;
+          const result = exportMesh(fromText(deps.length === 0 ? 'dependencies: []\n' : text), {
+            target,
+            channel,
+          });
+          if (result.problems.length > 0) {
+            // only Linkerd refuses here: two gRPC dependencies on one Service (a GRPCRoute has no path)
+            expect(target).toBe('linkerd');
+            return;
+          }
+          const docs = allDocuments(result);
+          if (target === 'envoy') {
+            const domains = docs[0]!.virtual_hosts as Doc[];
+            const all = domains.flatMap((v: Doc) => v.domains);
+            expect(new Set(all).size).toBe(all.length);
+            return;
+          }
+          expect(duplicates(docs)).toEqual([]);
+          expectValidKubernetes(docs.filter((d) => d.kind !== 'Service'));
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('#24 item 10: paths the HTTPRoute CRD refuses are refused before writing', () => {
+  const REFUSED = ['//x', '/a/../b', '/%zz', '/é', '/a|b', '/a%2Fb', '/a/.', '/x/..', '/a/./b', '/a%2fb'];
+  const withPath = (path: string) =>
+    fromText(`dependencies:\n  - { name: a, p99Ms: 10, mesh: { path: ${JSON.stringify(path)} } }\n`);
+
+  it.each(['gateway-api', 'linkerd'] as const)(
+    '%s: each refused at `mesh.path`, naming the rule',
+    (target) => {
+      for (const path of REFUSED) {
+        expect(httpRoutePathCelProblems(path), path).not.toEqual([]); // the CRD's own rules refuse it
+        const result = exportMesh(withPath(path), { target, channel: 'experimental' });
+        expect(result.files, path).toEqual([]);
+        expect(result.problems, path).toEqual([
+          expect.objectContaining({
+            dependency: 'a',
+            path: ['dependencies', 0, 'mesh', 'path'],
+            message: expect.stringContaining('HTTPRoute'),
+          }),
+        ]);
+      }
+    },
+  );
+
+  it('property: a path is written for gateway-api and linkerd exactly when the CRD would accept it', () => {
+    const segment = fc.oneof(
+      fc.stringMatching(/^[-a-zA-Z0-9._~!$&'()*+,;=:@]{0,6}$/),
+      fc.constantFrom('.', '..', '%2F', '%2f', '%20', '%zz', '%', 'é', '|', '#x', '%41'),
+    );
+    const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((s) => `/${s.join('/')}`);
+    fc.assert(
+      fc.property(
+        path,
+        fc.constantFrom('gateway-api', 'linkerd') as fc.Arbitrary<MeshTarget>,
+        (p, target) => {
+          const { config, problems } = checkConfigText(
+            `dependencies:\n  - { name: a, p99Ms: 10, mesh: { path: ${JSON.stringify(p)} } }\n`,
+            { readText: () => '' },
+          );
+          if (config === undefined || problems.some((x) => x.severity === 'error')) return; // the loader's own refusal
+          const result = exportMesh(config, { target, channel: 'experimental' });
+          const accepted = httpRoutePathCelProblems(p).length === 0;
+          expect(result.problems.length === 0, `${p}: ${JSON.stringify(result.problems)}`).toBe(accepted);
+          if (accepted) {
+            for (const doc of allDocuments(result) as Doc[]) {
+              if (doc.kind !== 'HTTPRoute') continue;
+              for (const rule of doc.spec.rules)
+                for (const m of rule.matches) expect(httpRoutePathCelProblems(m.path.value)).toEqual([]);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('Istio and Envoy match a prefix as a plain string and write such paths as given', () => {
+    for (const target of ['istio', 'envoy'] as const)
+      expect(exportMesh(withPath('/a|b'), { target }).problems).toEqual([]);
+  });
+
+  it('Gateway API: more rules than one HTTPRoute may hold is refused, not cut', () => {
+    const many = `dependencies:\n${Array.from(
+      { length: 9 },
+      (_, i) =>
+        `  - { name: d${i}, p99Ms: 10, attempts: 2, defaultDeadlineMs: 300, mesh: { service: inv, path: /p${i} } }`,
+    ).join('\n')}\n`;
+    const result = exportMesh(fromText(many), { target: 'gateway-api', channel: 'experimental' });
+    expect(result.files).toEqual([]);
+    expect(result.problems).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(
+          new RegExp(`18 rules.*at most ${HTTP_ROUTE_LIMITS.rules}|${HTTP_ROUTE_LIMITS.matches}`),
+        ),
+      }),
+    ]);
+    // the standard channel has one rule per dependency: 9 fit
+    expect(exportMesh(fromText(many), { target: 'gateway-api' }).problems).toEqual([]);
   });
 });

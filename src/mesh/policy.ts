@@ -4,7 +4,7 @@ import type { MeshDefaults } from '../config/body.js';
 import type { DependencyConfig, MeshPlacement as GivenPlacement } from '../config/dependency.js';
 import type { PrazoConfig } from '../config/load.js';
 import type { Path } from '../config/problem.js';
-import { DEPENDENCY_IN_FILE, DNS_LABEL, MESH_DEFAULTS_IN_FILE, MESH_IN_FILE } from '../config/schema.js';
+import { DEPENDENCY_IN_FILE, MESH_DEFAULTS_IN_FILE, MESH_IN_FILE } from '../config/schema.js';
 import { HEDGE_OPTIONS, hedgePercentile } from '../hedge/options.js';
 import { BACKOFF_OPTIONS } from '../retry/backoff.js';
 import { GRPC_UNAVAILABLE, RETRYABLE_STATUS } from '../retry/constants.js';
@@ -115,6 +115,16 @@ export interface MeshProblem {
   readonly message: string;
 }
 
+/**
+ * A Kubernetes Service name: the API server validates it as an RFC 1035 label, stricter than the
+ * RFC 1123 label of other names (a Service named `9lives` is refused). The config's own check is the RFC 1123 one (`DNS_LABEL`, shared
+ * with the namespace); a name it accepts but no Service can have would be exported for a Service
+ * that cannot exist (#24).
+ */
+export const SERVICE_NAME = /^(?=.{1,63}$)[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const SERVICE_NAME_RULE =
+  "an RFC 1035 label: starts with a letter a-z, then a-z, 0-9 or '-', ends with a letter or digit, at most 63 characters";
+
 /** Every dependency's mesh policy, or the problems that keep one from being exported. */
 export function meshPolicies(config: PrazoConfig): {
   readonly policies: readonly MeshPolicy[];
@@ -134,11 +144,17 @@ export function meshPolicies(config: PrazoConfig): {
       continue;
     }
     const mesh = placementOf(dependency);
-    if (mesh.service === undefined && !DNS_LABEL.test(name)) {
+    if (mesh.service === undefined && !SERVICE_NAME.test(name)) {
       problems.push({
         dependency: name,
         path: [...at, 'name'],
-        message: `\`${name}\` is not a Kubernetes Service name (an RFC 1123 DNS label): give \`mesh.service\``,
+        message: `\`${name}\` is not a Kubernetes Service name (${SERVICE_NAME_RULE}): give \`mesh.service\``,
+      });
+    } else if (mesh.service !== undefined && !SERVICE_NAME.test(mesh.service)) {
+      problems.push({
+        dependency: name,
+        path: [...at, 'mesh', 'service'],
+        message: `\`${mesh.service}\` is not a Kubernetes Service name (${SERVICE_NAME_RULE})`,
       });
     } else if (mesh.grpcService !== undefined && mesh.protocol !== 'grpc') {
       problems.push({
@@ -270,4 +286,6 @@ export interface MeshRendering {
   readonly files: readonly MeshFile[];
   /** `<dependency>: <what was approximated or left out, with the numbers>`. */
   readonly notes: readonly string[];
+  /** What the system would refuse in what was rendered (then nothing is written). */
+  readonly problems?: readonly MeshProblem[];
 }

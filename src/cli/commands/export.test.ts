@@ -90,6 +90,49 @@ describe('prazo export', () => {
     expect(unknown.err).toContain('no dependency named `nope`');
   });
 
+  it('#24: a Service name starting with a digit, or a path the HTTPRoute CRD refuses, is exit 2 at its line; nothing written', async () => {
+    const dir = tmp();
+    writeFileSync(
+      join(dir, 'digit.yaml'),
+      'dependencies:\n  - { name: ok, p99Ms: 10 }\n  - name: a\n    p99Ms: 10\n    mesh: { service: 1inventory }\n',
+    );
+    for (const target of ['gateway-api', 'istio', 'linkerd', 'envoy', 'grpc']) {
+      const r = await runCli(['export', '--config', 'digit.yaml', '--to', target, '--out', 'x'], dir);
+      expect(r.code, target).toBe(ExitCode.badInput);
+      expect(r.err, target).toContain(
+        'digit.yaml:5:13: error: dependencies[1].mesh.service: `1inventory` is not a Kubernetes Service name (an RFC 1035 label',
+      );
+    }
+    writeFileSync(
+      join(dir, 'path.yaml'),
+      'dependencies:\n  - name: a\n    p99Ms: 10\n    mesh: { path: /a|b }\n',
+    );
+    for (const target of ['gateway-api', 'linkerd']) {
+      const r = await runCli(['export', '--config', 'path.yaml', '--to', target, '--out', 'x'], dir);
+      expect(r.code, target).toBe(ExitCode.badInput);
+      expect(r.err, target).toMatch(
+        /path\.yaml:4:13: error: dependencies\[0\]\.mesh\.path: `\/a\|b` is not a path an HTTPRoute accepts/,
+      );
+    }
+    expect(() => readdirSync(join(dir, 'x'))).toThrow(); // nothing written
+  });
+
+  it('#24: two dependencies on one Service print one HTTPRoute holding both paths, exit 0', async () => {
+    const dir = tmp();
+    writeFileSync(
+      join(dir, 'rw.yaml'),
+      'dependencies:\n  - { name: read, p99Ms: 50, mesh: { service: inventory, path: /read } }\n  - { name: write, p99Ms: 80, attempts: 1, mesh: { service: inventory, path: /write } }\n',
+    );
+    const r = await runCli(['export', '--config', 'rw.yaml', '--to', 'gateway-api'], dir);
+    expect(r.code).toBe(ExitCode.ok);
+    const docs = parseAllDocuments(r.out).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string } },
+    );
+    expect(docs.map((d) => `${d.kind}/${d.metadata.name}`)).toEqual(['HTTPRoute/inventory-prazo']);
+    expect(r.out).toContain('value: /read');
+    expect(r.out).toContain('value: /write');
+  });
+
   it('--strict exits 1 on the config’s warnings, which go to stderr', async () => {
     const dir = tmp();
     writeFileSync(

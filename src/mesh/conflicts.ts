@@ -1,0 +1,105 @@
+import { byService } from './group.js';
+import type { MeshPolicy, MeshProblem } from './policy.js';
+
+/**
+ * What a target's cluster or proxy would refuse, or would apply as something else, found before a
+ * file is written (#24 items 9, 10): an export that `kubectl apply` half-rejects, or whose objects
+ * overwrite each other, is policy silently lost, so it is refused with the reason at the config key.
+ */
+
+/** The targets whose resources are keyed by the Service and routed by path. */
+export type RoutedTarget = 'gateway-api' | 'istio' | 'linkerd' | 'envoy';
+
+/**
+ * The HTTPRoute CRD's validation of a path match's `value` (type `PathPrefix`), as the API server
+ * applies it: `maxLength: 1024` and the CEL rules on `HTTPPathMatch` (kubernetes-sigs/gateway-api,
+ * `config/crd/*\/gateway.networking.k8s.io_httproutes.yaml`), messages as the server words them. The
+ * config only asks for a `/` first and no whitespace, `?` or `#`; a path such as `/a|b` or `/é` loads,
+ * and an HTTPRoute carrying it is refused by the cluster.
+ */
+const PATH_RULES: ReadonlyArray<readonly [(path: string) => boolean, string]> = [
+  [(p) => p.length <= 1024, 'may not be more than 1024 characters'],
+  [(p) => p.startsWith('/'), "must be an absolute path and start with '/'"],
+  [(p) => !p.includes('//'), "must not contain '//'"],
+  [(p) => !p.includes('/./'), "must not contain '/./'"],
+  [(p) => !p.includes('/../'), "must not contain '/../'"],
+  [(p) => !p.includes('%2f') && !p.includes('%2F'), "must not contain '%2f' or '%2F' (an encoded '/')"],
+  [(p) => !p.includes('#'), "must not contain '#'"],
+  [(p) => !p.endsWith('/..') && !p.endsWith('/.'), "must not end with '/..' or '/.'"],
+  [
+    // CEL's matches() is RE2; this pattern reads the same in JavaScript.
+    (p) => /^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$/.test(p),
+    "must only contain A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = : @ / and %XX escapes",
+  ],
+];
+
+/** The first HTTPRoute path rule `path` breaks, in words, or undefined when the CRD accepts it. */
+export function httpRoutePathProblem(path: string): string | undefined {
+  return PATH_RULES.find(([ok]) => !ok(path))?.[1];
+}
+
+/** Whether `target` writes a route for this policy, and whether that route matches on its path. */
+function routing(policy: MeshPolicy, target: RoutedTarget): 'path' | 'pathless' | 'none' {
+  const grpc = policy.placement.protocol === 'grpc';
+  if (target === 'gateway-api') return grpc ? 'none' : 'path'; // GRPCRoute: nothing to time or retry
+  if (target === 'linkerd') return grpc ? 'pathless' : 'path'; // a GRPCRoute, matching every method
+  return 'path'; // Istio and Envoy route gRPC by its path prefix too
+}
+
+/** The problems `target` would have with these policies (those selected for export). */
+export function targetProblems(policies: readonly MeshPolicy[], target: RoutedTarget): MeshProblem[] {
+  const problems: MeshProblem[] = [];
+  const at = (p: MeshPolicy, ...key: string[]) => ['dependencies', p.index, ...key];
+  if (target === 'gateway-api' || target === 'linkerd') {
+    for (const p of policies) {
+      if (routing(p, target) !== 'path') continue;
+      const broken = httpRoutePathProblem(p.placement.path);
+      if (broken !== undefined) {
+        problems.push({
+          dependency: p.dependency,
+          path: at(p, 'mesh', 'path'),
+          message: `\`${p.placement.path}\` is not a path an HTTPRoute accepts: it ${broken} (the Gateway API CRD's validation)`,
+        });
+      }
+    }
+  }
+  for (const group of byService(policies)) {
+    const routed = group.filter((p) => routing(p, target) !== 'none');
+    const first = routed[0];
+    if (first === undefined) continue;
+    const service = `Service \`${first.placement.service}\``;
+    for (const [i, p] of routed.entries()) {
+      const earlier = routed.slice(0, i);
+      const port = earlier.find((q) => q.placement.port !== p.placement.port);
+      const same = earlier.find(
+        (q) =>
+          routing(q, target) === 'path' &&
+          routing(p, target) === 'path' &&
+          q.placement.path === p.placement.path,
+      );
+      const pathless = earlier.find(
+        (q) => routing(q, target) === 'pathless' && routing(p, target) === 'pathless',
+      );
+      if (port !== undefined) {
+        problems.push({
+          dependency: p.dependency,
+          path: at(p, 'mesh', 'port'),
+          message: `routes ${service} on port ${p.placement.port}, and \`${port.dependency}\` on port ${port.placement.port}: the ${target} resources of one Service cannot keep two ports apart; export them separately (--dependency)`,
+        });
+      } else if (same !== undefined) {
+        problems.push({
+          dependency: p.dependency,
+          path: at(p, 'mesh'),
+          message: `\`${same.dependency}\` and \`${p.dependency}\` both route ${service} path \`${p.placement.path}\`: a proxy cannot tell their calls apart; give each its own \`mesh.path\`, or \`mesh: false\` to one`,
+        });
+      } else if (pathless !== undefined) {
+        problems.push({
+          dependency: p.dependency,
+          path: at(p, 'mesh'),
+          message: `\`${pathless.dependency}\` and \`${p.dependency}\` are both gRPC on ${service}: Linkerd's GRPCRoute annotations hold for every method of the Service, so only one policy can apply; export them separately (--dependency), or \`mesh: false\` to one`,
+        });
+      }
+    }
+  }
+  return problems;
+}

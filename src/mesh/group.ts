@@ -1,0 +1,79 @@
+import type { MeshPolicy } from './policy.js';
+
+/**
+ * Dependencies that share a Kubernetes Service (#24 item 9). Two dependencies may well be one
+ * Service seen twice — `/read` retried, `/write` sent once — and every system keys its resources by
+ * the Service (an HTTPRoute named `<service>-prazo`, a VirtualService for the host, an Envoy virtual
+ * host for its domains). One resource per dependency would give two objects of one name, and
+ * `kubectl apply` keeps the last: silent policy loss. So the renderers work on groups: one resource
+ * per Service, holding each dependency's rules (Linkerd, whose policy is the route's annotations,
+ * keeps one route per dependency, under names told apart by {@link groupLabels}).
+ */
+
+/** The policies by Service (`namespace/service`), each group and its members in the file's order. */
+export function byService(policies: readonly MeshPolicy[]): MeshPolicy[][] {
+  const groups = new Map<string, MeshPolicy[]>();
+  for (const policy of policies) {
+    const key = `${policy.placement.namespace}/${policy.placement.service}`;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [policy]);
+    else group.push(policy);
+  }
+  return [...groups.values()];
+}
+
+/** Suffixes the renderers put after a label (`<label>-retryable`, `<label>-once`). */
+const SUFFIXES = ['retryable', 'once'] as const;
+
+/**
+ * A label per dependency of a group, for the names of its rules or routes when the group has more
+ * than one (undefined for a dependency alone: its names stay what they were). The dependency's name
+ * as a DNS label part (lowercase, runs of anything else as one `-`, at most 40 characters), unless two
+ * would give one name — `a` and `A`, or `a`'s `a-retryable` and a dependency named `a-retryable` —
+ * then `d<index in the file>` for the whole group.
+ */
+export function groupLabels(group: readonly MeshPolicy[]): Map<MeshPolicy, string | undefined> {
+  if (group.length === 1) return new Map([[group[0]!, undefined]]);
+  const slug = (name: string): string =>
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .slice(0, 40)
+      .replace(/^-+|-+$/g, '');
+  const wanted = group.map((p) => slug(p.dependency));
+  const names = wanted.flatMap((l) => [l, ...SUFFIXES.map((s) => `${l}-${s}`)]);
+  const clash = wanted.some((l) => l === '') || new Set(names).size !== names.length;
+  return new Map(group.map((p, i) => [p, clash ? `d${p.index}` : wanted[i]!]));
+}
+
+/** `base` for a dependency alone, `<base>-<label>` (then `-<suffix>`) for one of several. */
+export function labelled(base: string, label: string | undefined, suffix?: string): string {
+  return [base, label, suffix].filter((part) => part !== undefined).join('-');
+}
+
+/**
+ * Envoy's virtual hosts, one per host: Envoy refuses a RouteConfiguration in which a domain is given
+ * twice, and a virtual host's domains are its Service's. The routes of the dependencies of one
+ * Service go in one virtual host (named after them all), longest prefix first: Envoy takes the first
+ * route that matches, and a `prefix` is a plain string prefix.
+ */
+export function mergeVirtualHosts(hosts: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  type Host = { name: string; domains: string[]; routes: Array<{ match: { prefix: string } }> };
+  const merged = new Map<string, Host>();
+  for (const raw of hosts) {
+    const host = raw as unknown as Host;
+    const key = host.domains[0]!;
+    const seen = merged.get(key);
+    if (seen === undefined) merged.set(key, { ...host, routes: [...host.routes] });
+    else
+      merged.set(key, {
+        ...seen,
+        name: `${seen.name}+${host.name}`,
+        routes: [...seen.routes, ...host.routes],
+      });
+  }
+  return [...merged.values()].map((h) => ({
+    ...h,
+    routes: [...h.routes].sort((a, b) => b.match.prefix.length - a.match.prefix.length),
+  }));
+}
