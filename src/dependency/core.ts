@@ -7,6 +7,7 @@ import type { LatencySource } from '../latency/types.js';
 import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import type { BackoffOptions, RandomSource } from '../retry/backoff.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
+import type { AdaptiveThrottle } from '../throttle/throttle.js';
 import type { Listeners } from './events.js';
 import type { ConfigVersion } from './types.js';
 
@@ -32,6 +33,13 @@ export interface DependencyCore {
   readonly hedge: HedgePolicy | undefined;
   /** The concurrency limit attempts take a slot of before they are sent (SPEC X7), when there is one. */
   readonly limiter: ConcurrencyLimiter | undefined;
+  /**
+   * Attempts holding a slot of `limiter` wait past the calibrated `responseMs`, up to the deadline,
+   * when a response timeout would not be retried (`concurrencyLimit.patience`, SPEC C6).
+   */
+  readonly patience: boolean;
+  /** The adaptive throttle calls are admitted by, unless it is switched off. */
+  readonly throttle: AdaptiveThrottle | undefined;
   readonly retryResponseTimeout: boolean;
   /** Honour a server's pushback (SPEC X6): an answer asking not to be retried ends the call. */
   readonly pushback: boolean;

@@ -145,6 +145,7 @@ export function createDependency(options: DependencyOptions): Dependency {
     // The same concurrency limiter (SPEC X7): one limit, whichever plan.
     const next = resolveDependency({ ...merged, recorder: core.recorder }, core.events, context, {
       limiter: core.limiter,
+      throttle: core.throttle,
     });
     const nextCore: DependencyCore = { ...next.core, budget: core.budget };
     const problems = followersOf(dependency).flatMap((f) => f.check(nextCore));
@@ -225,6 +226,7 @@ const NOT_LIVE: Readonly<Record<string, string>> = Object.freeze({
   clock: 'every timer and window of the dependency runs on it',
   random: 'it is fixed when the dependency is made',
   classifyError: 'it is fixed when the dependency is made',
+  throttle: 'its window counts what the calls in flight started with',
 });
 
 /** Reads an update: every problem (unknown keys, keys that cannot change, bad values) in one error. */

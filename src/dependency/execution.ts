@@ -3,6 +3,7 @@ import type { Deadline } from '../deadline/deadline.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { ConcurrencyLimitError } from '../errors/capacity.js';
 import { isQueueTimeout } from '../errors/guards.js';
+import { ThrottledError } from '../errors/throttle.js';
 import type { LimitWaiter } from '../limit/limiter.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
@@ -52,6 +53,8 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   #waitingSince = 0;
   /** The limiter's mark while this call waits in its queue. */
   queued?: boolean;
+  /** The copy being cancelled because the call ended otherwise (it lost a race, or was pushed back). */
+  #dismissed: Attempt<T> | undefined;
 
   constructor(
     core: DependencyCore,
@@ -113,6 +116,11 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       this.finish(false, insufficient(core, remaining, 1));
       return;
     }
+    const throttle = core.throttle;
+    if (throttle !== undefined && !throttle.admit(now)) {
+      this.#throttled(now);
+      return;
+    }
     const limiter = core.limiter;
     if (limiter !== undefined && !limiter.tryAcquire()) {
       this.#wait('original', now, remaining);
@@ -130,7 +138,11 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const core = this.core;
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
-    const byDeadline = remaining <= core.responseMs;
+    // A patient attempt (it holds a slot of the limit, and its response timeout would not be
+    // retried) waits up to the deadline: the limit, not the timeout, protects the caller's pool.
+    const byDeadline =
+      remaining <= core.responseMs ||
+      (permit && core.patience && !(this.#retryResponseTimeout ?? core.retryResponseTimeout));
     const timeoutMs = byDeadline ? remaining : core.responseMs;
     const n = ++this.#started;
     const attempt = this.createAttempt(kind, n, timeoutMs, core.connectMs, byDeadline, now);
@@ -262,6 +274,25 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     this.finish(false, error);
   }
 
+  /**
+   * The adaptive throttle refused the call (docs/throttling.md): nothing sent, nothing recorded, no
+   * original counted for the retry budget, no retry.
+   */
+  #throttled(now: number): void {
+    const core = this.core;
+    const throttle = core.throttle!;
+    const { requests, accepts, probability } = throttle.state(now);
+    notify.throttled(core, requests, accepts, probability);
+    const error = new ThrottledError({
+      dependency: core.name,
+      requests,
+      accepts,
+      probability,
+      windowMs: throttle.windowMs,
+    });
+    this.finish(false, error);
+  }
+
   /** Starts a retry now: with a slot of the limit, or waiting for one (the held failure's slot freed first). */
   #retry(now: number): void {
     const limiter = this.core.limiter;
@@ -294,6 +325,17 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     }
     if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, outcome, value));
     this.#detach(attempt);
+    const throttle = core.throttle;
+    if (throttle !== undefined) {
+      // An answer, or a pushback (the dependency is up and said so: its own dependency failed, and
+      // its own throttle sees that; counting it here would throttle every route this client serves)
+      // is accepted; a failed answer or a timeout is not; a request never written to the wire says
+      // nothing of the dependency; a thrown failure is judged with the retry plan below.
+      if (ok) throttle.count(now, verdict === undefined || verdict.pushback === true || !verdict.retryable);
+      else if (outcome === 'timeout') {
+        if (!isQueueTimeout(value)) throttle.count(now, false);
+      } else if (this.settled) throttle.count(now, false);
+    }
     if (this.settled) {
       if (ok) this.discard(value as T);
     } else if (ok && verdict?.pushback === true) {
@@ -303,6 +345,9 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     } else {
       const retryResponseTimeout = this.#retryResponseTimeout ?? core.retryResponseTimeout;
       const failure = failureOf(core, retryResponseTimeout, ok, verdict, value);
+      // A timeout or a retryable failure is the dependency's (not accepted); another thrown failure
+      // (a constraint violation, a 4xx-like error) is an answer.
+      if (!ok && throttle !== undefined && outcome !== 'timeout') throttle.count(now, !failure.retryable);
       if (failure.pushback === true) {
         this.#pushedBack(attempt, ok, value);
         return;
@@ -325,9 +370,16 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
 
   cancelled(attempt: Attempt<T>): void {
     const core = this.core;
-    if (core.events.active) {
-      const latencyMs = core.clock.now() - attempt.started;
-      core.events.emit(endEvent(core.name, attempt, latencyMs, false, 'cancelled', undefined));
+    const throttle = core.throttle;
+    if (core.events.active || throttle !== undefined) {
+      const now = core.clock.now();
+      const latencyMs = now - attempt.started;
+      if (core.events.active)
+        core.events.emit(endEvent(core.name, attempt, latencyMs, false, 'cancelled', undefined));
+      // A copy dismissed because the call ended otherwise, or cut short before the p99, says nothing
+      // about the dependency; one still unanswered past the p99 counts as not accepted.
+      if (throttle !== undefined && attempt !== this.#dismissed && latencyMs >= core.p99Ms)
+        throttle.count(now, false);
     }
     this.#detach(attempt);
   }
@@ -424,6 +476,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   #pushedBack(attempt: Attempt<T>, ok: boolean, value: unknown): void {
     notify.pushback(this.core, attempt.kind, attempt.attempt);
     const other = this.#primary ?? this.#hedge;
+    this.#dismissed = other;
     other?.cancel(new DOMException(PUSHED_BACK, 'AbortError'));
     this.releaseHeld();
     this.finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
@@ -438,6 +491,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       const lostAfterMs = core.clock.now() - other.started;
       core.recorder.record(lostAfterMs, 'success');
       this.lost(other, lostAfterMs);
+      this.#dismissed = other;
       other.cancel(new DOMException(HEDGE_LOST, 'AbortError'));
     }
     if (attempt.kind === 'hedge') notify.hedgeWon(core, attempt.attempt);

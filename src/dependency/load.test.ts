@@ -24,8 +24,8 @@ function counted(clock: FakeClock, fails: (attempt: number) => boolean, ms = 5) 
 }
 
 describe('an outage where every attempt fails (100 req/s for 60 s)', () => {
-  it('naive 3 attempts: 3× the load; with the budget: at most 1.1×', async () => {
-    const run = async (maxRatio: number) => {
+  it('naive 3 attempts: 3× the load; with the budget: at most 1.1×; with the throttle too: ~0.1×', async () => {
+    const run = async (maxRatio: number, throttle = false) => {
       const clock = new FakeClock();
       const dep = createDependency({
         name: 'supplier',
@@ -34,6 +34,7 @@ describe('an outage where every attempt fails (100 req/s for 60 s)', () => {
         clock,
         random: mulberry32(1),
         retryBudget: { maxRatio, minPerSecond: 3 },
+        throttle, // the budget alone first (the throttle would refuse most of these calls)
       });
       const { operation, calls } = counted(clock, () => true);
       const result = await drive(clock, 100, 60, () => dep.execute(operation, { idempotent: true }));
@@ -45,6 +46,10 @@ describe('an outage where every attempt fails (100 req/s for 60 s)', () => {
     expect(budgeted.load).toBeLessThanOrEqual(1.1);
     expect(budgeted.load).toBeGreaterThan(1.05); // the budget is spent, not hoarded
     expect(budgeted.failed).toBe(6_000);
+    // Issue 23: the throttle refuses 90% of the calls locally; the probe share and its retries remain.
+    const throttled = await run(0.1, true);
+    expect(throttled.load).toBeLessThan(0.2);
+    expect(throttled.load).toBeGreaterThan(0.1);
   });
 });
 

@@ -21,6 +21,17 @@ export function attempt(
   );
 }
 
+/** The adaptive throttle refused a call: the window's counts and the probability it was refused with. */
+export function throttled(
+  core: DependencyCore,
+  requests: number,
+  accepts: number,
+  probability: number,
+): void {
+  if (core.events.active)
+    core.events.emit({ type: 'throttled', dependency: core.name, requests, accepts, probability });
+}
+
 export function budgetRefused(core: DependencyCore, kind: 'retry' | 'hedge'): void {
   if (core.events.active) core.events.emit({ type: 'budget-refused', dependency: core.name, kind });
 }

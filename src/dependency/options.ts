@@ -18,6 +18,8 @@ import { readOptions } from '../options/validator.js';
 import { BACKOFF_OPTIONS, type RandomSource } from '../retry/backoff.js';
 import { classifyFailure } from '../retry/classify.js';
 import { isValidIdempotencyKey } from '../retry/idempotency.js';
+import { THROTTLE_OPTIONS } from '../throttle/options.js';
+import { AdaptiveThrottle } from '../throttle/throttle.js';
 import type { DependencyCore, ErrorClassifier } from './core.js';
 import { Listeners } from './events.js';
 import type { ResultVerdict } from './types.js';
@@ -83,6 +85,14 @@ export const DEPENDENCY_OPTIONS = defineOptions({
    * recorded as the dependency's latency. Default: none.
    */
   concurrencyLimit: option.nested(CONCURRENCY_LIMIT_OPTIONS),
+  /**
+   * Adaptive throttling (client-side admission control, docs/throttling.md): once most recent attempts
+   * fail, a new call is refused locally with probability max(0, (requests − k × accepts) /
+   * (requests + 1)), at most `maxProbability`: THROTTLED at once, nothing sent, nothing recorded, no
+   * budget spent, not retried. `false` switches it off. Default on (`true`): k 2, a 1 s window, at
+   * most 90% refused, nothing refused under 10 requests in the window.
+   */
+  throttle: option.toggle(THROTTLE_OPTIONS),
   /** Full-jitter backoff ceilings between retries, in ms. Default `{ baseMs: 25, capMs: 1000 }`. */
   backoff: option.nested(BACKOFF_OPTIONS),
   /** Retry response timeouts of idempotent calls by default (SPEC R4). Default false. */
@@ -193,9 +203,10 @@ export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
 /** What `dependency.update` takes: any of the live keys (see `DEPENDENCY_UPDATE_OPTIONS`); a key given as `undefined` returns to its default. */
 export type DependencyUpdate = OptionsOf<typeof DEPENDENCY_UPDATE_OPTIONS>;
 
-/** What an updated (or recalibrated) executor keeps of the one it replaces (SPEC X2): its concurrency limiter. */
+/** What an updated (or recalibrated) executor keeps of the one it replaces (SPEC X2): its concurrency limiter and its throttle's counts. */
 export interface SharedParts {
   readonly limiter?: ConcurrencyLimiter | undefined;
+  readonly throttle?: AdaptiveThrottle | undefined;
 }
 
 /** Validates every option (all problems reported together) and builds what the executions share. */
@@ -255,6 +266,12 @@ export function resolveDependency(
     limiter:
       shared.limiter ??
       (o.concurrencyLimit === undefined ? undefined : new ConcurrencyLimiter(o.concurrencyLimit, clock)),
+    patience: o.concurrencyLimit?.patience === true,
+    throttle:
+      o.throttle === false
+        ? undefined
+        : (shared.throttle ??
+          new AdaptiveThrottle(o.throttle === true ? undefined : o.throttle, clock, o.random ?? Math.random)),
     retryResponseTimeout: o.retryResponseTimeout,
     pushback: o.pushback,
     classifyError: o.classifyError ?? classifyFailure,

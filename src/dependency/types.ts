@@ -86,6 +86,18 @@ export type DependencyEvent =
     }
   | { readonly type: 'budget-refused'; readonly dependency: string; readonly kind: 'retry' | 'hedge' }
   | {
+      /**
+       * The adaptive throttle refused a call locally (docs/throttling.md): in its window `requests`
+       * attempts were counted (refusals included) and `accepts` of them accepted; the call was refused
+       * with `probability`. Nothing was sent.
+       */
+      readonly type: 'throttled';
+      readonly dependency: string;
+      readonly requests: number;
+      readonly accepts: number;
+      readonly probability: number;
+    }
+  | {
       readonly type: 'deadline-insufficient';
       readonly dependency: string;
       readonly remainingMs: number;

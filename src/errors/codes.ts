@@ -9,6 +9,8 @@ export const ErrorCode = Object.freeze({
   BODY_TIMEOUT: 'BODY_TIMEOUT',
   RETRY_BUDGET_EXHAUSTED: 'RETRY_BUDGET_EXHAUSTED',
   CONCURRENCY_LIMITED: 'CONCURRENCY_LIMITED',
+  /** The dependency's adaptive throttle refused the call locally: most recent attempts failed. */
+  THROTTLED: 'THROTTLED',
   NO_INSTANCE: 'NO_INSTANCE',
   INVALID_OPTIONS: 'INVALID_OPTIONS',
   /** A dependency answered with a failure (an HTTP 5xx, 408 or 429; a gRPC failure status). */

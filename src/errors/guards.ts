@@ -5,6 +5,7 @@ import { ErrorCode } from './codes.js';
 import type { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
 import type { DependencyFailedError } from './dependency.js';
 import type { InvalidOptionsError } from './options.js';
+import type { ThrottledError } from './throttle.js';
 import type {
   BodyTimeoutError,
   ConnectFailedError,
@@ -29,6 +30,7 @@ export const isRetryBudgetExhausted = hasCode<RetryBudgetExhaustedError>(ErrorCo
 export const isInvalidOptions = hasCode<InvalidOptionsError>(ErrorCode.INVALID_OPTIONS);
 export const isConnectFailed = hasCode<ConnectFailedError>(ErrorCode.CONNECT_FAILED);
 export const isConcurrencyLimited = hasCode<ConcurrencyLimitError>(ErrorCode.CONCURRENCY_LIMITED);
+export const isThrottled = hasCode<ThrottledError>(ErrorCode.THROTTLED);
 export const isNoInstance = hasCode<NoInstanceError>(ErrorCode.NO_INSTANCE);
 export const isDependencyFailed = hasCode<DependencyFailedError>(ErrorCode.DEPENDENCY_FAILED);
 

@@ -20,9 +20,11 @@ export {
   isQueueTimeout,
   isResponseTimeout,
   isRetryBudgetExhausted,
+  isThrottled,
   isTimeoutError,
 } from './guards.js';
 export { InvalidOptionsError } from './options.js';
+export { ThrottledError } from './throttle.js';
 export {
   BodyTimeoutError,
   ConnectFailedError,

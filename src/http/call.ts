@@ -140,7 +140,10 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     now: number,
   ): HttpAttempt {
     const { responseMs, bodyMs } = this.#plan;
-    const attempt = new HttpAttempt(this, kind, n, timeoutMs, connectMs, byDeadline, now, responseMs, bodyMs);
+    // A patient attempt (`concurrencyLimit.patience`) is given more than the calibrated slice: its
+    // response phase waits as long as the attempt does.
+    const waitMs = timeoutMs > this.core.responseMs ? timeoutMs : responseMs;
+    const attempt = new HttpAttempt(this, kind, n, timeoutMs, connectMs, byDeadline, now, waitMs, bodyMs);
     if (this.route.instances !== undefined) this.#pick(attempt, now);
     return attempt;
   }

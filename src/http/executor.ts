@@ -28,6 +28,7 @@ export const EXECUTOR_KEYS = [
   'pushback',
   'random',
   'concurrencyLimit',
+  'throttle',
 ] as const;
 
 export interface Live {

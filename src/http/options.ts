@@ -10,6 +10,7 @@ import type { LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
 import type { ConcurrencyLimitOptions } from '../limit/options.js';
 import type { RandomSource } from '../retry/backoff.js';
+import type { ThrottleOptions } from '../throttle/options.js';
 import type { Live } from './executor.js';
 import type { InstanceSettings } from './instances.js';
 import type { LiveCalibrationOptions } from './live.js';
@@ -53,6 +54,12 @@ export interface HttpClientOptions {
    * `maxQueue` calls waiting; past that CONCURRENCY_LIMITED at once, nothing sent. Default none.
    */
   readonly concurrencyLimit?: ConcurrencyLimitOptions;
+  /**
+   * Adaptive throttling (docs/throttling.md): once most recent attempts fail, calls are refused
+   * locally with a probability that follows the failed share (THROTTLED, nothing sent). `false`
+   * switches it off. Default on.
+   */
+  readonly throttle?: boolean | ThrottleOptions;
   /**
    * The dependency's healthy p99 in ms, measured from a histogram (SPEC C1). With less time than this
    * left the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4, R6); the

@@ -230,6 +230,8 @@ export function passThroughPlan(name: string, clock: Clock, headerFormat: Header
     },
     hedge: undefined,
     limiter: undefined,
+    patience: false,
+    throttle: undefined,
     retryResponseTimeout: false,
     pushback: false,
     classifyError: () => ({ retryable: false, immediate: false, kind: 'unknown' }),

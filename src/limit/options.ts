@@ -78,6 +78,16 @@ export const CONCURRENCY_LIMIT_OPTIONS = defineOptions(
      * the limit is absorbed. Integer [0, 100000].
      */
     maxQueue: option.integer({ min: 0, max: 100_000 }),
+    /**
+     * Capacity-aware waiting (docs/throttling.md): an attempt that holds a slot is not cut at the
+     * calibrated attempt timeout but waits up to the call's deadline, when a response timeout would
+     * not be retried anyway (`retryResponseTimeout` false, the default: R4). The limit bounds how many
+     * wait; past it calls fail at once. Against a uniformly slow dependency an attempt cut at
+     * p99 × slack is pure loss (a retry meets the same slowness); the timeout's other job, keeping the
+     * caller's connections free (Little's law), is done by the limit. Set `maxInFlight` to what the
+     * caller's pool can give this dependency. Default false.
+     */
+    patience: option.boolean({ default: false }),
   },
   (o, report, { given }) => {
     const adaptive = given.adaptive !== undefined && given.adaptive !== false;

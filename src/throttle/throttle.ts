@@ -1,0 +1,137 @@
+import type { Clock } from '../clock/clock.js';
+import { readOptions } from '../options/validator.js';
+import type { RandomSource } from '../retry/backoff.js';
+import { THROTTLE_OPTIONS, type ThrottleOptions } from './options.js';
+
+/**
+ * Client-side adaptive throttling of one dependency (Google SRE book, "Handling Overload"; Envoy's
+ * `admission_control`): the client counts the attempts it sends (`requests`) and those the
+ * dependency *accepted* — answered with anything but its own failure — over a short sliding window,
+ * and refuses a new call locally with probability
+ *
+ *     p = min(maxProbability, max(0, (requests − k × accepts) / (requests + 1)))
+ *
+ * Why a probability and not a breaker's open/closed switch: the refused share follows the failed
+ * share continuously. A dependency failing 30% of its calls loses nothing (k = 2 tolerates up to
+ * half); one failing all of them gets `1 − maxProbability` of its calls, never more and never none,
+ * so it is never hammered and never forgotten. There is no threshold to cross, hence no cliff where
+ * all traffic stops at once, and no half-open state to tune: the probe share is the half-open
+ * state, always on, and its answers are what lowers `p` again.
+ *
+ * Counting: an attempt is counted when its outcome is known (counting it when it starts would take
+ * every burst of concurrent calls to a healthy dependency for failures: fifty requests sent at once
+ * are fifty unanswered requests for a few milliseconds). A hung dependency is therefore seen when
+ * the attempt timeouts fire; until then the concurrency limit, when there is one, bounds what it
+ * holds. A refused call counts as a request too (the SRE rule: what the application asked for),
+ * which is what lets `p` approach its cap during an outage.
+ *
+ * Memory is two rings of `buckets` counters; a decision is a few arithmetic operations and, only when
+ * `p > 0`, one random draw.
+ */
+export class AdaptiveThrottle {
+  readonly k: number;
+  readonly windowMs: number;
+  readonly maxProbability: number;
+  readonly minRequests: number;
+  readonly #bucketMs: number;
+  readonly #slots: number;
+  readonly #requests: Float64Array;
+  readonly #accepts: Float64Array;
+  readonly #clock: Clock;
+  readonly #random: RandomSource;
+  #head = 0;
+  #headIndex: number;
+  #sumRequests = 0;
+  #sumAccepts = 0;
+
+  constructor(options: ThrottleOptions | undefined, clock: Clock, random: RandomSource) {
+    const o = readOptions('throttle', THROTTLE_OPTIONS, options ?? {});
+    this.k = o.k;
+    this.windowMs = o.windowMs;
+    this.maxProbability = o.maxProbability;
+    this.minRequests = o.minRequests;
+    this.#bucketMs = o.windowMs / o.buckets;
+    this.#slots = o.buckets;
+    this.#requests = new Float64Array(o.buckets);
+    this.#accepts = new Float64Array(o.buckets);
+    this.#clock = clock;
+    this.#random = random;
+    this.#headIndex = Math.floor(clock.now() / this.#bucketMs);
+  }
+
+  /**
+   * Whether a new call may go out at `now` (the executor clock's reading). A refusal counts as a
+   * request; an admitted call is counted when its attempt ends ({@link count}).
+   */
+  admit(now: number): boolean {
+    this.#advance(now);
+    const requests = this.#sumRequests;
+    if (requests < this.minRequests) return true;
+    const p = (requests - this.k * this.#sumAccepts) / (requests + 1);
+    if (!(p > 0)) return true;
+    if (this.#random() >= (p < this.maxProbability ? p : this.maxProbability)) return true;
+    this.#requests[this.#head]! += 1;
+    this.#sumRequests += 1;
+    return false;
+  }
+
+  /**
+   * An attempt's end at `now`: `accepted` when the dependency answered with anything but its own
+   * failure. An attempt that says nothing about the dependency (a losing hedge, a request that never
+   * left the local queue) is not counted at all.
+   */
+  count(now: number, accepted: boolean): void {
+    this.#advance(now);
+    const head = this.#head;
+    this.#requests[head]! += 1;
+    this.#sumRequests += 1;
+    if (accepted) {
+      this.#accepts[head]! += 1;
+      this.#sumAccepts += 1;
+    }
+  }
+
+  /** The counts and the refusal probability at `now` (metrics, the error of a refused call). */
+  state(now: number = this.#clock.now()): ThrottleState {
+    this.#advance(now);
+    return { requests: this.#sumRequests, accepts: this.#sumAccepts, probability: this.#probability() };
+  }
+
+  #probability(): number {
+    const requests = this.#sumRequests;
+    if (requests < this.minRequests) return 0;
+    const p = (requests - this.k * this.#sumAccepts) / (requests + 1);
+    return p > 0 ? (p < this.maxProbability ? p : this.maxProbability) : 0;
+  }
+
+  /** Moves the window to `now`; time that goes backwards (it should not: monotonic) is ignored. */
+  #advance(now: number): void {
+    const index = Math.floor(now / this.#bucketMs);
+    let steps = index - this.#headIndex;
+    if (!(steps > 0)) return;
+    this.#headIndex = index;
+    if (steps >= this.#slots) {
+      this.#requests.fill(0);
+      this.#accepts.fill(0);
+      this.#sumRequests = 0;
+      this.#sumAccepts = 0;
+      return;
+    }
+    const slots = this.#slots;
+    for (; steps > 0; steps -= 1) {
+      const next = this.#head + 1 === slots ? 0 : this.#head + 1;
+      this.#sumRequests -= this.#requests[next]!;
+      this.#sumAccepts -= this.#accepts[next]!;
+      this.#requests[next] = 0;
+      this.#accepts[next] = 0;
+      this.#head = next;
+    }
+  }
+}
+
+/** Where a throttle stands: the window's counts and the probability a new call is refused with. */
+export interface ThrottleState {
+  readonly requests: number;
+  readonly accepts: number;
+  readonly probability: number;
+}
