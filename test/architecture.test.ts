@@ -15,7 +15,7 @@ const ROOT = new URL('../src/', import.meta.url).pathname;
 const LAYERS: readonly (readonly string[])[] = [
   ['clock', 'signal', 'errors', 'options', 'deadline', 'testing'],
   ['latency', 'calibrate', 'slo'],
-  ['budget', 'retry', 'hedge', 'balance', 'limit'],
+  ['budget', 'retry', 'hedge', 'balance', 'limit', 'throttle'],
   ['dependency'],
   ['config'],
   ['http', 'server', 'grpc', 'pg', 'mysql', 'redis'],
