@@ -54,6 +54,14 @@ export interface Dependency {
       }
     | undefined;
   /**
+   * Where the adaptive throttle stands (docs/throttling.md), or undefined when it is switched off: the
+   * attempts counted in its window (refused calls included), those accepted, and the probability a
+   * new call is refused with now.
+   */
+  throttling():
+    | { readonly requests: number; readonly accepts: number; readonly probability: number }
+    | undefined;
+  /**
    * Runs `operation` under the plan. `options.idempotent` (or an `idempotencyKey`) allows retries and
    * hedges; without it the operation runs exactly once (SPEC R5). Rejects with the operation's error,
    * `DeadlineInsufficientError`, `DeadlineExceededError`, `ResponseTimeoutError`,
@@ -180,6 +188,7 @@ export function createDependency(options: DependencyOptions): Dependency {
     budget: core.budget,
     recorder: core.recorder,
     concurrency: () => core.limiter?.state(),
+    throttling: () => core.throttle?.state(clock.now()),
     execute<T>(operation: Operation<T>, callOptions: ExecuteOptions<T> = NOT_IDEMPOTENT): Promise<T> {
       if (typeof operation !== 'function') {
         return Promise.reject(
