@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { runCli } from './cli.test-helpers.js';
 import { escapeControl, LINE_REDRAW } from './escape.js';
 
@@ -152,6 +152,24 @@ describe('no command prints a control character from outside (#24 item 7)', () =
     const json = await runCli(fleet('--json'), dir);
     expectNoControl(json, 'a warning, as JSON');
     JSON.parse(json.out); // still JSON
+  });
+
+  it('escaped output reads back the same: --json as JSON, export YAML as YAML', async () => {
+    const name = `inv${ESC}[2J\u009b\u007f\u0085`;
+    writeFileSync(
+      join(dir, 'named.yaml'),
+      stringify({ dependencies: [{ name, p99Ms: 10, mesh: { service: 'inventory' } }] }),
+    );
+    const yaml = await runCli(['export', '--config', 'named.yaml', '--to', 'istio'], dir);
+    expect(yaml.code).toBe(0);
+    expectNoControl(yaml, 'export YAML');
+    const docs = parseAllDocuments(yaml.out).map(
+      (d) => d.toJS() as { metadata: { annotations: Record<string, string> } },
+    );
+    expect(docs[0]!.metadata.annotations['prazo/dependency']).toBe(name);
+    const json = await runCli(['export', '--config', 'named.yaml', '--to', 'istio', '--json'], dir);
+    expectNoControl(json, 'export JSON');
+    expect(JSON.parse(json.out).policies[0].dependency).toBe(name);
   });
 
   it('property: whatever the config, latency file, server answer or argument, every line of every command is free of control characters', async () => {

@@ -12,7 +12,9 @@
  *
  * Escaped: C0 (U+0000–U+001F) but `\n` and `\t`, DEL (U+007F) and C1 (U+0080–U+009F), each as
  * `\uXXXX`. That spelling is also a JSON escape, so `--json` output stays valid JSON that parses to
- * the same strings (`JSON.stringify` already escapes C0 itself, but writes DEL and C1 raw).
+ * the same strings (`JSON.stringify` already escapes C0 itself, but writes DEL and C1 raw), and a
+ * YAML one: `yaml` writes a string holding DEL or C1 double-quoted, where `\u0085` means U+0085, so
+ * `prazo export`'s YAML reads back the same too.
  */
 
 /** Every character {@link escapeControl} rewrites. */
