@@ -100,6 +100,10 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   }
 
   onRequestStart(controller: DispatchController): void {
+    if (this.phase === RESPONSE && !this.done) {
+      this.#restart(controller);
+      return;
+    }
     if (this.phase !== QUEUED || this.done) {
       // Ended while queued (deadline, queue timeout, cancelled): never written. Not `abort()`, which
       // also destroys the healthy connection this request was about to use; undici drops a request
@@ -117,6 +121,20 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     this.phaseAt = now;
     this.guardHead(now);
     if (this.#written !== undefined && !this.#dispatching) this.#rewrite(now);
+  }
+
+  /**
+   * Started again before any answer reached it: a dispatcher below sends the request once more
+   * (undici's retry after a 503 it kept to itself, its redirect following a 302, its dns interceptor
+   * trying the other address family). The same attempt goes on, within its own limit; only the head's
+   * wait restarts from this write. Refused, as it was, the request failed with an untyped `aborted`.
+   */
+  #restart(controller: DispatchController): void {
+    this.#controller = controller;
+    const now = this.owner.clock.now();
+    this.phaseAt = now;
+    this.guardHead(now);
+    if (this.#written !== undefined) this.#rewrite(now);
   }
 
   onRequestUpgrade(

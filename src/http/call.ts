@@ -24,6 +24,21 @@ import type { Route } from './route.js';
 import { judgeStatus } from './verdict.js';
 import { WrittenHeaders } from './written.js';
 
+/**
+ * The handler a call is handing its end (or its failure) to right now, and that call's deadline.
+ * Interceptors above prazo send the same request again from inside that callback, with the same
+ * handler: undici's redirect (following a 302), its dns interceptor (the other address family after
+ * a refused connect), its retry with `throwOnError: false`. Such a dispatch is no new call of the
+ * caller's: the interceptor runs it under the deadline of the one that ended (a default or per-call
+ * deadline given in ms would otherwise start again at every hop, and an ambient one cannot be read
+ * there: undici runs those callbacks in the async context of whichever request opened the socket).
+ * Two field writes per call's end; a WeakMap of every handler costs ~0.4 µs a call.
+ */
+export const handing: { handler: object | undefined; deadline: Deadline | undefined } = {
+  handler: undefined,
+  deadline: undefined,
+};
+
 /** What one call runs with, fixed when it starts (live calibration may replace it for later calls). */
 export interface CallPlan {
   readonly core: DependencyCore;
@@ -78,6 +93,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   #paused = false;
   #aborted = false;
   #reason: Error | null = null;
+  /** The call of a managed origin failed: prazo's plan is spent, nothing above may run it again. */
+  #final = false;
   readonly #signal: AbortSignal | undefined;
   #onSignal: (() => void) | undefined;
 
@@ -359,14 +376,48 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     else if (this.#handler.onData?.(chunk) === false) this.pause();
   }
 
+  /**
+   * The response's end. A handler that throws in it hears its own error through its error callback,
+   * as undici's own request reports it (undici's retry interceptor above prazo throws there to say
+   * "retry this 503"): swallowed, as it was, the handler above never ended and neither did its caller.
+   */
   forwardEnd(trailers: ResponseHeaders): void {
     this.#over();
-    if (this.#current) this.#handler.onResponseEnd?.(this, trailers);
-    else this.#handler.onComplete?.(rawHeaders(this.#winner?.controller?.rawTrailers, trailers) as never);
+    const { handler: outerHandler, deadline: outerDeadline } = handing;
+    handing.handler = this.#handler;
+    handing.deadline = this.deadline;
+    try {
+      if (this.#current) this.#handler.onResponseEnd?.(this, trailers);
+      else this.#handler.onComplete?.(rawHeaders(this.#winner?.controller?.rawTrailers, trailers) as never);
+    } catch (error) {
+      this.#fail(error as Error);
+    } finally {
+      handing.handler = outerHandler;
+      handing.deadline = outerDeadline;
+    }
   }
 
   forwardError(error: Error): void {
     this.#over();
+    const { handler: outerHandler, deadline: outerDeadline } = handing;
+    handing.handler = this.#handler;
+    handing.deadline = this.deadline;
+    try {
+      this.#fail(error);
+    } finally {
+      handing.handler = outerHandler;
+      handing.deadline = outerDeadline;
+    }
+  }
+
+  /**
+   * The call's failure, to the caller's handler. For a managed origin the call is then `aborted`:
+   * its plan (attempts, budget, deadline) has been spent, and undici's retry interceptor, above it,
+   * passes an aborted request's error down instead of sending it again after a backoff that prazo
+   * does not see (it sleeps past the deadline, and its requests are paid from no budget).
+   */
+  #fail(error: Error): void {
+    if (this.route.managed) this.#final = true;
     if (this.#current) this.#handler.onResponseError?.(this, error);
     else this.#handler.onError?.(error);
   }
@@ -396,8 +447,9 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     this.#winner?.resumeRequest();
   }
 
+  /** The caller aborted it, or (a managed origin) it failed: it must not be sent again from above. */
   get aborted(): boolean {
-    return this.#aborted;
+    return this.#aborted || this.#final;
   }
 
   get paused(): boolean {

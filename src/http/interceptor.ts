@@ -9,6 +9,7 @@ import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { OptionsValidator } from '../options/validator.js';
+import { handing } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
@@ -126,6 +127,8 @@ function normalizeOrigin(value: string): string | undefined {
 class OriginTable {
   readonly #configured = new Map<string, Managed>();
   readonly #met = new Map<string, Managed | Route | Error>();
+  /** `origin Host` pairs met (an address and the name it stands for): the managed origin, or null. */
+  readonly #hosts = new Map<string, Managed | Error | null>();
   readonly #resolve: Resolver | undefined;
   readonly #clock: Clock;
   readonly #passFormat: HeaderFormat;
@@ -152,6 +155,40 @@ class OriginTable {
       this.#meet(origin ?? raw);
     this.#remember(raw, found);
     return found;
+  }
+
+  /**
+   * The managed origin a request to an address stands for: undici's dns interceptor, above prazo,
+   * rewrites `http://inventory:8080` to `http://10.0.0.7:8080` and keeps the name in the `Host`
+   * header (and TLS's servername). An origin nobody configured whose `Host` names a managed origin of
+   * the same scheme and port is that origin's request, sent to the address already chosen. Undefined
+   * when there is no such `Host`, or it names no managed origin.
+   */
+  byHost(origin: string, headers: DispatchOptions['headers']): Managed | Error | undefined {
+    const host = hostHeader(headers);
+    if (host === undefined) return undefined;
+    const key = `${origin} ${host}`;
+    let found = this.#hosts.get(key);
+    if (found === undefined) {
+      found = this.#named(origin, host);
+      this.#hosts.set(key, found);
+      if (this.#hosts.size > HTTP_LIMITS.maxOrigins) this.#hosts.delete(this.#hosts.keys().next().value!);
+    }
+    return found ?? undefined;
+  }
+
+  #named(origin: string, host: string): Managed | Error | null {
+    let url: URL;
+    let named: URL;
+    try {
+      url = new URL(origin);
+      named = new URL(`${url.protocol}//${host}`);
+    } catch {
+      return null;
+    }
+    if (named.port !== url.port || named.host === url.host) return null;
+    const found = this.find(named.origin);
+    return found instanceof Error || isManaged(found) ? found : null;
   }
 
   #meet(origin: string): Managed | Route | Error {
@@ -230,6 +267,28 @@ class OriginTable {
     this.#forwards.set(managed, managed.plan.on(deliver));
   }
 }
+
+/** The `Host` header of a dispatch's headers (an object, flat pairs or a list of pairs), if any. */
+function hostHeader(headers: DispatchOptions['headers']): string | undefined {
+  if (headers == null || typeof headers !== 'object') return undefined;
+  if (Array.isArray(headers)) {
+    const list = headers as unknown[];
+    if (list.length > 0 && Array.isArray(list[0])) {
+      for (const pair of list as unknown[][]) if (isHost(pair[0])) return stringOf(pair[1]);
+      return undefined;
+    }
+    for (let i = 0; i + 1 < list.length; i += 2) if (isHost(list[i])) return stringOf(list[i + 1]);
+    return undefined;
+  }
+  if (Symbol.iterator in headers) return undefined; // an iterable is read once, by undici: not here
+  for (const key of Object.keys(headers)) {
+    if (isHost(key)) return stringOf((headers as Record<string, unknown>)[key]);
+  }
+  return undefined;
+}
+
+const isHost = (name: unknown): boolean => typeof name === 'string' && name.toLowerCase() === 'host';
+const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 const isManaged = (value: Managed | Route | Error): value is Managed =>
   !(value instanceof Error) && 'route' in value;
@@ -336,14 +395,22 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
       // through drops it here.
       const origin = originOf(options.origin);
       if (origin === undefined) return dispatch(withoutPrazo(options, given), handler); // nothing to know it by
-      const found = table.find(origin);
+      let found = table.find(origin);
       if (found instanceof Error) return fail(handler, found);
-      if (isManaged(found)) return callOn(found.route, options, handler, dispatch, call);
+      // The same request sent again by an interceptor above, from inside its end: its deadline goes on.
+      const carried = handing.handler === handler ? handing.deadline : undefined;
+      if (!isManaged(found)) found = table.byHost(origin, options.headers) ?? found;
+      if (found instanceof Error) return fail(handler, found);
+      if (isManaged(found)) {
+        const input = carried === undefined ? call : { ...call, continued: carried };
+        return callOn(found.route, options, handler, dispatch, input);
+      }
       // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it.
       const deadline: Deadline | undefined =
-        call?.deadline === undefined
+        carried ??
+        (call?.deadline === undefined
           ? currentDeadline()
-          : resolveDeadline(call.deadline, found, found.clock.now());
+          : resolveDeadline(call.deadline, found, found.clock.now()));
       if (deadline === undefined) return dispatch(withoutPrazo(options, given), handler);
       if (deadline.remainingMs() <= 0) {
         return fail(
@@ -351,7 +418,13 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
           new DeadlineExceededError({ dependency: origin, deadlineEpochMs: deadline.epochMs() }),
         );
       }
-      return callOn(found, options, handler, dispatch, { deadline });
+      return callOn(
+        found,
+        options,
+        handler,
+        dispatch,
+        carried === undefined ? { deadline } : { continued: deadline },
+      );
     };
 
   const view = (managed: Managed): DependencyView => ({

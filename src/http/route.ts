@@ -70,6 +70,12 @@ export interface CallOptions {
 /** What a call is started with: the per-call options, and the caller's signal when prazo holds it. */
 export interface CallInput extends CallOptions {
   /**
+   * The deadline of the request this dispatch sends again (an interceptor above re-dispatching it
+   * from inside its end, see `handing` in call.ts): taken as it is, over `deadline` and the ambient
+   * one, which, read there, is the context of whichever request opened the socket.
+   */
+  readonly continued?: Deadline;
+  /**
    * The caller's own cancellation: the call ends with the signal's reason. Listened to once per
    * signal however many calls share it (no MaxListenersExceededWarning).
    */
@@ -151,7 +157,7 @@ export function callOn(
   const idempotent = repeatable && (given?.idempotent ?? isIdempotentMethod(method));
   const base = route.plan.current; // the plan in force now: the call keeps it, whatever updates follow
   const terms: CallTerms = {
-    deadline: resolveDeadline(given?.deadline, route, now, base.defaultDeadlineMs),
+    deadline: given?.continued ?? resolveDeadline(given?.deadline, route, now, base.defaultDeadlineMs),
     idempotent,
     key,
     retryResponseTimeout: given?.retryResponseTimeout,

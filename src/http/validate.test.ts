@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
+import { createHttpClient } from './client.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { HttpClientOptions } from './options.js';
 import { resolveHttpClientOptions } from './validate.js';
@@ -101,6 +102,28 @@ describe('createHttpClient options (validated once, every problem listed)', () =
     expect(problemsOf({ name: 'x' })).toContain(
       '`origin` must be an http(s) URL such as "http://127.0.0.1:8080"',
     );
+  });
+
+  it('every valid p99 and slack builds a client, its derived connect timeout never above the attempt (property, #24)', () => {
+    // Before: p99Ms 0.5 threw INVALID_OPTIONS on its own derived numbers (connect 1 ms is not below a
+    // 1 ms attempt), as did every p99 whose attempt rounds to 1 ms.
+    expect(problemsOf({ name: 'a', origin: 'http://h', p99Ms: 0.5 })).toEqual([]);
+    const client = createHttpClient({ name: 'a', origin: 'http://127.0.0.1:9', p99Ms: 0.5 });
+    expect(client.dependency.timeouts).toMatchObject({ connectMs: 1, responseMs: 1 });
+    void client.destroy();
+    fc.assert(
+      fc.property(
+        fc.double({ min: Number.MIN_VALUE, max: 86_400_000, noNaN: true }),
+        fc.double({ min: 1.3, max: 1.5, noNaN: true }),
+        (p99Ms, slack) => {
+          const o = resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms, slack });
+          expect(o.connectTimeoutMs).toBeLessThanOrEqual(o.responseTimeoutMs);
+          if (o.responseTimeoutMs >= 2) expect(o.connectTimeoutMs).toBeLessThan(o.responseTimeoutMs);
+        },
+      ),
+    );
+    // A connect timeout given is still held to the rule.
+    expect(problemsOf({ name: 'a', origin: 'http://h', p99Ms: 0.5, connectTimeoutMs: 1 })).toHaveLength(1);
   });
 
   it('never throws anything but InvalidOptionsError, and valid numbers land in range (property)', () => {
