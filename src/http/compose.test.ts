@@ -351,3 +351,36 @@ describe('undici cache and dump, either side of prazo', () => {
     expect(results[0]).toMatch(/^(UND_ERR_ABORTED|AbortError).* seen 1$/); // undici's abort, one request
   });
 });
+
+describe('the stack docs/http.md recommends', () => {
+  it('compose(dns(), prazo, redirect(), cache()): names for prazo, hops under one deadline, hits without a call', async () => {
+    const to = await serve((_req, res) => {
+      res.setHeader('cache-control', 'max-age=60');
+      res.end('target');
+    });
+    const from = await serve(faults.status(302, { location: `http://pricing.test:${to.port}/t` }));
+    const prazo = interceptor({
+      dependencies: {
+        [`http://inventory.test:${from.port}`]: { name: 'inventory', p99Ms: 100 },
+        [`http://pricing.test:${to.port}`]: { name: 'pricing', p99Ms: 100 },
+      },
+    });
+    const dns = interceptors.dns({
+      dualStack: false,
+      affinity: 4,
+      lookup: (_origin, _options, callback) =>
+        callback(null, [{ address: '127.0.0.1', family: 4, ttl: 60_000 }]),
+    });
+    const { dispatcher, events } = stack(prazo, [
+      dns,
+      'prazo',
+      interceptors.redirect({ maxRedirections: 2 }),
+      interceptors.cache(),
+    ]);
+    const url = `http://inventory.test:${from.port}/r`;
+    expect(await runWithDeadline(Deadline.after(1_000), () => outcome(url, dispatcher))).toBe('200 target');
+    expect([from.seen.length, to.seen.length, attempts(events)]).toEqual([1, 1, 2]);
+    expect(to.seen[0]!.headers.host).toBe(`pricing.test:${to.port}`);
+    expect(Number(to.seen[0]!.headers['x-deadline-epoch-ms'])).toBeGreaterThan(0);
+  });
+});

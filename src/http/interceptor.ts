@@ -39,6 +39,13 @@ import { readClock, readHeaderFormat, resolveRouteOptions } from './validate.js'
  * passes through untouched, except that the ambient deadline (and a per-call one) still bounds the
  * call and travels in the outgoing header. Per call, `{ prazo: { deadline, idempotent, ... } }` in
  * the dispatch options (`undici.request(url, { dispatcher, prazo })`) overrides the defaults.
+ *
+ * Next to undici's own interceptors (docs/http.md, "Composing with undici's interceptors"): a
+ * managed call's failure reads `aborted`, so a retry interceptor above passes it down rather than
+ * repeating prazo's plan after a backoff outside the deadline and the budget; a request an
+ * interceptor above sends again from inside its call's end keeps that call's deadline (see
+ * `handing`); an address whose `Host` names a managed origin (undici's dns interceptor above) is
+ * that origin's call; and an attempt a dispatcher below starts again (retry, redirect) goes on.
  */
 
 /** What `interceptor()` returns: an undici interceptor, with its dependencies to observe. */
