@@ -351,8 +351,9 @@ describe('limits already in force on MariaDB (#24)', () => {
     const mysql2Connection = await mysqlPromise.createConnection(config());
     const connector = await mariadb.createConnection(config());
     try {
+      await mysql2Connection.query('SET SESSION max_statement_time = 0.1');
+      await connector.query('SET SESSION max_statement_time = 0.1');
       for (const connection of [mysql2Connection, connector]) {
-        await connection.query('SET SESSION max_statement_time = 0.1');
         const outcome = await timed(() =>
           mysqlQuery(connection, slowest, undefined, { deadline: Deadline.after(2_000) }),
         );

@@ -1,9 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
-import { createClient as createClient4 } from 'redis4';
-import { createClient as createClient6 } from 'redis6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, systemClock } from '../clock/index.js';
 import { runWithDeadline } from '../deadline/ambient.js';
@@ -14,7 +11,7 @@ import { instrumentPrazo } from '../otel/instrument.js';
 import { createSdk, pointValue } from '../otel/sdk.test-helpers.js';
 import { isRetryable } from '../retry/classify.js';
 import { type RedisConnection, redisDeadlineClient } from './client.js';
-import { holdingProxy, startRedis, type TestRedis } from './redis.test-helpers.js';
+import { clientMajors, holdingProxy, startRedis, type TestRedis } from './redis.test-helpers.js';
 
 /**
  * Real Redis 7 (Debian's redis-server) on 127.0.0.1 through ioredis 5 and node-redis 5; the contract
@@ -44,32 +41,7 @@ const nodeRedis = async () => {
   return client;
 };
 
-/** A client of each major the peer ranges name, on `port`, connected. */
-interface Closable {
-  destroy?(): unknown;
-  disconnect(): unknown;
-  on(event: 'error', listener: () => void): unknown;
-}
-const made = (client: Closable): RedisConnection => {
-  client.on('error', () => undefined); // a proxy closed under it: reconnect attempts, not test failures
-  closers.push(() => (typeof client.destroy === 'function' ? client.destroy() : client.disconnect()));
-  return client as unknown as RedisConnection;
-};
-type CreateClient = (options: { socket: { host: string; port: number } }) => {
-  connect(): Promise<unknown>;
-};
-const nodeRedisOf = (create: CreateClient) => async (port: number) => {
-  const client = create({ socket: { host: '127.0.0.1', port } });
-  await client.connect();
-  return made(client as unknown as Closable);
-};
-const majors: Record<string, (port: number) => Promise<RedisConnection>> = {
-  'ioredis 5': async (port) => made(new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 })),
-  'ioredis 6': async (port) => made(new Redis6({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 })),
-  'node-redis 4': nodeRedisOf(createClient4 as CreateClient),
-  'node-redis 5': nodeRedisOf(createClient as CreateClient),
-  'node-redis 6': nodeRedisOf(createClient6 as CreateClient),
-};
+const majors = clientMajors(closers);
 
 /** Each `^M.m.p` of a peer range, and the versions the contract above ran on: the same majors. */
 describe('the peer ranges say what is tested', () => {

@@ -73,14 +73,48 @@ export const REDIS_COMMAND_OPTIONS = defineOptions({
 
 export type RedisCommandOptions = OptionsOf<typeof REDIS_COMMAND_OPTIONS>;
 
+/** One command of a transaction or a pipeline: its name and its arguments. */
+export type RedisCommand = readonly [name: string, args?: readonly RedisArg[]];
+
 /** What {@link redisDeadlineClient} returns. */
 export interface RedisDeadlineClient {
   /**
    * Sends one command under the ambient or given deadline and resolves with the client's reply
    * (`command('BLPOP', ['jobs', 10])`). Blocking commands get a server-side block ending before the
-   * deadline (a nil reply then: nothing arrived in time).
+   * deadline (a nil reply then: nothing arrived in time). Commands that change their connection's
+   * state (MULTI, EXEC, DISCARD, WATCH, UNWATCH, SELECT, SUBSCRIBE…, MONITOR, RESET, QUIT, HELLO,
+   * AUTH, READONLY, READWRITE, CLIENT REPLY/TRACKING) are refused with a TypeError before anything
+   * is sent: use {@link RedisDeadlineClient.transaction} or {@link RedisDeadlineClient.session}.
    */
   command<T = unknown>(name: string, args?: readonly RedisArg[], options?: RedisCommandOptions): Promise<T>;
+  /**
+   * `MULTI`, the commands and `EXEC` written together on one connection, so that nothing of anyone
+   * else's comes between them, under one deadline; resolves with EXEC's reply as the client gives
+   * it (one reply per command, a command's own runtime error in its place), rejects with EXEC's
+   * error (EXECABORT when a command was refused as it was queued). Late: DEADLINE_EXCEEDED with
+   * `outcome: 'unknown'` (EXEC may have run), its connection set aside like a command's.
+   */
+  transaction<T extends unknown[] = unknown[]>(
+    commands: readonly RedisCommand[],
+    options?: RedisCommandOptions,
+  ): Promise<T>;
+  /**
+   * The commands written together on one connection, in order, under one deadline; resolves once
+   * every reply has come, with each one's outcome (`PromiseSettledResult`: a command's error does
+   * not hide the others' replies). Not atomic: use `transaction` for that.
+   */
+  pipeline(
+    commands: readonly RedisCommand[],
+    options?: RedisCommandOptions,
+  ): Promise<PromiseSettledResult<unknown>[]>;
+  /**
+   * One connection held for `fn`'s whole sequence: every command of the {@link RedisSession} goes
+   * to it, in order, and no one else's does (other calls take another connection, or wait for one
+   * no longer than their deadline). `WATCH`, `MULTI`, `EXEC`, `DISCARD` and `UNWATCH` are allowed
+   * there. When `fn` settles, a MULTI left open is discarded (`DISCARD`) and keys left watched are
+   * unwatched before the connection serves anyone else. `options` are the default of its commands.
+   */
+  session<T>(fn: (session: RedisSession) => Promise<T>, options?: RedisCommandOptions): Promise<T>;
   /** How many connections await a late reply right now (set aside, not used). */
   readonly stuck: number;
   /** The dependency's name (the `name` option). */
@@ -95,19 +129,138 @@ export interface RedisDeadlineClient {
   close(): Promise<void>;
 }
 
+/** The commands of one caller's sequence, on the one connection {@link RedisDeadlineClient.session} holds. */
+export interface RedisSession {
+  /** One command on the session's connection; WATCH, MULTI, EXEC, DISCARD and UNWATCH allowed. */
+  command<T = unknown>(name: string, args?: readonly RedisArg[], options?: RedisCommandOptions): Promise<T>;
+  /**
+   * MULTI…EXEC written together on the session's connection (after its WATCH, if any): EXEC's reply,
+   * or null when a watched key changed (nothing was applied).
+   */
+  transaction<T extends unknown[] = unknown[]>(
+    commands: readonly RedisCommand[],
+    options?: RedisCommandOptions,
+  ): Promise<T | null>;
+  /** The commands written together on the session's connection (see `RedisDeadlineClient.pipeline`). */
+  pipeline(
+    commands: readonly RedisCommand[],
+    options?: RedisCommandOptions,
+  ): Promise<PromiseSettledResult<unknown>[]>;
+}
+
 interface Slot {
   readonly connection: RedisConnection;
   readonly owned: boolean;
   /** Replies still due for commands the caller stopped waiting for. */
   late: number;
+  /** The one wait for this connection to be ready (its `connect()`, or one `ready` listener), shared. */
   ready: Promise<void> | undefined;
+  /** Held by a session: no one else's command is written to it. */
+  held: boolean;
+  /** What the commands written to it leave on the server: an open MULTI, watched keys. */
+  inMulti: boolean;
+  watching: boolean;
+}
+
+/**
+ * Commands whose effect stays on their connection. `command()` may go to another connection than
+ * the previous call's (a connection with a late reply is set aside), so these would split a
+ * caller's sequence across connections (a MULTI on one, its commands run outside it on another, the
+ * first left inside MULTI swallowing the next callers' writes as QUEUED: #24) or leave a duplicate
+ * unlike the client. The transaction's own are allowed in a session; the rest nowhere.
+ */
+const TRANSACTION_STATE = new Set(['multi', 'exec', 'discard', 'watch', 'unwatch']);
+const CONNECTION_STATE = new Set([
+  'select',
+  'subscribe',
+  'psubscribe',
+  'ssubscribe',
+  'unsubscribe',
+  'punsubscribe',
+  'sunsubscribe',
+  'monitor',
+  'reset',
+  'quit',
+  'hello',
+  'auth',
+  'readonly',
+  'readwrite',
+]);
+const CLIENT_STATE = /^(reply|tracking)$/i;
+
+/** Where a command may run: shared (`command`), a session's own, inside a MULTI…EXEC of prazo's. */
+type Place = 'shared' | 'session' | 'inside';
+
+function refuseState(name: string, args: readonly RedisArg[], place: Place): void {
+  const lower = name.toLowerCase();
+  if (TRANSACTION_STATE.has(lower)) {
+    if (place === 'session') return;
+    throw new TypeError(
+      place === 'inside'
+        ? `redisDeadlineClient: ${name} inside transaction([...]): prazo writes MULTI and EXEC itself`
+        : `redisDeadlineClient: ${name} through command() could run on another connection than the ` +
+            "caller's other commands (each command takes a connection free of late replies): use " +
+            'transaction([...]) for MULTI…EXEC written together, or session(fn) for a sequence on one ' +
+            'connection (WATCH included)',
+    );
+  }
+  if (
+    CONNECTION_STATE.has(lower) ||
+    (lower === 'client' && args.length > 0 && CLIENT_STATE.test(String(args[0])))
+  ) {
+    throw new TypeError(
+      `redisDeadlineClient: ${name} changes its connection's state, which prazo's other connections ` +
+        "would not share: set it in the client's own options (duplicates inherit them), or use a " +
+        'client of its own',
+    );
+  }
+}
+
+/** The commands of a transaction or a pipeline, checked: a non-empty list of [name, args?]. */
+function readCommands(commands: readonly RedisCommand[], place: Place, what: string): RedisCommand[] {
+  if (!Array.isArray(commands) || commands.length === 0)
+    throw new TypeError(`${what}: a non-empty list of [name, args?] commands is required`);
+  return commands.map((command) => {
+    const [name, args = []] = Array.isArray(command) ? command : [];
+    if (typeof name !== 'string' || name.length === 0 || !Array.isArray(args))
+      throw new TypeError(`${what}: each command is [name, args?] with a non-empty name`);
+    refuseState(name, args, place);
+    return [name, args] as const;
+  });
+}
+
+/** The connection state a written command leaves (the server runs a connection's commands in order). */
+function track(slot: Slot, name: string): void {
+  switch (name.toLowerCase()) {
+    case 'multi':
+      slot.inMulti = true;
+      break;
+    case 'exec':
+    case 'discard':
+      slot.inMulti = false;
+      slot.watching = false;
+      break;
+    case 'watch':
+      if (!slot.inMulti) slot.watching = true;
+      break;
+    case 'unwatch':
+      if (!slot.inMulti) slot.watching = false;
+      break;
+  }
+}
+
+/** Defaults a session gives its commands. */
+interface Defaults {
+  readonly deadline: Deadline | undefined;
+  readonly signal: AbortSignal | undefined;
 }
 
 /**
  * Redis commands bounded by the deadline (SPEC D4, D7) over an `ioredis` or `redis` client:
  * - with less than `p99Ms` left a command is not sent (DeadlineInsufficientError);
- * - a connection that is not ready is waited for no longer than the deadline, and a command is never
- *   left in a client's offline queue to be written after its deadline;
+ * - a connection that is not ready is waited for no longer than the deadline (one shared wait per
+ *   connection, however many commands wait), and a command is never left in a client's offline
+ *   queue to be written after its deadline;
  * - each command is bounded by the time left, per call (not a client-wide constant);
  * - blocking commands (BLPOP, BRPOP, BLMOVE, BZPOPMIN/MAX, BLMPOP, BZMPOP, XREAD/XREADGROUP BLOCK,
  *   WAIT, WAITAOF) get a server-side timeout ending `blockMarginMs` before the deadline;
@@ -115,7 +268,11 @@ interface Slot {
  *   DeadlineExceededError, `outcome: 'unknown'` (a write may have been applied: never retry it
  *   blindly), and its connection is set aside until that late reply arrives: the next command goes
  *   to another connection (a duplicate of the client), so no command ever queues behind a reply that
- *   may take seconds, and no late reply can be read as another command's answer.
+ *   may take seconds, and no late reply can be read as another command's answer;
+ * - commands go to the connection in use until it is set aside, then to the next one, which stays in
+ *   use (a caller's pipeline in one tick lands on one connection); a transaction and a pipeline are
+ *   written together on one connection, and a caller's sequence that needs one connection (WATCH,
+ *   MULTI…EXEC) holds one of its own in a session, reset before anyone else gets it (#24).
  */
 export function redisDeadlineClient(
   client: RedisConnection,
@@ -128,7 +285,9 @@ export function redisDeadlineClient(
     );
   }
   const clock: Clock = o.clock ?? systemClock;
-  const slots: Slot[] = [{ connection: client, owned: false, late: 0, ready: undefined }];
+  const slots: Slot[] = [newSlot(client, false)];
+  /** The connection shared commands go to, until it is set aside or held. */
+  let current = slots[0]!;
   const waiters = new Set<() => void>();
   const listeners = new Listeners();
   const emit = (make: () => DependencyEvent): void => {
@@ -140,32 +299,63 @@ export function redisDeadlineClient(
   const wake = (): void => {
     for (const w of [...waiters]) w();
   };
+  const usable = (s: Slot): boolean => s.late === 0 && !s.held;
+  const openSlot = (): Slot | undefined => {
+    if (slots.length >= o.maxConnections) return undefined;
+    const slot = openDuplicate(client);
+    slots.push(slot);
+    return slot;
+  };
+  /** The connection in use while it is free, else the next free one (or a new duplicate), kept. */
+  const chooseShared = (): Slot | undefined => {
+    if (usable(current)) return current;
+    const next = slots.find(usable) ?? openSlot();
+    if (next !== undefined) current = next;
+    return next;
+  };
+  /** A connection for a session: one the shared commands do not use if there is one, then held. */
+  const chooseHeld = (): Slot | undefined => {
+    const slot =
+      slots.find((s) => usable(s) && s !== current) ?? openSlot() ?? (usable(current) ? current : undefined);
+    if (slot !== undefined) slot.held = true;
+    return slot;
+  };
 
-  /** A connection with no late reply due, opening a duplicate when all are set aside. */
-  const pick = (deadline: Deadline | undefined): Promise<Slot> => {
-    const free = slots.find((s) => s.late === 0);
-    if (free !== undefined) return Promise.resolve(free);
-    if (slots.length < o.maxConnections) {
-      const slot = openDuplicate(client);
-      slots.push(slot);
-      return Promise.resolve(slot);
-    }
+  /** A connection from `choose`, or a wait for one no longer than the deadline (or the signal). */
+  const take = (
+    choose: () => Slot | undefined,
+    deadline: Deadline | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Slot> => {
+    const now = choose();
+    if (now !== undefined) return Promise.resolve(now);
     return new Promise((resolve, reject) => {
       let timer: Timer | undefined;
-      const waiter = (): void => {
-        const again = slots.find((s) => s.late === 0);
-        if (again === undefined) return;
+      const done = (): void => {
         waiters.delete(waiter);
         if (timer !== undefined) clock.clearTimer(timer);
-        resolve(again);
+        if (signal !== undefined) unsubscribeAbort(signal, onAbort);
+      };
+      const waiter = (): void => {
+        const slot = choose();
+        if (slot === undefined) return;
+        done();
+        resolve(slot);
+      };
+      const onAbort = (): void => {
+        done();
+        reject(signal?.reason);
       };
       waiters.add(waiter);
+      if (signal !== undefined) subscribeAbort(signal, onAbort);
       if (deadline !== undefined) {
         timer = clock.setTimer(
           () => {
-            waiters.delete(waiter);
+            done();
             reject(
-              new DeadlineExceededError({ dependency: `${o.name} (every connection awaits a late reply)` }),
+              new DeadlineExceededError({
+                dependency: `${o.name} (every connection awaits a late reply or is held by a session)`,
+              }),
             );
           },
           deadline.remainingMs(),
@@ -175,31 +365,34 @@ export function redisDeadlineClient(
     });
   };
 
-  const command = async <T>(
-    name: string,
-    args: readonly RedisArg[] = [],
-    callOptions: RedisCommandOptions = {},
-  ): Promise<T> => {
-    const c = readOptions('RedisDeadlineClient.command', REDIS_COMMAND_OPTIONS, callOptions);
-    if (closed) throw new Error('redisDeadlineClient: closed');
-    if (typeof name !== 'string' || name.length === 0) throw new TypeError('a command name is required');
-    const deadline = c.deadline ?? currentDeadline();
-    const { signal } = c;
-    if (signal?.aborted) throw signal.reason;
-    if (deadline !== undefined) {
-      const remainingMs = deadline.remainingMs();
-      if (remainingMs <= 0 || remainingMs < o.p99Ms) {
-        const neededMs = o.p99Ms;
-        emit(() => ({
-          type: 'deadline-insufficient',
-          dependency: o.name,
-          remainingMs,
-          neededMs,
-          attempt: 1,
-        }));
-        throw new DeadlineInsufficientError({ dependency: o.name, remainingMs, neededMs });
-      }
+  const fits = (deadline: Deadline | undefined): void => {
+    if (deadline === undefined) return;
+    const remainingMs = deadline.remainingMs();
+    if (remainingMs <= 0 || remainingMs < o.p99Ms) {
+      const neededMs = o.p99Ms;
+      emit(() => ({ type: 'deadline-insufficient', dependency: o.name, remainingMs, neededMs, attempt: 1 }));
+      throw new DeadlineInsufficientError({ dependency: o.name, remainingMs, neededMs });
     }
+  };
+
+  /**
+   * One exchange with the server — one command, a transaction's or a pipeline's commands written
+   * together — with its checks and events; `finish` reads the replies (and throws a command's error).
+   */
+  const run = async <T>(
+    context: string,
+    commands: readonly RedisCommand[],
+    callOptions: RedisCommandOptions,
+    held: Slot | undefined,
+    defaults: Defaults | undefined,
+    finish: (replies: PromiseSettledResult<unknown>[]) => T,
+  ): Promise<T> => {
+    const c = readOptions(context, REDIS_COMMAND_OPTIONS, callOptions);
+    if (closed) throw new Error('redisDeadlineClient: closed');
+    const deadline = c.deadline ?? defaults?.deadline ?? currentDeadline();
+    const signal = c.signal ?? defaults?.signal;
+    if (signal?.aborted) throw signal.reason;
+    fits(deadline);
     const started = clock.now();
     emit(() => ({ type: 'attempt', ...ATTEMPT }));
     const ended = (
@@ -216,7 +409,7 @@ export function redisDeadlineClient(
         ...(error === undefined ? {} : { error }),
       }));
     try {
-      const reply = await attempt<T>(name, args, deadline, signal);
+      const reply = finish(await attempt(commands, deadline, signal, held));
       ended('success');
       return reply;
     } catch (error) {
@@ -228,29 +421,28 @@ export function redisDeadlineClient(
     }
   };
 
-  const attempt = async <T>(
-    name: string,
-    args: readonly RedisArg[],
+  const attempt = async (
+    commands: readonly RedisCommand[],
     deadline: Deadline | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<T> => {
-    const slot = await pick(deadline);
+    held: Slot | undefined,
+  ): Promise<PromiseSettledResult<unknown>[]> => {
+    const slot = held ?? (await take(chooseShared, deadline, signal));
     if (slot.ready !== undefined || !isReady(slot.connection)) {
       await bounded(whenReady(slot), deadline, signal, clock, () => notSent(o.name));
     }
-    if (deadline === undefined) return (await send(slot.connection, name, args)) as T;
+    if (deadline === undefined) return Promise.allSettled(write(slot, commands, undefined));
     const remainingMs = deadline.remainingMs();
     if (remainingMs <= 0) throw notSent(o.name);
-    const limited = boundBlocking(name, args, serverBlockMs(remainingMs, o.blockMarginMs));
+    const replies = Promise.allSettled(write(slot, commands, serverBlockMs(remainingMs, o.blockMarginMs)));
     const started = clock.now();
-    const reply = send(slot.connection, name, limited.args);
     const settled = (): void => {
       slot.late -= 1;
       if (slot.late === 0) wake();
     };
     const setAside = (): DeadlineExceededError => {
       slot.late += 1;
-      reply.then(settled, settled);
+      replies.then(settled, settled);
       return new DeadlineExceededError({
         dependency: o.name,
         elapsedMs: clock.now() - started,
@@ -258,18 +450,140 @@ export function redisDeadlineClient(
         outcome: 'unknown',
       });
     };
-    return (await bounded(reply, deadline, signal, clock, setAside, o.cancelGraceMs)) as T;
+    return bounded(replies, deadline, signal, clock, setAside, o.cancelGraceMs);
   };
 
+  /** Writes the commands to one connection in one go (nothing can come between), tracking its state. */
+  const write = (
+    slot: Slot,
+    commands: readonly RedisCommand[],
+    blockMs: number | undefined,
+  ): Promise<unknown>[] =>
+    commands.map(([name, args = []]) => {
+      track(slot, name);
+      const limited = blockMs === undefined ? args : boundBlocking(name, args, blockMs).args;
+      return send(slot.connection, name, limited);
+    });
+
+  /** One wait per connection however many commands wait on it: one `ready` listener, not one each. */
   const whenReady = (slot: Slot): Promise<void> => {
-    if (slot.ready === undefined) return readyOf(slot.connection);
-    return slot.ready.then(() => {
-      slot.ready = undefined;
+    if (slot.ready === undefined) {
+      if (isReady(slot.connection)) return Promise.resolve();
+      slot.ready = readyOf(slot.connection);
+    }
+    const ready = slot.ready;
+    const clear = (): void => {
+      if (slot.ready === ready) slot.ready = undefined;
+    };
+    return ready.then(clear, (error: unknown) => {
+      clear();
+      throw error;
     });
   };
 
+  const one = <T>(replies: PromiseSettledResult<unknown>[]): T => {
+    const [reply] = replies;
+    if (reply!.status === 'rejected') throw reply!.reason;
+    return reply!.value as T;
+  };
+  const exec = <T>(replies: PromiseSettledResult<unknown>[]): T => one<T>(replies.slice(-1));
+  const single = (name: string, args: readonly RedisArg[], place: Place): RedisCommand[] => {
+    if (typeof name !== 'string' || name.length === 0) throw new TypeError('a command name is required');
+    if (!Array.isArray(args)) throw new TypeError(`${name}: args must be an array`);
+    refuseState(name, args, place);
+    return [[name, args]];
+  };
+  const inTransaction = (commands: readonly RedisCommand[], what: string): RedisCommand[] => [
+    ['MULTI'],
+    ...readCommands(commands, 'inside', what),
+    ['EXEC'],
+  ];
+
+  const session = async <T>(
+    fn: (session: RedisSession) => Promise<T>,
+    sessionOptions: RedisCommandOptions = {},
+  ): Promise<T> => {
+    const s = readOptions('RedisDeadlineClient.session', REDIS_COMMAND_OPTIONS, sessionOptions);
+    if (closed) throw new Error('redisDeadlineClient: closed');
+    if (typeof fn !== 'function') throw new TypeError('session(fn): fn must be a function');
+    const defaults: Defaults = { deadline: s.deadline ?? currentDeadline(), signal: s.signal };
+    if (defaults.signal?.aborted) throw defaults.signal.reason;
+    fits(defaults.deadline);
+    const slot = await take(chooseHeld, defaults.deadline, defaults.signal);
+    let open = true;
+    const ensureOpen = (): void => {
+      if (!open) throw new Error('redisDeadlineClient: the session has ended');
+    };
+    const handle: RedisSession = {
+      command: async <R>(name: string, args: readonly RedisArg[] = [], callOptions = {}) => {
+        ensureOpen();
+        const commands = single(name, args, 'session');
+        return run('RedisSession.command', commands, callOptions, slot, defaults, one<R>);
+      },
+      transaction: async <R extends unknown[]>(commands: readonly RedisCommand[], callOptions = {}) => {
+        ensureOpen();
+        const all = inTransaction(commands, 'RedisSession.transaction');
+        if (slot.inMulti)
+          throw new TypeError('RedisSession.transaction: a MULTI is already open (EXEC or DISCARD it)');
+        return run('RedisSession.transaction', all, callOptions, slot, defaults, exec<R | null>);
+      },
+      pipeline: async (commands, callOptions = {}) => {
+        ensureOpen();
+        const all = readCommands(commands, 'session', 'RedisSession.pipeline');
+        return run('RedisSession.pipeline', all, callOptions, slot, defaults, (replies) => replies);
+      },
+    };
+    try {
+      return await fn(handle);
+    } finally {
+      open = false;
+      release(slot);
+    }
+  };
+
+  /**
+   * A session's connection back to everyone, after what it left on the server is undone: written
+   * now, so that it precedes whatever the next user writes (replies ignored: on a connection that
+   * reconnected meanwhile there is nothing to undo, and the server says so).
+   */
+  const release = (slot: Slot): void => {
+    const undo: RedisCommand[] = slot.inMulti ? [['DISCARD']] : slot.watching ? [['UNWATCH']] : [];
+    for (const reply of write(slot, undo, undefined)) reply.catch(() => undefined);
+    slot.inMulti = false;
+    slot.watching = false;
+    slot.held = false;
+    wake();
+  };
+
   return {
-    command,
+    command: async <R>(name: string, args: readonly RedisArg[] = [], callOptions = {}) =>
+      run(
+        'RedisDeadlineClient.command',
+        single(name, args, 'shared'),
+        callOptions,
+        undefined,
+        undefined,
+        one<R>,
+      ),
+    transaction: async <R extends unknown[]>(commands: readonly RedisCommand[], callOptions = {}) =>
+      run(
+        'RedisDeadlineClient.transaction',
+        inTransaction(commands, 'RedisDeadlineClient.transaction'),
+        callOptions,
+        undefined,
+        undefined,
+        exec<R>,
+      ),
+    pipeline: async (commands, callOptions = {}) =>
+      run(
+        'RedisDeadlineClient.pipeline',
+        readCommands(commands, 'shared', 'RedisDeadlineClient.pipeline'),
+        callOptions,
+        undefined,
+        undefined,
+        (replies) => replies,
+      ),
+    session,
     name: o.name,
     on: (listener) => listeners.add(listener),
     get stuck() {
@@ -280,6 +594,10 @@ export function redisDeadlineClient(
       await Promise.all(slots.filter((s) => s.owned).map((s) => closeGracefully(s.connection)));
     },
   };
+}
+
+function newSlot(connection: RedisConnection, owned: boolean): Slot {
+  return { connection, owned, late: 0, ready: undefined, held: false, inMulti: false, watching: false };
 }
 
 function notSent(name: string): DeadlineExceededError {
@@ -366,7 +684,7 @@ function openDuplicate(client: RedisConnection): Slot {
   const connect = method(connection, 'connect');
   const isNodeRedis = typeof (connection as { isOpen?: unknown }).isOpen === 'boolean';
   const lazy = (connection as { status?: unknown }).status === 'wait'; // ioredis with lazyConnect
-  const slot: Slot = { connection, owned: true, late: 0, ready: undefined };
+  const slot = newSlot(connection, true);
   if ((isNodeRedis || lazy) && connect !== undefined) {
     slot.ready = Promise.resolve(connect()).then(() => undefined);
     slot.ready.catch(() => undefined);

@@ -4,8 +4,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { Redis as Redis6 } from 'ioredis6';
+import { createClient } from 'redis';
+import { createClient as createClient4 } from 'redis4';
+import { createClient as createClient6 } from 'redis6';
 import { sleep, systemClock } from '../clock/index.js';
 import { freePort } from '../mysql/mariadb.test-helpers.js';
+import type { RedisConnection } from './client.js';
 
 /**
  * A real Redis for the tests, from Debian's `redis-server` (`.ci/run` installs it): 127.0.0.1, a free
@@ -111,5 +117,41 @@ export async function holdingProxy(target: number): Promise<HoldingProxy> {
       for (const s of [...clients, ...upstreams]) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+/** What the tests close a client with: node-redis 5+ `destroy()`, ioredis and node-redis 4 `disconnect()`. */
+interface Closable {
+  destroy?(): unknown;
+  disconnect(): unknown;
+  on(event: 'error', listener: () => void): unknown;
+}
+type CreateClient = (options: { socket: { host: string; port: number } }) => {
+  connect(): Promise<unknown>;
+};
+
+/**
+ * A client of each major the peer ranges name (ioredis 5 and 6, node-redis 4, 5 and 6), made on
+ * `port` and connected; each is closed by a closer pushed to `closers` (run them in afterAll).
+ */
+export function clientMajors(
+  closers: (() => Promise<unknown> | unknown)[],
+): Record<string, (port: number) => Promise<RedisConnection>> {
+  const made = (client: Closable): RedisConnection => {
+    client.on('error', () => undefined); // a proxy closed under it: reconnect attempts, not test failures
+    closers.push(() => (typeof client.destroy === 'function' ? client.destroy() : client.disconnect()));
+    return client as unknown as RedisConnection;
+  };
+  const nodeRedisOf = (create: CreateClient) => async (port: number) => {
+    const client = create({ socket: { host: '127.0.0.1', port } });
+    await client.connect();
+    return made(client as unknown as Closable);
+  };
+  return {
+    'ioredis 5': async (port) => made(new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 })),
+    'ioredis 6': async (port) => made(new Redis6({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 })),
+    'node-redis 4': nodeRedisOf(createClient4 as CreateClient),
+    'node-redis 5': nodeRedisOf(createClient as CreateClient),
+    'node-redis 6': nodeRedisOf(createClient6 as CreateClient),
   };
 }
