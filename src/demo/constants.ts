@@ -56,6 +56,8 @@ export const SUPPLIER_PROFILE = Object.freeze({
   stallMs: 1_500,
   /** Small uniform jitter (±) around slow answers, as a share of the latency. */
   jitter: 0.1,
+  /** "Recover": every instance refuses connections for this long, then is healthy again. */
+  outageMs: 4_000,
 });
 
 /** The naive stack: what library defaults and common snippets give (3 s per hop, 3 attempts). */
@@ -96,6 +98,13 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
    * has seen them, cost a hedge each (~1% of a 10 s run). At the p95, healthy answers alone cost 5%.
    */
   hedgePercentile: 0.975,
+  /**
+   * Connections of the gateway's pool the checkout chain leaves to the catalog (capacity-aware
+   * waiting, issue 23): the hops below the gateway hold at most `poolConnections − poolReserve`
+   * calls each, so a slow or hung supplier can never take the pool the catalog shares. Little's law
+   * for the catalog needs 10/s × ~5 ms = 0.05 connections; two absorb a burst with room to spare.
+   */
+  poolReserve: 2,
 });
 
 /** Demo-only accounting headers. Never read by any stack's logic: only by the ledgers. */

@@ -59,7 +59,36 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     // Its bar, 99% within the deadline, is measurable from 100 checkouts (20/s for 6 s: 120).
     loadMs: 6_000,
   },
+  // Issue 23: the incidents at five times the checkout rate (the catalog's unchanged), and a return.
+  {
+    name: 'overload-hung',
+    title: 'Supplier hung at 5× load',
+    description:
+      'every supplier instance accepts requests and never answers, at five times the checkout rate: the gateway pool must not run dry',
+    supplier: [{ kind: 'hang' }],
+    checkoutRateMultiple: 5,
+    inDefaultRun: false,
+  },
+  {
+    name: 'overload-slow',
+    title: 'Supplier slow at 5× load',
+    description: `the supplier answers at ${SUPPLIER_PROFILE.slowFactor}× its healthy p99 (≈ 1.5 s), at five times the checkout rate`,
+    supplier: [{ kind: 'slow', factor: SUPPLIER_PROFILE.slowFactor }],
+    checkoutRateMultiple: 5,
+    inDefaultRun: false,
+  },
+  {
+    name: 'recover',
+    title: 'Supplier down, then back',
+    description: `every supplier instance refuses connections for ${SUPPLIER_PROFILE.outageMs / 1000} s, then answers healthily: how soon do checkouts flow again?`,
+    supplier: [{ kind: 'outage', downMs: SUPPLIER_PROFILE.outageMs }],
+    loadMs: 10_000,
+    inDefaultRun: false,
+  },
 ]);
+
+/** The scenarios a run plays when none are named (the ones `inDefaultRun: false` are named only). */
+export const DEFAULT_SCENARIOS: readonly Scenario[] = SCENARIOS.filter((s) => s.inDefaultRun !== false);
 
 /** Looks scenarios up by name; unknown names are reported together. */
 export function scenariosNamed(names: readonly string[]): { found: Scenario[]; unknown: string[] } {

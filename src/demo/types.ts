@@ -20,7 +20,9 @@ export type SupplierBehaviour =
   /** Healthy, except that a share of answers stall for `stallMs`. */
   | { readonly kind: 'stall'; readonly probability: number; readonly stallMs: number }
   /** Healthy latency, but a share of answers are a 503 (a bad deploy, a dependency of its own down). */
-  | { readonly kind: 'fail'; readonly probability: number };
+  | { readonly kind: 'fail'; readonly probability: number }
+  /** Connections refused for `downMs` from the scenario's start, then healthy (a restart, a failover). */
+  | { readonly kind: 'outage'; readonly downMs: number };
 
 export interface Scenario {
   readonly name: string;
@@ -35,6 +37,13 @@ export interface Scenario {
    * bar of 99.5% needs 200: at 60, one failure is 1.7%). Resolved by `resolveDemoOptions`.
    */
   readonly loadMs?: number;
+  /**
+   * The checkout rate of this scenario as a multiple of the run's (`overload-*`: 5×); the catalog's
+   * rate is unchanged. Default 1.
+   */
+  readonly checkoutRateMultiple?: number;
+  /** False for a scenario run only when named (`--scenarios`): the default run stays under 2 minutes. */
+  readonly inDefaultRun?: boolean;
 }
 
 /** The settings of one stack's client on one hop. */
@@ -58,6 +67,12 @@ export type HopSettings =
       readonly attempts: number;
       readonly hedge: boolean;
       readonly budget: { readonly windowMs: number; readonly ratio: number; readonly minPerSecond: number };
+      /**
+       * The hop's concurrency limit with patience (capacity-aware waiting, docs/throttling.md): at
+       * most `maxInFlight` attempts, `maxQueue` calls waiting for a slot; an attempt holding a slot
+       * waits up to the deadline instead of its calibrated timeout.
+       */
+      readonly capacity: { readonly maxInFlight: number; readonly maxQueue: number };
     };
 
 /** What a service process needs to start. */
@@ -119,6 +134,8 @@ export interface ServiceReport {
   readonly sent?: { readonly total: number; readonly perBucket: BucketCounts };
   /** Latencies (ms) of successful downstream calls, for calibration. */
   readonly downstreamLatencies?: readonly number[];
+  /** prazo only: calls its client refused locally (adaptive throttle), total and per bucket. */
+  readonly throttled?: { readonly total: number; readonly perBucket: BucketCounts };
   /** Gateway only: pool occupancy samples. */
   readonly pool?: { readonly connections: number; readonly samples: readonly PoolSample[] };
 }

@@ -128,6 +128,11 @@ function failureKind(error: PrazoError): DependencyFailure['kind'] | undefined {
     case ErrorCode.CONNECT_FAILED:
     case ErrorCode.QUEUE_TIMEOUT:
     case ErrorCode.RETRY_BUDGET_EXHAUSTED:
+    // Refused here to protect the dependency or this service's pool: the dependency is failing or
+    // saturated, and a caller retrying this hop would only meet the same refusal (issue 23).
+    case ErrorCode.THROTTLED:
+    case ErrorCode.CONCURRENCY_LIMITED:
+    case ErrorCode.NO_INSTANCE:
       return 'unavailable';
     case ErrorCode.DEPENDENCY_FAILED: {
       const { httpStatus: status, grpcCode } = error as DependencyFailedError;

@@ -6,9 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../clock/system.js';
 import { isPrazoError } from '../errors/base.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
+import { ConcurrencyLimitError } from '../errors/capacity.js';
 import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
 import { DependencyFailedError } from '../errors/dependency.js';
 import { InvalidOptionsError } from '../errors/options.js';
+import { ThrottledError } from '../errors/throttle.js';
 import { ConnectFailedError, ResponseTimeoutError } from '../errors/timeout.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { createServerEventHub, type ServerEvent } from './events.js';
@@ -42,6 +44,34 @@ const FAILURES: ReadonlyArray<readonly [string, () => unknown, number, string]> 
       new RetryBudgetExhaustedError({ dependency: 'supplier', originals: 10, extras: 1, cause: refused() }),
     503,
     'RETRY_BUDGET_EXHAUSTED',
+  ],
+  [
+    'the adaptive throttle refused the call (issue 23)',
+    () =>
+      new ThrottledError({
+        dependency: 'supplier',
+        requests: 40,
+        accepts: 0,
+        probability: 0.9,
+        windowMs: 1000,
+      }),
+    503,
+    'THROTTLED',
+  ],
+  [
+    'the concurrency limit refused the call',
+    () =>
+      new ConcurrencyLimitError({
+        dependency: 'supplier',
+        limit: 12,
+        inFlight: 12,
+        queued: 0,
+        maxQueue: 0,
+        reason: 'queue-full',
+        waitedMs: 0,
+      }),
+    503,
+    'CONCURRENCY_LIMITED',
   ],
   [
     'not enough time left',

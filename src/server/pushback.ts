@@ -9,7 +9,8 @@ import type { DeadlineErrorBody } from './respond.js';
 /**
  * Retry at one layer, on the server (SPEC X6). A handler that fails because one of *its* dependencies
  * failed — prazo's own errors say so: DEADLINE_INSUFFICIENT / DEADLINE_EXCEEDED, a dependency's
- * CONNECT_* / RESPONSE_TIMEOUT / BODY_TIMEOUT / QUEUE_TIMEOUT, RETRY_BUDGET_EXHAUSTED, or a
+ * CONNECT_* / RESPONSE_TIMEOUT / BODY_TIMEOUT / QUEUE_TIMEOUT, RETRY_BUDGET_EXHAUSTED, THROTTLED,
+ * CONCURRENCY_LIMITED, NO_INSTANCE, or a
  * DependencyFailedError for an answer (a 5xx) — has already spent that dependency's retries where they
  * belong, next to the failure, within its budget. Its callers must not add theirs: four hops retrying
  * an outage cost 3⁴ naively, and even with a budget at every hop 1.1⁴. So the answer says "do not

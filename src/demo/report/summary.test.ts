@@ -58,6 +58,7 @@ function stack(
   ];
   return {
     stack,
+    resetEpochMs: T0 - 20,
     startEpochMs: T0,
     endEpochMs: T0 + 1_000,
     drainedMs: 0,

@@ -1,3 +1,4 @@
+import { DEMO_DEFAULTS } from '../constants.js';
 import type { ScenarioRaw, StackRaw } from '../run/scenario.js';
 import { behaviourOf } from '../scenarios.js';
 import { logHistogram, percent, quantile } from '../stats.js';
@@ -50,6 +51,18 @@ export interface StackMetrics {
     readonly stillRunning: number;
     readonly byRole: Readonly<Record<ServiceConfig['role'], number>>;
   };
+  /** prazo: calls inventory's client refused locally (the adaptive throttle), and their share of its calls. */
+  readonly throttled: { readonly refused: number; readonly sharePct: number | undefined };
+  /**
+   * `recover` only: from the supplier's return (`returnMs` after the load started) until checkouts
+   * are ≥ 99% within the deadline over every 1 s window from then on (`recoveryMs`; undefined: not
+   * before the load ended), and the supplier load over that span and the next second, per checkout.
+   */
+  readonly recovery?: {
+    readonly returnMs: number;
+    readonly recoveryMs: number | undefined;
+    readonly load: number | undefined;
+  };
   readonly pool: {
     readonly connections: number;
     readonly maxBusy: number;
@@ -99,7 +112,7 @@ export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: nu
     description: raw.scenario.description,
     loadMs,
     instances: instanceBehaviours(raw),
-    stacks: raw.stacks.map((s) => stackMetrics(s, loadMs)),
+    stacks: raw.stacks.map((s) => stackMetrics(s, loadMs, raw.scenario)),
     series: {
       bucketMs,
       histogramEdges,
@@ -128,6 +141,8 @@ export function describeBehaviour(b: SupplierBehaviour): string {
       return `stalls ${ms(b.stallMs)} on ${Math.round(b.probability * 100)}% of its answers`;
     case 'fail':
       return `answers 503 on ${b.probability === 0.5 ? 'half' : `${Math.round(b.probability * 100)}%`} of its calls`;
+    case 'outage':
+      return `refuses connections for ${ms(b.downMs)}, then is healthy`;
   }
 }
 
@@ -136,7 +151,52 @@ export function isInstanceIncident(scenario: Pick<ScenarioSummary, 'instances'>)
   return new Set(scenario.instances).size > 1;
 }
 
-function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
+/** Checkouts within the deadline over a 1 s window, for the return to count as recovered (issue 23). */
+export const RECOVERED_PCT = 99;
+const RECOVERY_WINDOW_MS = 1_000;
+const RECOVERY_STEP_MS = 100;
+
+/**
+ * How long checkouts took to flow again after an outage ended (`recover`): the first instant from
+ * which every 1 s window of checkouts, sent until the load ended, has ≥ 99% answered within the
+ * deadline. The return is taken at the reset's instant plus the outage (an upper bound of when the
+ * supplier listened again), so the time measured is never shorter than the real one.
+ */
+export function recoveryOf(
+  raw: Pick<StackRaw, 'resetEpochMs' | 'startEpochMs' | 'users' | 'services'>,
+  downMs: number,
+  loadMs: number,
+  bucketMs: number,
+): NonNullable<StackMetrics['recovery']> {
+  const returnMs = Math.max(0, raw.resetEpochMs + downMs - raw.startEpochMs);
+  const checkouts = raw.users.filter((u) => u.route === 'checkout');
+  const okShare = (from: number): number | undefined => {
+    const w = checkouts.filter((u) => u.sentMs >= from && u.sentMs < from + RECOVERY_WINDOW_MS);
+    return w.length === 0 ? undefined : (100 * w.filter((u) => u.outcome === 'ok').length) / w.length;
+  };
+  let recoveredAt: number | undefined;
+  for (let t = returnMs; t + RECOVERY_WINDOW_MS <= loadMs; t += RECOVERY_STEP_MS) {
+    const share = okShare(t);
+    if (share === undefined || share < RECOVERED_PCT) recoveredAt = undefined;
+    else recoveredAt ??= t;
+  }
+  if (recoveredAt === undefined) return { returnMs, recoveryMs: undefined, load: undefined };
+  const endMs = recoveredAt + RECOVERY_WINDOW_MS;
+  const fromBucket = Math.floor((raw.startEpochMs + returnMs) / bucketMs);
+  const toBucket = Math.floor((raw.startEpochMs + endMs) / bucketMs);
+  let sent = 0;
+  for (const s of byRole(raw.services, 'inventory'))
+    for (const [key, n] of Object.entries(s.sent?.perBucket ?? {}))
+      if (Number(key) >= fromBucket && Number(key) < toBucket) sent += n;
+  const offered = checkouts.filter((u) => u.sentMs >= returnMs && u.sentMs < endMs).length;
+  return {
+    returnMs: Math.round(returnMs),
+    recoveryMs: Math.round(recoveredAt - returnMs),
+    load: offered > 0 ? Math.round((100 * sent) / offered) / 100 : undefined,
+  };
+}
+
+function stackMetrics(raw: StackRaw, loadMs: number, scenario?: ScenarioRaw['scenario']): StackMetrics {
   const startEpochMs = raw.startEpochMs;
   const checkout = raw.users.filter((u) => u.route === 'checkout');
   const catalog = raw.users.filter((u) => u.route === 'catalog');
@@ -152,6 +212,8 @@ function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
     wastedRequests += s.ledger.wastedRequests;
     stillRunning += s.ledger.stillRunning;
   }
+  const refused = byRole(raw.services, 'inventory').reduce((t, s) => t + (s.throttled?.total ?? 0), 0);
+  const outage = scenario?.supplier.find((b) => b.kind === 'outage');
   const pool = byRole(raw.services, 'gateway')[0]?.pool;
   const during = (pool?.samples ?? []).filter(
     (p) => p.epochMs >= startEpochMs && p.epochMs <= startEpochMs + loadMs,
@@ -198,6 +260,13 @@ function stackMetrics(raw: StackRaw, loadMs: number): StackMetrics {
       amplification: checkout.length > 0 ? Math.round((100 * load) / checkout.length) / 100 : undefined,
       perInstance: supplierInstances(raw.services).map((s) => s.ledger.requests),
     },
+    throttled: {
+      refused,
+      sharePct: checkout.length > 0 ? round((100 * refused) / checkout.length) : undefined,
+    },
+    ...(outage?.kind === 'outage'
+      ? { recovery: recoveryOf(raw, outage.downMs, loadMs, DEMO_DEFAULTS.bucketMs) }
+      : {}),
     wasted: {
       ms: Object.values(wastedBy).reduce((a, b) => a + b, 0),
       requests: wastedRequests,

@@ -2,7 +2,7 @@ import type { Clock } from '../../clock/clock.js';
 import { systemClock } from '../../clock/system.js';
 import { OptionsValidator } from '../../options/validator.js';
 import { DEMO_DEFAULTS, DEMO_LIMITS } from '../constants.js';
-import { SCENARIOS, scenariosNamed } from '../scenarios.js';
+import { DEFAULT_SCENARIOS, SCENARIOS, scenariosNamed } from '../scenarios.js';
 import { type Scenario, STACK_NAMES, type StackName } from '../types.js';
 import type { ProgressEvent } from './progress-events.js';
 
@@ -10,7 +10,10 @@ import type { ProgressEvent } from './progress-events.js';
 export interface DemoOptions {
   /** Stacks compared side by side. Default naive and prazo (add cockatiel for the third). */
   readonly stacks?: readonly StackName[];
-  /** Scenario names, in order. Default all: healthy, slow, down, hung, tail, instance-down, instance-503. */
+  /**
+   * Scenario names, in order. Default: healthy, slow, down, hung, tail, instance-down, instance-503;
+   * overload-hung, overload-slow and recover run when named.
+   */
   readonly scenarios?: readonly string[];
   /**
    * Load time of each scenario, per stack. Default 3000 (10000 for `tail`, 6000 for `instance-503`:
@@ -67,7 +70,7 @@ export function resolveDemoOptions(options: DemoOptions): DemoSettings & { clock
   for (const s of stacks)
     if (!STACK_NAMES.includes(s))
       v.problem(`\`stacks\`: unknown stack ${JSON.stringify(s)} (${STACK_NAMES.join(', ')})`);
-  const { found, unknown } = scenariosNamed(o.scenarios ?? SCENARIOS.map((s) => s.name));
+  const { found, unknown } = scenariosNamed(o.scenarios ?? DEFAULT_SCENARIOS.map((s) => s.name));
   if (unknown.length > 0)
     v.problem(`\`scenarios\`: unknown ${unknown.join(', ')} (${SCENARIOS.map((s) => s.name).join(', ')})`);
   if (found.length === 0 && unknown.length === 0) v.problem('`scenarios` must list at least one scenario');

@@ -9,6 +9,8 @@ import { type RunningStack, resetStack } from './topology.js';
 /** Everything measured for one stack in one scenario, before any summary. */
 export interface StackRaw {
   readonly stack: StackName;
+  /** Epoch ms just before the stack was reset for the scenario (an outage's clock starts after it). */
+  readonly resetEpochMs: number;
   /** Epoch ms at which the load started, and at which the measurements were taken. */
   readonly startEpochMs: number;
   readonly endEpochMs: number;
@@ -41,12 +43,13 @@ export function userLoad(
   running: RunningStack,
   durationMs: number,
   onResult?: (result: UserResult) => void,
+  checkoutRateMultiple = 1,
 ): Promise<UserResult[]> {
   const { settings, clock, signal } = ctx;
   return runLoad({
     origin: running.gatewayOrigin,
     routes: [
-      { route: 'checkout', path: '/checkout', rate: settings.checkoutRate },
+      { route: 'checkout', path: '/checkout', rate: settings.checkoutRate * checkoutRateMultiple },
       { route: 'catalog', path: '/catalog', rate: settings.catalogRate },
     ],
     durationMs,
@@ -79,12 +82,17 @@ async function runStack(ctx: ScenarioContext, scenario: Scenario, running: Runni
   const { stack } = running;
   const loadMs = scenario.loadMs ?? settings.loadMs;
   ctx.onProgress({ type: 'phase', phase: 'starting', stack, loadMs });
+  const resetEpochMs = clock.epochNow();
   await resetStack(group, running, scenario);
   throwIfAborted(signal);
   ctx.onProgress({ type: 'phase', phase: 'load', stack, loadMs });
   const startEpochMs = clock.epochNow();
-  const users = await userLoad(ctx, running, loadMs, (result) =>
-    ctx.onProgress({ type: 'user', stack, result }),
+  const users = await userLoad(
+    ctx,
+    running,
+    loadMs,
+    (result) => ctx.onProgress({ type: 'user', stack, result }),
+    scenario.checkoutRateMultiple,
   );
   throwIfAborted(signal);
   ctx.onProgress({ type: 'phase', phase: 'draining', stack, loadMs });
@@ -97,7 +105,16 @@ async function runStack(ctx: ScenarioContext, scenario: Scenario, running: Runni
   const drainedMs = Math.round(clock.now() - drainStart);
   const cutOff = inFlight(reports) > 0;
   ctx.onProgress({ type: 'drained', stack, waitedMs: drainedMs, cutOff });
-  return { stack, startEpochMs, endEpochMs: clock.epochNow(), drainedMs, cutOff, users, services: reports };
+  return {
+    stack,
+    resetEpochMs,
+    startEpochMs,
+    endEpochMs: clock.epochNow(),
+    drainedMs,
+    cutOff,
+    users,
+    services: reports,
+  };
 }
 
 function reportAll(group: ProcessGroup, running: RunningStack): Promise<ServiceReport[]> {

@@ -1,4 +1,4 @@
-import { COCKATIEL_DEFAULTS, NAIVE_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../constants.js';
+import { COCKATIEL_DEFAULTS, DEMO_DEFAULTS, NAIVE_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../constants.js';
 import type { Child, ProcessGroup } from '../process/children.js';
 import { behaviourOf, SCENARIOS } from '../scenarios.js';
 import type { HopSettings, Scenario, ServiceConfig, StackName } from '../types.js';
@@ -47,6 +47,7 @@ export function hopSettings(
   next: HopName,
   calibration: HopLatencies | undefined,
   overrides: StackOverrides = {},
+  poolConnections: number = DEMO_DEFAULTS.poolConnections,
 ): HopSettings {
   if (stack === 'naive') {
     return { stack, ...NAIVE_DEFAULTS, timeoutMs: overrides.naiveTimeoutMs ?? NAIVE_DEFAULTS.timeoutMs };
@@ -64,7 +65,23 @@ export function hopSettings(
     attempts: P.attempts,
     hedge: next === 'supplier', // reads of the tail-prone dependency (SPEC H1, H2)
     budget: { windowMs: P.budgetWindowMs, ratio: P.budgetRatio, minPerSecond: P.budgetMinPerSecond },
+    capacity: hopCapacity(next, poolConnections),
   };
+}
+
+/**
+ * What each prazo hop may hold in flight (capacity-aware waiting, issue 23). The resource at stake is
+ * the gateway's pool: every checkout in flight anywhere below holds one of its connections. The
+ * gateway's own client takes the pool's size (a burst waits for a slot as it would for a
+ * connection); the hops below hold at most the pool less the catalog's reserve and never queue, so
+ * past that a checkout fails at once and its connection goes back to the pool.
+ */
+export function hopCapacity(
+  next: HopName,
+  poolConnections: number,
+): { readonly maxInFlight: number; readonly maxQueue: number } {
+  if (next === 'orders') return { maxInFlight: poolConnections, maxQueue: poolConnections };
+  return { maxInFlight: Math.max(1, poolConnections - PRAZO_STACK_DEFAULTS.poolReserve), maxQueue: 0 };
 }
 
 /** Forks (and waits for the boot of) every process of a stack. */
@@ -120,21 +137,21 @@ export async function startStack(
     ...common,
     ...inner,
     downstream: overrides.supplierOrigins ?? supplierPorts.map(origin),
-    hop: hopSettings(stack, 'supplier', calibration, overrides),
+    hop: hopSettings(stack, 'supplier', calibration, overrides, settings.poolConnections),
   });
   const ordersPort = await group.start(childOf('orders'), {
     role: 'orders',
     ...common,
     ...inner,
     downstream: [origin(inventoryPort)],
-    hop: hopSettings(stack, 'inventory', calibration, overrides),
+    hop: hopSettings(stack, 'inventory', calibration, overrides, settings.poolConnections),
   });
   const gatewayPort = await group.start(childOf('gateway'), {
     role: 'gateway',
     ...common,
     ...(prazo ? { deadline: { defaultMs: P.gatewayDeadlineMs, maxMs: P.gatewayDeadlineMs } } : {}),
     downstream: [origin(ordersPort)],
-    hop: hopSettings(stack, 'orders', calibration, overrides),
+    hop: hopSettings(stack, 'orders', calibration, overrides, settings.poolConnections),
     poolConnections: settings.poolConnections,
   });
   return { ...spawned, gatewayOrigin: origin(gatewayPort), ordersOrigin: origin(ordersPort) };

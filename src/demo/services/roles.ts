@@ -35,6 +35,8 @@ const MAX_LATENCY_SAMPLES = 20_000;
 interface Generation {
   readonly ledger: WorkLedger;
   readonly counter: SendCounter;
+  /** Calls the stack's client refused locally (prazo's throttle), per bucket. */
+  readonly throttled: SendCounter;
   readonly pool: SampledPool | undefined;
   readonly dispatcher: Dispatcher;
   readonly client: HopClient;
@@ -64,7 +66,9 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
     : picks
       ? countingAgent(counter)
       : roundRobin(config.downstream, counter);
+  const throttled = new SendCounter(clock, config.bucketMs);
   const client = stack.client({
+    onThrottled: () => throttled.count(),
     name: NEXT_HOP[config.role],
     origin: config.downstream[0]!,
     ...(picks ? { origins: config.downstream } : {}),
@@ -72,7 +76,15 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
     hop,
     clock,
   });
-  return { ledger: new WorkLedger(clock, config.bucketMs), counter, pool, dispatcher, client, latencies: [] };
+  return {
+    ledger: new WorkLedger(clock, config.bucketMs),
+    counter,
+    throttled,
+    pool,
+    dispatcher,
+    client,
+    latencies: [],
+  };
 }
 
 async function retire(generation: Generation): Promise<void> {
@@ -140,6 +152,7 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
       ledger: gen.ledger.report(),
       arrivals: gen.ledger.arrivals(),
       sent: gen.counter.snapshot(),
+      ...(config.stack === 'prazo' ? { throttled: gen.throttled.snapshot() } : {}),
       ...(full ? { downstreamLatencies: [...gen.latencies] } : {}),
       ...(gen.pool ? { pool: { connections: gen.pool.connections, samples: gen.pool.samples() } } : {}),
     }),

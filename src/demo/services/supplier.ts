@@ -30,6 +30,8 @@ export function answerDelayMs(behaviour: SupplierBehaviour, random: () => number
         : logNormal(random, P.medianMs, P.sigma, P.minMs);
     case 'fail':
       return logNormal(random, P.medianMs, P.sigma, P.minMs);
+    case 'outage': // past its outage the instance is healthy (`startSupplier` switches it)
+      return logNormal(random, P.medianMs, P.sigma, P.minMs);
     case 'hang':
     case 'refuse':
       return undefined;
@@ -72,16 +74,26 @@ export async function startSupplier(
   const first = await listen(handler);
   const port = first.port;
   let server: Server | undefined = first.server;
+  let back: Timer | undefined; // an outage's end
   const stop = async (): Promise<void> => {
     for (const timer of timers) clock.clearTimer(timer);
     timers.clear();
+    if (back !== undefined) clock.clearTimer(back);
+    back = undefined;
     if (server !== undefined) await shut(server);
     server = undefined;
   };
   const apply = async (next: SupplierBehaviour): Promise<void> => {
     behaviour = next;
-    if (next.kind === 'refuse') await stop();
+    if (next.kind === 'refuse' || next.kind === 'outage') await stop();
     else if (server === undefined) server = (await listen(handler, port)).server;
+    if (next.kind === 'outage') {
+      // Down from now (the scenario's reset) for `downMs`, then listening again, healthy.
+      back = clock.setTimer(() => {
+        back = undefined;
+        void apply({ kind: 'healthy' });
+      }, next.downMs);
+    }
   };
   await apply(behaviour);
 

@@ -21,6 +21,11 @@ import type { FailureAnswer, HopClient, HopClientOptions, Stack } from './types.
  *   `constants.ts`), the calibrated one until the library's live window has enough samples (which in
  *   scenarios of seconds it never has: `fallback-source.ts`), sent while the median is left;
  * - a handler whose caller hung up stops its downstream calls (D7);
+ * - adaptive throttling (on by default): once most supplier attempts fail, calls are refused locally
+ *   with a probability that follows the failed share, 10% still probing (issue 23);
+ * - capacity-aware waiting: each hop holds at most what the gateway's pool can give the checkout
+ *   chain, and an attempt holding a slot waits up to the deadline instead of its calibrated timeout
+ *   (a slow supplier's answers arrive; a hung one holds a bounded number of connections);
  * - several instances (the suppliers) are one client's `origins`: power of two choices over
  *   peak-EWMA, a retry and a hedge to another instance, ejection of the failing or slow one (X5).
  * When its own dependency fails, for any reason, a service answers with prazo/server's pushback
@@ -31,7 +36,7 @@ import type { FailureAnswer, HopClient, HopClientOptions, Stack } from './types.
  */
 
 function prazoClient(options: HopClientOptions): HopClient {
-  const { hop, clock, dispatcher, origin, origins, name } = options;
+  const { hop, clock, dispatcher, origin, origins, name, onThrottled } = options;
   if (hop.stack !== 'prazo') throw new Error('prazo client needs prazo hop settings');
   const http = createHttpClient({
     name,
@@ -48,9 +53,16 @@ function prazoClient(options: HopClientOptions): HopClient {
       ...hop,
       hedgePercentile: P.hedgePercentile,
     }),
+    // Capacity-aware waiting (issue 23): at most `maxInFlight` attempts, each waiting up to the
+    // deadline; past that a call fails at once (topology.ts `hopCapacity`).
+    concurrencyLimit: { ...hop.capacity, patience: true },
     dispatcher,
     clock,
   });
+  if (onThrottled !== undefined)
+    http.on((event) => {
+      if (event.type === 'throttled') onThrottled();
+    });
   return {
     get: async (path, headers, req: IncomingMessage) => {
       const signal = (req as IncomingMessage & Partial<DeadlineFields>).prazoSignal;

@@ -34,6 +34,8 @@ export interface HopClientOptions {
   readonly dispatcher: Dispatcher;
   readonly hop: HopSettings;
   readonly clock: Clock;
+  /** Called for each call the stack's client refuses locally (prazo's adaptive throttle). */
+  readonly onThrottled?: () => void;
 }
 
 /** A role's request handler: answers `res`; resolves when this service's work for it has ended. */
