@@ -153,6 +153,20 @@ export const METRICS = Object.freeze({
     [D],
     'Live p99 of successful attempts over the last full latency window (SPEC C5, V1)',
   ),
+  throttled: spec(
+    'prazo.dependency.throttled',
+    'counter',
+    '{request}',
+    [D],
+    'Calls the adaptive throttle refused locally: nothing sent, failed at once with THROTTLED (docs/throttling.md, SPEC V2)',
+  ),
+  throttleProbability: spec(
+    'prazo.dependency.throttle.probability',
+    'gauge',
+    '1',
+    [D],
+    'Probability a new call is refused by the adaptive throttle now, from its window of attempts and accepts (docs/throttling.md)',
+  ),
   hedgesWon: spec(
     'prazo.dependency.hedges.won',
     'counter',

@@ -18,6 +18,11 @@ export interface GaugeSource {
   readonly timeouts?: { readonly connectMs?: number; readonly responseMs?: number };
   /** The config version its settings come from (`watchConfig`, SPEC X9): the config-generation gauge. */
   readonly configVersion?: { readonly hash: string; readonly generation: number } | undefined;
+  /**
+   * The adaptive throttle (docs/throttling.md): its `probability` of refusing a new call now is the
+   * throttle-probability gauge; undefined when the throttle is switched off (no point then).
+   */
+  throttling?(): { readonly probability: number } | undefined;
 }
 
 /**
@@ -89,6 +94,9 @@ export function recordDependencyEvents(
         return;
       case 'deadline-insufficient':
         I.deadlineInsufficient.add(1, a.base);
+        return;
+      case 'throttled':
+        I.throttled.add(1, a.base);
         return;
       case 'hedge-won':
         I.hedgesWon.add(1, a.base);

@@ -7,7 +7,7 @@ import type { PrazoInstruments } from './instruments.js';
 
 /**
  * The observable gauges (retry ratio, configured timeout, live p99, config generation, instances by
- * state), read from the dependencies only when a reader collects (every scrape, or every export
+ * state, the throttle's refusal probability), read from the dependencies only when a reader collects (every scrape, or every export
  * interval): nothing on the request path.
  * One batch callback serves every dependency, so adding one is a Set insertion.
  */
@@ -42,7 +42,14 @@ export class DependencyGauges implements Disposable {
 
   #gauges(): ObservableGauge[] {
     const I = this.#instruments;
-    return [I.retryRatio, I.timeoutConfigured, I.latencyP99, I.configGeneration, I.instances];
+    return [
+      I.retryRatio,
+      I.timeoutConfigured,
+      I.latencyP99,
+      I.configGeneration,
+      I.instances,
+      I.throttleProbability,
+    ];
   }
 
   dispose(): void {
@@ -92,6 +99,9 @@ export class DependencyGauges implements Disposable {
             this.#versionAttributes(instrumented, a, version.hash),
           );
         }
+        // 0 while nothing is refused (a flat line, not "no data"); nothing when switched off.
+        const probability = dependency.throttling?.()?.probability;
+        if (isGaugeValue(probability)) result.observe(I.throttleProbability, probability, a.base);
         observeInstances(result, I.instances, instrumented, a);
       } catch {
         // Skipped for this collection; the next one tries again.

@@ -2,6 +2,7 @@ import { metrics } from '@opentelemetry/api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRetryBudget } from '../budget/budget.js';
 import { FakeClock } from '../clock/fake.js';
+import { createDependency } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import { ATTR, DURATION_BUCKETS_S, METRICS } from './constants.js';
@@ -170,6 +171,80 @@ describe('instrumentPrazo: gauges read at collection (SPEC R7, C5, V1)', () => {
     const ratio = (await sdk.collect()).get(M.retryRatio.name);
     expect(ratio?.dataPoints).toHaveLength(1);
     expect(pointValue(ratio, dep('fine'))).toBe(0.05);
+    await sdk.shutdown();
+  });
+});
+
+describe('instrumentPrazo: the adaptive throttle (docs/throttling.md, #23)', () => {
+  it('counts refusals and exports the refusal probability of a real executor, read at collection', async () => {
+    const sdk = createSdk();
+    const clock = new FakeClock();
+    // A dependency whose every attempt fails: the throttle's window fills with requests and no accepts.
+    const dependency = createDependency({
+      name: 'supplier',
+      clock,
+      p99Ms: 20,
+      attempts: 1,
+      defaultDeadlineMs: 1_000,
+      random: () => 0.5,
+    });
+    const off = createDependency({ name: 'off', clock, p99Ms: 20, attempts: 1, throttle: false });
+    instrumentPrazo({ meterProvider: sdk.provider, dependencies: [dependency, off] });
+    let got = await sdk.collect();
+    // Switched on and quiet: a 0, not "no data"; switched off: no point at all.
+    expect(pointValue(got.get(M.throttleProbability.name), dep('supplier'))).toBe(0);
+    expect(pointValue(got.get(M.throttleProbability.name), dep('off'))).toBeUndefined();
+
+    const fail = () => Promise.reject(Object.assign(new Error('503'), { status: 503 }));
+    let refused = 0;
+    for (let i = 0; i < 40; i += 1) {
+      await dependency.execute(fail).catch((e: unknown) => {
+        if ((e as { code?: string }).code === 'THROTTLED') refused += 1;
+      });
+      clock.advance(5);
+    }
+    const state = dependency.throttling()!;
+    expect(refused).toBeGreaterThan(0);
+    got = await sdk.collect();
+    expect(pointValue(got.get(M.throttled.name), dep('supplier'))).toBe(refused);
+    expect(got.get(M.throttled.name)?.descriptor.unit).toBe('{request}');
+    expect(pointValue(got.get(M.throttleProbability.name), dep('supplier'))).toBeCloseTo(
+      state.probability,
+      12,
+    );
+    expect(state.probability).toBeGreaterThan(0.5);
+    expect(got.get(M.throttleProbability.name)?.descriptor.unit).toBe('1');
+    // The window forgets: a second later the probability reads 0 again, the refusals stay counted.
+    clock.advance(1_000);
+    got = await sdk.collect();
+    expect(pointValue(got.get(M.throttleProbability.name), dep('supplier'))).toBe(0);
+    expect(pointValue(got.get(M.throttled.name), dep('supplier'))).toBe(refused);
+    await sdk.shutdown();
+  });
+
+  it('a hand-driven source: each `throttled` event is one refusal; a broken or NaN probability is no point', async () => {
+    const sdk = createSdk();
+    const source = Object.assign(new EventSource('db'), { throttling: () => ({ probability: 0.25 }) });
+    const nan = Object.assign(new EventSource('nan'), { throttling: () => ({ probability: Number.NaN }) });
+    const broken = Object.assign(new EventSource('broken'), {
+      throttling(): { probability: number } {
+        throw new Error('boom');
+      },
+    });
+    instrumentPrazo({ meterProvider: sdk.provider, dependencies: [source, nan, broken] });
+    const event = {
+      type: 'throttled',
+      dependency: 'db',
+      requests: 30,
+      accepts: 2,
+      probability: 0.8,
+    } as const;
+    source.emit(event);
+    source.emit(event);
+    const got = await sdk.collect();
+    expect(pointValue(got.get(M.throttled.name), dep('db'))).toBe(2);
+    expect(got.get(M.throttleProbability.name)?.dataPoints).toHaveLength(1);
+    expect(pointValue(got.get(M.throttleProbability.name), dep('db'))).toBe(0.25);
     await sdk.shutdown();
   });
 });

@@ -11,6 +11,8 @@ export interface PrazoInstruments {
   readonly budgetRefusals: Counter;
   readonly timeouts: Counter;
   readonly deadlineInsufficient: Counter;
+  readonly throttled: Counter;
+  readonly throttleProbability: ObservableGauge;
   readonly hedgesWon: Counter;
   readonly instanceAttempts: Counter;
   readonly instanceEjections: Counter;
@@ -44,6 +46,8 @@ export function createInstruments(meter: Meter): PrazoInstruments {
     budgetRefusals: counter(M.budgetRefusals),
     timeouts: counter(M.timeouts),
     deadlineInsufficient: counter(M.deadlineInsufficient),
+    throttled: counter(M.throttled),
+    throttleProbability: gauge(M.throttleProbability),
     hedgesWon: counter(M.hedgesWon),
     instanceAttempts: counter(M.instanceAttempts),
     instanceEjections: counter(M.instanceEjections),

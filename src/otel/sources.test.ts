@@ -36,6 +36,9 @@ describe('createDependency → metrics (SPEC R7, H3, D4, V1)', () => {
       clock,
       retryBudget: { maxRatio: 0.1, minPerSecond: 0 },
       random: () => 0,
+      // The budget under test: with the adaptive throttle on, the outage's calls are refused before
+      // any attempt (10 originals of 200, counted as `prazo.dependency.throttled`; instrument.test.ts).
+      throttle: false,
     });
     instrumentPrazo({ meterProvider: sdk.provider, dependencies: [supplier] });
     const calls = [];
