@@ -238,6 +238,10 @@ describe('undici retry BELOW prazo: compose(interceptors.retry(), prazo)', () =>
     const { value, ms } = await elapsedOf(() => outcome(`${server.origin}/`, dispatcher));
     expect(value).toBe('RESPONSE_TIMEOUT');
     expect(ms).toBeLessThan(400);
+    // undici's backoff ends after prazo gave the attempt up: the request it sends then is refused
+    // before it is written (undici 8 cancels the backoff when prazo aborts).
+    await new Promise<void>((resolve) => systemClock.setTimer(resolve, 600));
+    expect(server.seen).toHaveLength(1);
   });
 });
 
