@@ -102,9 +102,10 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
    * Connections of the gateway's pool the checkout chain leaves to the catalog (capacity-aware
    * waiting, issue 23): the hops below the gateway hold at most `poolConnections − poolReserve`
    * calls each, so a slow or hung supplier can never take the pool the catalog shares. Little's law
-   * for the catalog needs 10/s × ~5 ms = 0.05 connections; two absorb a burst with room to spare.
+   * for the catalog needs 10/s × ~5 ms = 0.05 connections; the other two are for the checkouts
+   * failing fast through the chain (at 100/s, a few ms each on a loaded two-core machine).
    */
-  poolReserve: 2,
+  poolReserve: 3,
 });
 
 /** Demo-only accounting headers. Never read by any stack's logic: only by the ledgers. */

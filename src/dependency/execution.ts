@@ -138,11 +138,16 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const core = this.core;
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
-    // A patient attempt (it holds a slot of the limit, and its response timeout would not be
-    // retried) waits up to the deadline: the limit, not the timeout, protects the caller's pool.
+    // A patient attempt (it holds a slot of the limit, its response timeout would not be retried,
+    // and the dependency is answering: its throttle refuses nothing) waits up to the deadline: the
+    // limit, not the timeout, protects the caller's pool. Against a dependency that stopped
+    // answering, waiting is pure loss: its attempts are cut at the calibrated timeout again.
     const byDeadline =
       remaining <= core.responseMs ||
-      (permit && core.patience && !(this.#retryResponseTimeout ?? core.retryResponseTimeout));
+      (permit &&
+        core.patience &&
+        !(this.#retryResponseTimeout ?? core.retryResponseTimeout) &&
+        (core.throttle === undefined || core.throttle.refusing(now) === false));
     const timeoutMs = byDeadline ? remaining : core.responseMs;
     const n = ++this.#started;
     const attempt = this.createAttempt(kind, n, timeoutMs, core.connectMs, byDeadline, now);

@@ -91,6 +91,12 @@ export class AdaptiveThrottle {
     }
   }
 
+  /** Whether a new call would be refused with some probability at `now` (the dependency is failing). */
+  refusing(now: number): boolean {
+    this.#advance(now);
+    return this.#probability() > 0;
+  }
+
   /** The counts and the refusal probability at `now` (metrics, the error of a refused call). */
   state(now: number = this.#clock.now()): ThrottleState {
     this.#advance(now);
