@@ -85,9 +85,38 @@ describe('generateAlertRules (SPEC R7, V1, V3, B3, C5, X3)', () => {
     const names = rules(generateAlertRules({ dependencies: [{ name: 'db', attempts: 1 }] })).map(
       (r) => r.alert,
     );
-    expect(names).toEqual([ALERTS.timeoutBelowP99, ALERTS.abandonmentHigh, ALERTS.instanceEjectedRepeatedly]);
+    expect(names).toEqual([
+      ALERTS.timeoutBelowP99,
+      ALERTS.abandonmentHigh,
+      ALERTS.instanceEjectedRepeatedly,
+      ALERTS.dependencyThrottled,
+    ]);
     const hedged = rules(generateAlertRules({ dependencies: [{ name: 'db', attempts: 1, hedging: true }] }));
     expect(hedged.map((r) => r.alert)).toContain(ALERTS.retryRatioHigh);
+  });
+
+  it('the throttle alert: refused / (refused + sent) over the fleet, left out where the throttle is off (#23)', () => {
+    const file = generateAlertRules({ dependencies: [{ name: 'a' }, { name: 'off', throttle: false }] });
+    const group = file.groups.find((g) => g.name === 'prazo-throttling');
+    expect(group?.rules.map((r) => r.labels.prazo_dependency)).toEqual(['a']);
+    const rule = group!.rules[0]!;
+    expect(rule.alert).toBe(ALERTS.dependencyThrottled);
+    const refused =
+      'sum by (job, prazo_dependency) (rate(prazo_dependency_throttled_total{prazo_dependency="a"}[5m]))';
+    const sent =
+      'sum by (job, prazo_dependency) (rate(prazo_dependency_attempts_total{prazo_dependency="a",prazo_attempt_kind="original"}[5m]))';
+    expect(rule.expr).toBe(`(${refused} / (${refused} + ${sent}) > 0.1) and (${refused} > 0.05)`);
+    expect(rule.for).toBe('2m');
+    expect(rules(file).filter((r) => r.alert === ALERTS.dependencyThrottled)).toHaveLength(1);
+    // From the config: on unless `throttle: false`.
+    const loaded = checkConfigText(
+      'version: 1\ndependencies:\n  - { name: a, p99Ms: 50 }\n  - { name: b, p99Ms: 50, throttle: false }\n  - { name: c, p99Ms: 50, throttle: { k: 3 } }\n',
+      { file: 'prazo.config.yaml' },
+    ).config!;
+    const throttled = rules(generateAlertRules(rulesInputFromConfig(loaded)))
+      .filter((r) => r.alert === ALERTS.dependencyThrottled)
+      .map((r) => r.labels.prazo_dependency);
+    expect(throttled).toEqual(['a', 'c']);
   });
 
   it('no dependencies and no endpoints: an empty, valid rule file', () => {

@@ -46,11 +46,14 @@ function build(input: ResolvedInput): RuleFile {
     const timeout = (r: AlertRule) =>
       r.alert === ALERTS.timeoutBelowP99 || r.alert === ALERTS.abandonmentHigh;
     const instance = (r: AlertRule) => r.alert === ALERTS.instanceEjectedRepeatedly;
+    const throttle = (r: AlertRule) => r.alert === ALERTS.dependencyThrottled;
     groups.push(
-      { name: 'prazo-retries', rules: rules.filter((r) => !timeout(r) && !instance(r)) },
+      { name: 'prazo-retries', rules: rules.filter((r) => !timeout(r) && !instance(r) && !throttle(r)) },
       { name: 'prazo-timeouts', rules: rules.filter(timeout) },
       { name: 'prazo-instances', rules: rules.filter(instance) },
     );
+    const throttling = rules.filter(throttle);
+    if (throttling.length > 0) groups.push({ name: 'prazo-throttling', rules: throttling });
   }
   if (input.endpoints.length > 0) {
     groups.push({

@@ -59,6 +59,23 @@ export const RULE_DEFAULTS = Object.freeze({
   instanceEjections: 3,
   instanceWindow: '15m',
   instanceFor: '1m',
+  /**
+   * The adaptive throttle's refusals as a share of the calls made to the dependency (refused + sent),
+   * over `rateWindow`, summed over the fleet (docs/throttling.md). With k = 2 nothing is refused while
+   * half of the attempts are accepted, and under 1% of calls while 60% are: 10% refused over five
+   * minutes means the dependency failed most of what it was sent for a good part of them (an outage
+   * or a brownout, not noise), far below the cap a full outage holds (`maxProbability`, 90%).
+   * The 5-minute average, held `throttledFor`: a full outage crosses 10% after ~35 s and pages
+   * ~2.5 minutes in; a 30-second blip peaks at 9% (0.9 × 30 / 300) and never pages; a minute down
+   * does (the calls refused that minute are failures the callers saw). Warning, not critical: the
+   * refusals are the protection working — the failing calls fail in microseconds and hold no
+   * connection, so routes that do not use the dependency keep their capacity — and the page is about
+   * the dependency, whose own alerts should already be firing.
+   */
+  throttledShare: 0.1,
+  throttledFor: '2m',
+  /** Refusals per second (over `rateWindow`, over the fleet) below which a share is not worth a page. */
+  throttledMinPerSecond: 0.05,
 });
 
 /** Alert names: stable, so silences and routes keep matching across regenerations. */
@@ -70,6 +87,7 @@ export const ALERTS = Object.freeze({
   abandonmentHigh: 'PrazoAbandonmentHigh',
   sliceOverrun: 'PrazoSliceOverrun',
   instanceEjectedRepeatedly: 'PrazoInstanceEjectedRepeatedly',
+  dependencyThrottled: 'PrazoDependencyThrottled',
 });
 
 /** Dashboard identity: a fixed uid so re-importing replaces the dashboard instead of duplicating it. */

@@ -72,6 +72,8 @@ describe('generateDashboard (SPEC V3, X3)', () => {
       'Hedges',
       'Wasted work',
       'Slice overrun',
+      'Throttle refusal share',
+      'Calls sent and refused',
     ]) {
       expect(titles).toContain(title);
     }
@@ -79,5 +81,16 @@ describe('generateDashboard (SPEC V3, X3)', () => {
     expect(queries).toContain('label_replace(vector(0.2), "prazo_dependency", "supplier", "", "")');
     expect(queries).toContain('label_replace(vector(0.1), "prazo_dependency", "inventory", "", "")');
     expect(queries).toContain('prazo_endpoint=~"POST /orders"');
+  });
+
+  it('the throttle row: present while any dependency throttles, beside the calls sent (#23)', () => {
+    const titles = (input: RulesInput) => generateDashboard(input).panels.map((p) => String(p.title));
+    expect(titles(config)).toContain('Adaptive throttling (docs/throttling.md)');
+    const off = titles({ dependencies: [{ name: 'a', throttle: false }] });
+    expect(off.some((t) => t.includes('Throttle') || t.includes('throttl'))).toBe(false);
+    const dashboard = generateDashboard(config);
+    expect(dashboardProblems(dashboard)).toEqual([]);
+    const queries = dashboardQueries(dashboard).join('\n');
+    expect(queries).toContain('max by (prazo_dependency) (prazo_dependency_throttle_probability{');
   });
 });

@@ -8,7 +8,7 @@ const seriesOf = ({ baselineP99Ms: _, ...series }: PrometheusSeries & { baseline
 
 /**
  * `prazo.config.yaml`, as loaded by `loadConfig`/`checkConfigFile`, to what the generators read: per
- * dependency its budget ratio, floor, attempts and whether it hedges; per endpoint its components.
+ * dependency its budget ratio, floor, attempts, whether it hedges and whether its throttle is on; per endpoint its components.
  * A dependency given a shared budget *object* (in code, not in the file) keeps the budget defaults.
  */
 export function rulesInputFromConfig(config: Pick<PrazoConfig, 'dependencies' | 'endpoints'>): RulesInput {
@@ -22,6 +22,7 @@ export function rulesInputFromConfig(config: Pick<PrazoConfig, 'dependencies' | 
       minPerSecond: budget?.minPerSecond,
       hedging: options.hedge !== undefined && options.hedge !== false,
       attempts: options.attempts,
+      throttle: options.throttle !== false,
       ...(prometheus === undefined ? {} : { prometheus: seriesOf(prometheus) }),
     };
   });

@@ -33,6 +33,11 @@ export const RULES_DEPENDENCY = defineOptions({
    */
   attempts: CALIBRATE_TIMEOUT_OPTIONS.specs.attempts,
   /**
+   * Whether the dependency's adaptive throttle is on (the executor's `throttle`, on unless `false`;
+   * docs/throttling.md). Default true. Off, its refusal alert is left out: it would watch a constant 0.
+   */
+  throttle: option.boolean({ default: true }),
+  /**
    * Where the dependency's latency histogram is in the fleet's Prometheus: the config's
    * `histogram.prometheus` (metric, selector, outcome label, unit), the one `prazo calibrate
    * --prometheus` reads. The timeout alert compares the configured timeout with that histogram's fleet
@@ -82,6 +87,8 @@ export interface ResolvedDependency {
   readonly minPerSecond: number;
   readonly hedging: boolean;
   readonly attempts: number;
+  /** Whether its adaptive throttle is on (then it has a refusal alert). */
+  readonly throttle: boolean;
   /** The latency histogram's series in the fleet's Prometheus, resolved under the naming scheme. */
   readonly series: FleetSeries;
 }

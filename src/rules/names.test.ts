@@ -10,6 +10,8 @@ describe('Prometheus names of prazo metrics', () => {
     expect(N.attemptDuration).toBe('prazo_dependency_attempt_duration');
     expect(N.deadlineInsufficient).toBe('prazo_dependency_deadline_insufficient_total');
     expect(N.wastedWorkTime).toBe('prazo_server_wasted_work_time_total');
+    expect(N.throttled).toBe('prazo_dependency_throttled_total');
+    expect(N.throttleProbability).toBe('prazo_dependency_throttle_probability');
   });
 
   it('otlp scheme follows prometheus/otlptranslator: unit words, _total last, _ratio once', () => {
@@ -21,6 +23,9 @@ describe('Prometheus names of prazo metrics', () => {
     // `1` on a gauge appends `_ratio`, but the name already ends in it: not doubled.
     expect(N.retryRatio).toBe('prazo_dependency_retry_ratio');
     expect(N.wastedWorkTime).toBe('prazo_server_wasted_work_time_seconds_total');
+    // A dimensionless gauge: `_ratio` appended, as the OpenTelemetry Collector writes it.
+    expect(N.throttleProbability).toBe('prazo_dependency_throttle_probability_ratio');
+    expect(N.throttled).toBe('prazo_dependency_throttled_total');
     expect(prometheusName({ ...METRICS.retryRatio, name: 'a.b' }, 'otlp')).toBe('a_b_ratio');
     expect(prometheusName({ ...METRICS.attempts, name: 'a.total.count' }, 'otlp')).toBe('a_count_total');
   });

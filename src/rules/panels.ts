@@ -6,8 +6,8 @@ import { familyNames, labelName } from './names.js';
 import { fleetP99Seconds } from './rules-dependency.js';
 
 /**
- * The dashboard's panels, row by row (SPEC V3: the retry ratio first, with its budget line; then
- * timeout vs p99 and timeouts by phase, hedges, server wasted work, latency-budget slices). Queries use
+ * The dashboard's panels, row by row (SPEC V3: the retry ratio first, with its budget line; the
+ * adaptive throttle's refusals beside the calls sent; then timeout vs p99 and timeouts by phase, hedges, server wasted work, latency-budget slices). Queries use
  * Grafana's `$dependency` variable and `$__rate_interval`, which Grafana substitutes before sending.
  */
 
@@ -97,6 +97,45 @@ function instanceRow(N: ReturnType<typeof familyNames>): RowSpec {
             expr: sumBy([L.dep, L.instance], increase(N.instanceReturns, [dep], EVENTS_WINDOW)),
             legendFormat: `returned {{${L.dep}}} {{${L.instance}}}`,
           },
+        ],
+      },
+    ],
+  };
+}
+
+/**
+ * The adaptive throttle (docs/throttling.md): the share of calls it refuses over time, beside the
+ * calls sent, per dependency. The share is the fleet's (refused / (refused + sent): a refused call
+ * starts no attempt), the number the alert judges; the probability is the worst process's now (the
+ * gauge is per process: each one throttles on what it sees). Sent falls to the probe share while
+ * refused rises, and both return as the dependency answers again.
+ */
+function throttleRow(N: ReturnType<typeof familyNames>): RowSpec {
+  const refused = sumBy([L.dep], rate(N.throttled, [dep], W));
+  const sent = sumBy([L.dep], rate(N.attempts, [dep, [L.kind, '=', 'original']], W));
+  return {
+    title: 'Adaptive throttling (docs/throttling.md)',
+    panels: [
+      {
+        title: 'Throttle refusal share (refused / calls)',
+        description: `Share of calls refused locally, summed over the fleet, and the refusal probability now in the worst process. Nothing is refused while half of the attempts are accepted; the probe share keeps it below its cap (90% by default). The alert fires above ${num(RULE_DEFAULTS.throttledShare * 100)}% held ${RULE_DEFAULTS.throttledFor}.`,
+        unit: 'percentunit',
+        targets: [
+          { expr: `${refused} / (${refused} + ${sent})`, legendFormat: `refused share {{${L.dep}}}` },
+          {
+            expr: `max by (${L.dep}) (${selector(N.throttleProbability, [dep])})`,
+            legendFormat: `probability now, worst process {{${L.dep}}}`,
+          },
+        ],
+      },
+      {
+        title: 'Calls sent and refused by the throttle',
+        description:
+          'Original attempts sent per second, and calls refused without an attempt: what reaches the dependency, and what failed fast instead.',
+        unit: 'reqps',
+        targets: [
+          { expr: sent, legendFormat: `sent {{${L.dep}}}` },
+          { expr: refused, legendFormat: `refused {{${L.dep}}}` },
         ],
       },
     ],
@@ -250,6 +289,7 @@ export function dashboardRows(input: ResolvedInput): RowSpec[] {
     ],
   };
   const rows = [retries, timeouts, hedging, instanceRow(N)];
+  if (input.dependencies.some((d) => d.throttle)) rows.splice(1, 0, throttleRow(N));
   if (input.endpoints.length > 0) {
     const endpoints: Matcher = [L.endpoint, '=~', oneOf(input.endpoints.map((e) => e.name))];
     const by = [L.endpoint, L.component];

@@ -29,7 +29,12 @@ const dir = mkdtempSync(join(tmpdir(), 'prazo-promtool-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const CONFIG: RulesInput = {
-  dependencies: [{ name: 'supplier', maxRatio: 0.1, minPerSecond: 3, attempts: 3 }, { name: 'quiet' }],
+  dependencies: [
+    { name: 'supplier', maxRatio: 0.1, minPerSecond: 3, attempts: 3 },
+    { name: 'quiet' },
+    { name: 'down' },
+    { name: 'blip' },
+  ],
   endpoints: [{ name: 'POST /orders', components: ['gateway', 'inventory'] }],
 };
 const T = { job: 'orders', instance: 'a', otel_scope_name: 'prazo' };
@@ -103,6 +108,20 @@ const INPUT = [
     S('quiet', { prazo_instance: 'q1', prazo_ejection_reason: 'failures' }),
     '0x20 1x60',
   ),
+  // The adaptive throttle (#23), 100 calls/s each. down: healthy 5 minutes, then down: 90% of calls
+  // refused (the cap), 10% sent as probes. blip: down 30 seconds at 5 minutes, the same 90% refused.
+  series(
+    'prazo_dependency_attempts_total',
+    S('down', { prazo_attempt_kind: 'original' }),
+    '0+1500x20 30000+150x60',
+  ),
+  series('prazo_dependency_throttled_total', S('down'), '0x20 0+1350x60'),
+  series(
+    'prazo_dependency_attempts_total',
+    S('blip', { prazo_attempt_kind: 'original' }),
+    '0+1500x20 30150 30300+1500x58',
+  ),
+  series('prazo_dependency_throttled_total', S('blip'), '0x20 1350 2700x59'),
   // POST /orders: gateway overruns 10% of its runs, inventory 1%.
   ...[
     ['gateway', '0+150x80'],
@@ -156,6 +175,11 @@ const TESTS = [
   },
   { eval_time: '10m', alertname: 'PrazoSliceOverrun', exp_alerts: [] },
   // Two ejections by 12m: not yet; three by 13m, held 1 minute: firing at 14m. quiet's one: never.
+  // down: 10% of the 5-minute calls refused ~35 s into the outage, held 2 minutes: firing by 7m45s.
+  // blip: 2,700 refused of 30,000 calls in its worst 5 minutes (9%): never.
+  { eval_time: '7m', alertname: 'PrazoDependencyThrottled', exp_alerts: [] },
+  { eval_time: '9m', alertname: 'PrazoDependencyThrottled', exp_alerts: [alert('warning', fleet('down'))] },
+  { eval_time: '18m', alertname: 'PrazoDependencyThrottled', exp_alerts: [alert('warning', fleet('down'))] },
   { eval_time: '12m', alertname: 'PrazoInstanceEjectedRepeatedly', exp_alerts: [] },
   {
     eval_time: '15m',
@@ -208,6 +232,55 @@ describe.skipIf(!promtool)(
         tests: [{ interval: '15s', input_series: INPUT, alert_rule_test: TESTS }],
       };
       expect(promtoolTest('tests.yaml', tests)).toContain('SUCCESS');
+    });
+
+    it('promtool evaluates the throttle panels (#23): refusal share and probability beside the calls sent', () => {
+      // Two processes of `orders` call `stock`, 50 calls/s each. From 5 minutes the throttle refuses
+      // 90% of a's calls and 80% of b's; their gauges read 0.9 and 0.8.
+      const P = (process: string, more: Record<string, string> = {}) => ({
+        ...S('stock', more),
+        instance: process,
+      });
+      const input = [
+        ...[
+          ['a', '0+750x20 15000+75x20', '0x20 0+675x20', '0x20 0.9x20'],
+          ['b', '0+750x20 15000+150x20', '0x20 0+600x20', '0x20 0.8x20'],
+        ].flatMap(([p, sent, refused, probability]) => [
+          series('prazo_dependency_attempts_total', P(p!, { prazo_attempt_kind: 'original' }), sent!),
+          series('prazo_dependency_throttled_total', P(p!), refused!),
+          series('prazo_dependency_throttle_probability', P(p!), probability!),
+        ]),
+      ];
+      const panels = generateDashboard(CONFIG).panels as { title?: string; targets?: { expr: string }[] }[];
+      const exprs = (title: string) =>
+        panels.find((p) => p.title?.startsWith(title))!.targets!.map((t) => substituteGrafana(t.expr));
+      const [share, probability] = exprs('Throttle refusal share');
+      const [sent, refused] = exprs('Calls sent and refused');
+      const stock = '{prazo_dependency="stock"}';
+      const at = (eval_time: string, expr: string, value: number) => ({
+        expr,
+        eval_time,
+        exp_samples: [{ labels: stock, value }],
+      });
+      const tests = {
+        evaluation_interval: '15s',
+        tests: [
+          {
+            interval: '15s',
+            input_series: input,
+            promql_expr_test: [
+              at('4m', share!, 0),
+              at('4m', sent!, 100),
+              // the fleet: (45 + 40) refused of 100 calls; the worst process's probability
+              at('9m', share!, 0.85),
+              at('9m', probability!, 0.9),
+              at('9m', sent!, 15),
+              at('9m', refused!, 85),
+            ],
+          },
+        ],
+      };
+      expect(promtoolTest('throttle-panels.yaml', tests)).toContain('SUCCESS');
     });
 
     it('promtool evaluates the instance panels (SPEC X5): ejected now, in rotation, load and ejections per instance', () => {

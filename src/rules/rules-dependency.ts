@@ -16,7 +16,7 @@ import { familyNames, labelName, type NamingScheme } from './names.js';
 import type { AlertRule } from './types.js';
 
 /**
- * The alert rules of one dependency (SPEC R7, V1, V3, C5, H3). Gauges (the retry ratio, the timeouts,
+ * The alert rules of one dependency (SPEC R7, V1, V3, C5, H3, and the adaptive throttle's). Gauges (the retry ratio, the timeouts,
  * the live p99) are per process, so their rules keep every label and fire per instance; rates are
  * summed per `job` and dependency, so a fleet's abandonment is judged on all of its attempts.
  */
@@ -155,5 +155,21 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       runbook: `Look at {{ $labels.prazo_instance }} itself (its logs, its host, its own dependencies) and replace or drain it; the Load per instance panel shows how little traffic it gets now.`,
     },
   });
+  if (dep.throttle) {
+    // Calls made = refused + sent (a refused call starts no attempt), summed over the fleet.
+    const throttled = sumBy(BY, rate(N.throttled, [d], R.rateWindow));
+    const sent = sumBy(BY, rate(N.attempts, [d, [L.kind, '=', 'original']], R.rateWindow));
+    rules.push({
+      alert: ALERTS.dependencyThrottled,
+      expr: `(${throttled} / (${throttled} + ${sent}) > ${num(R.throttledShare)}) and (${throttled} > ${num(R.throttledMinPerSecond)})`,
+      for: R.throttledFor,
+      labels: { severity: 'warning', ...own },
+      annotations: {
+        summary: `Over ${pct(R.throttledShare)} of calls to ${dep.name} are refused by its adaptive throttle`,
+        description: `{{ $value | humanizePercentage }} of calls to ${dep.name} failed at once with THROTTLED over ${R.rateWindow}: most attempts it was sent were not accepted (timeouts, connect failures, 5xx), so the client sends only a share of calls and fails the rest without touching a socket (docs/throttling.md, SPEC V2).`,
+        runbook: `Treat ${dep.name} as down or browning out: check its health, errors and timeouts by phase; the throttle lets calls through again by itself within about two seconds of its recovery, so do not switch it off.`,
+      },
+    });
+  }
   return rules;
 }

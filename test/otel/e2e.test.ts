@@ -7,7 +7,7 @@ import { exportedSeriesNames } from '../../src/rules/names.js';
 import { parsePromQL, substituteGrafana } from '../../src/rules/promql.test-helpers.js';
 import { type Exposition, find, parseExposition, sampleValue } from './exposition.js';
 import { hasPrometheus, type PrometheusServer, startPrometheus } from './prometheus.js';
-import { CONFIG, OUTAGE_CALLS, runScenario } from './scenario.js';
+import { CONFIG, OUTAGE_CALLS, runScenario, THROTTLED_CALLS } from './scenario.js';
 
 /**
  * End to end (SPEC R7, V1, V3, B3, C5, D6, H3, X3): traffic with faults through prazo's executor and
@@ -64,6 +64,27 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
     );
     expect(refused).toBeGreaterThanOrEqual(originals - retries);
     expect(refused).toBeLessThanOrEqual(originals);
+  });
+
+  it('the adaptive throttle: refused calls counted apart from attempts, its probability a gauge (#23)', () => {
+    const refused = sampleValue(x, 'prazo_dependency_throttled_total', dep('down'));
+    const sent = sampleValue(
+      x,
+      'prazo_dependency_attempts_total',
+      dep('down', { prazo_attempt_kind: 'original' }),
+    );
+    // Every call is either sent or refused, never both: a refusal starts no attempt.
+    expect(refused + sent).toBe(THROTTLED_CALLS);
+    expect(refused).toBeGreaterThan(THROTTLED_CALLS / 2);
+    expect(x.types.get('prazo_dependency_throttled_total')).toBe('counter');
+    expect(x.types.get('prazo_dependency_throttle_probability')).toBe('gauge');
+    // Read at the scrape, seconds after the outage's calls: the 1 s window has forgotten them.
+    expect(sampleValue(x, 'prazo_dependency_throttle_probability', dep('down'))).toBe(
+      run.dependencies.down.throttling()!.probability,
+    );
+    // Switched off: no point at all (not a 0).
+    expect(find(x, 'prazo_dependency_throttle_probability', dep('supplier'))).toEqual([]);
+    expect(find(x, 'prazo_dependency_throttled_total', dep('supplier'))).toEqual([]);
   });
 
   it('connect timeouts are counted under the connect phase (SPEC C2, D6)', () => {

@@ -16,7 +16,10 @@ import { freePort, get, HOST, startExporter, startHttp, startUnacceptingListener
 /**
  * Real traffic with faults, on loopback, through prazo's executor and HTTP client, observed by
  * `instrumentPrazo` into the OpenTelemetry SDK and served by its Prometheus exporter:
- * - `supplier`: an outage (connection refused), 3 attempts asked, the default retry budget (SPEC R1, R7);
+ * - `supplier`: an outage (connection refused), 3 attempts asked, the default retry budget (SPEC R1, R7),
+ *   its adaptive throttle off (the budget is what is measured there);
+ * - `down`: the same outage behind the adaptive throttle (on by default): calls refused locally
+ *   (docs/throttling.md, #23);
  * - `inventory`: a host that never accepts (connect timeouts, SPEC C2, D6);
  * - `catalog`: healthy, hedged; 1 call in 5 is slow on its original only (SPEC H1–H3);
  * - `stock`: two instances, one refusing connections: per-instance attempts, its ejections and returns
@@ -27,6 +30,8 @@ import { freePort, get, HOST, startExporter, startHttp, startUnacceptingListener
  */
 
 export const OUTAGE_CALLS = 400;
+/** Calls to `down`, one at a time: the throttle refuses all but its probe share after the first 10. */
+export const THROTTLED_CALLS = 60;
 export const CONNECT_TIMEOUT_MS = 150;
 /** How long the first copy of a slow `catalog` call takes: well past the hedge delay. */
 const SLOW_MS = 400;
@@ -46,6 +51,7 @@ export const CONFIG: RulesInput = {
     { name: 'inventory' },
     { name: 'catalog', hedging: true },
     { name: 'pricing' },
+    { name: 'down', attempts: 1 },
   ],
   endpoints: [{ name: BUDGET.endpoint, components: BUDGET.components.map((c) => c.name) }],
 };
@@ -121,7 +127,14 @@ async function traffic(cleanups: (() => unknown)[]) {
   const dead = await startUnacceptingListener();
   cleanups.push(() => dead.close());
   const closed = `http://${HOST}:${await freePort()}`;
-  const supplier = createHttpClient({ name: 'supplier', origin: closed, p99Ms: 20, attempts: 3 });
+  const supplier = createHttpClient({
+    name: 'supplier',
+    origin: closed,
+    p99Ms: 20,
+    attempts: 3,
+    throttle: false,
+  });
+  const down = createHttpClient({ name: 'down', origin: closed, p99Ms: 20, attempts: 1 });
   const inventory = createHttpClient({
     name: 'inventory',
     origin: dead.origin,
@@ -156,7 +169,7 @@ async function traffic(cleanups: (() => unknown)[]) {
   });
   watcher.bind(pricing);
   const firstVersion = watcher.version;
-  const clients = [supplier, inventory, catalog, pricing, stock];
+  const clients = [supplier, down, inventory, catalog, pricing, stock];
   cleanups.push(() => Promise.all(clients.map((c) => c.destroy())));
   const otel = instrumentPrazo({
     meterProvider: provider,
@@ -172,6 +185,8 @@ async function traffic(cleanups: (() => unknown)[]) {
 
   // An outage: every attempt is refused. The budget, not the 3 attempts asked, decides the extras.
   await pool(20, OUTAGE_CALLS, () => call(supplier, '/'));
+  // The same outage behind the adaptive throttle: most calls are refused without an attempt.
+  await pool(1, THROTTLED_CALLS, () => call(down, '/'));
   // A host that never accepts: every attempt ends in a connect timeout.
   await pool(4, 4, () => call(inventory, '/'));
   // 120 ms left, attempt timeout 140 ms: the caller's deadline ends the attempt (deadline phase).
@@ -213,6 +228,7 @@ async function traffic(cleanups: (() => unknown)[]) {
     configVersions: [firstVersion, watcher.version] as const,
     dependencies: {
       supplier: supplier.dependency,
+      down: down.dependency,
       inventory: inventory.dependency,
       catalog: catalog.dependency,
       pricing: pricing.dependency,

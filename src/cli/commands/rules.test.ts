@@ -54,6 +54,7 @@ describe('prazo rules', () => {
       'PrazoTimeoutBelowP99',
       'PrazoAbandonmentHigh',
       'PrazoInstanceEjectedRepeatedly',
+      'PrazoDependencyThrottled',
     ]);
     // inventory retries and hedges: every alert.
     expect(about('inventory')).toContain('PrazoRetryRatioHigh');
