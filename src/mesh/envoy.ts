@@ -2,7 +2,7 @@ import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { protoDuration } from './duration.js';
 import { mergeVirtualHosts } from './group.js';
 import { minConcurrency } from './istio.js';
-import type { MeshPolicy, MeshRendering } from './policy.js';
+import type { MeshFile, MeshPolicy, MeshRendering, ThrottlePolicy } from './policy.js';
 
 /**
  * Envoy v3 (SPEC X10), in the protos' own field names and protobuf-JSON units (durations as `"0.119s"`):
@@ -14,7 +14,9 @@ import type { MeshPolicy, MeshRendering } from './policy.js';
  *   retried), and `hedge_policy.hedge_on_per_try_timeout` when the dependency hedges;
  * - the clusters, as a `Bootstrap.static_resources` fragment (`envoy.config.cluster.v3.Cluster`):
  *   `connect_timeout`, `outlier_detection` and the retry budget in
- *   `circuit_breakers.thresholds[].retry_budget` (a share of the requests in flight).
+ *   `circuit_breakers.thresholds[].retry_budget` (a share of the requests in flight);
+ * - the adaptive throttle (docs/throttling.md) as Envoy's `admission_control` filter, one per
+ *   dependency, in an `HttpConnectionManager.http_filters` fragment (see {@link admissionFilters}).
  */
 
 const GRPC_RETRY_ON: Readonly<Record<number, string>> = Object.freeze({ 14: 'unavailable' });
@@ -26,6 +28,7 @@ export function renderEnvoy(policies: readonly MeshPolicy[]): MeshRendering {
   ];
   const virtualHosts = mergeVirtualHosts(policies.map((policy) => virtualHost(policy, notes)));
   const clusters = policies.map(cluster);
+  const filters = admissionFilters(policies, notes);
   return {
     files: [
       {
@@ -41,9 +44,116 @@ export function renderEnvoy(policies: readonly MeshPolicy[]): MeshRendering {
         usage:
           'a Bootstrap fragment: merge static_resources.clusters into the bootstrap (or serve them over CDS)',
       },
+      ...filters,
     ],
     notes,
   };
+}
+
+/** The name of a dependency's `admission_control` filter: the key its route enables it by. */
+export const admissionFilterName = (dependency: string): string => `prazo.admission_control.${dependency}`;
+
+const ADMISSION_CONTROL = 'envoy.extensions.filters.http.admission_control.v3.AdmissionControl';
+const FILTER_CONFIG = 'envoy.config.route.v3.FilterConfig';
+const ROUTER = 'envoy.extensions.filters.http.router.v3.Router';
+/** gRPC status codes, OK (0) to UNAUTHENTICATED (16): the range `grpc_success_status` accepts. */
+const GRPC_CODES = 17;
+
+/**
+ * The adaptive throttle as Envoy's `admission_control` (the same rule, from the same SRE chapter):
+ * Envoy refuses with min(max_rejection_probability, ((n − s / sr_threshold) / (n + 1))^(1/aggression)),
+ * so sr_threshold = 1/k and aggression 1 give prazo's (requests − k × accepts) / (requests + 1).
+ *
+ * Where it goes, and why there: the filter has no per-route settings, and a listener-wide one would
+ * count every dependency in one window. An upstream (cluster) filter would be per dependency, but it
+ * never sees a per-try timeout or a connect failure (the router resets the upstream request; no
+ * response passes through it), so a hung dependency would never be throttled. So each dependency gets
+ * its own downstream filter, `disabled: true` in the connection manager and enabled by its own route
+ * (`typed_per_filter_config` with an empty `FilterConfig.config`, Envoy ≥ 1.27's route-based filter
+ * chain): its window counts that route's requests only, the router's 503/504 for a timeout or a
+ * refused connection among them, and a refusal happens before the router, so it is never retried.
+ * What counts as accepted is what prazo accepts: every status but the ones it retries (408, 429, 500,
+ * 502, 503, 504), every gRPC code but UNAVAILABLE.
+ */
+function admissionFilters(policies: readonly MeshPolicy[], notes: string[]): MeshFile[] {
+  const throttled = policies.filter((p) => p.throttle !== undefined);
+  if (throttled.length === 0) return [];
+  notes.push(
+    "admission_control does not count the requests it refuses (prazo counts them, as the SRE rule does): below 1/k of attempts accepted prazo's refusals climb to maxProbability, Envoy's stay at 1 - k x the accepted share; it counts one outcome per request (after Envoy's own retries), per worker thread, in 1 s steps, and takes a pushback-marked 503 for a failure",
+  );
+  const filters = throttled.map((policy) => {
+    const t = policy.throttle!;
+    const config = admissionControl(policy, t);
+    const windowS = envoyWindowS(t.windowMs);
+    notes.push(
+      `${policy.dependency}: admission_control with k ${t.k} as sr_threshold ${percent(1 / t.k)}% and aggression 1, window ${t.windowMs} ms as sampling_window ${windowS} s${windowS * 1_000 === t.windowMs ? '' : ' (Envoy counts whole seconds)'}, minRequests ${t.minRequests} as rps_threshold ${rpsThreshold(t)}/s, maxProbability ${t.maxProbability} as max_rejection_probability ${percent(t.maxProbability)}%`,
+    );
+    return { name: admissionFilterName(policy.dependency), disabled: true, typed_config: config };
+  });
+  return [
+    {
+      name: 'envoy-http-filters.yaml',
+      format: 'yaml',
+      documents: [
+        {
+          http_filters: [
+            ...filters,
+            { name: 'envoy.filters.http.router', typed_config: { '@type': `type.googleapis.com/${ROUTER}` } },
+          ],
+        },
+      ],
+      usage:
+        "an HttpConnectionManager fragment: put these http_filters before the router of the listener that serves envoy-route.yaml (each is off by default; its dependency's route turns it on)",
+    },
+  ];
+}
+
+/** Envoy reads sampling_window in whole seconds (rounded down, 1 s steps): prazo's window, rounded up. */
+const envoyWindowS = (windowMs: number): number => Math.max(1, Math.ceil(windowMs / 1_000));
+
+/**
+ * Envoy refuses nothing while the window's average rate, floor(requests / window s), is below
+ * rps_threshold; prazo while the window holds fewer than minRequests. Rounded up: never earlier.
+ */
+const rpsThreshold = (t: ThrottlePolicy): number => Math.ceil(t.minRequests / envoyWindowS(t.windowMs));
+
+/** A share as an Envoy `Percent` value, without float noise (0.57 → 57, not 56.99999999999999). */
+const percent = (share: number): number => Number((share * 100).toPrecision(12));
+
+function admissionControl(policy: MeshPolicy, t: ThrottlePolicy): Record<string, unknown> {
+  const key = admissionFilterName(policy.dependency);
+  return {
+    '@type': `type.googleapis.com/${ADMISSION_CONTROL}`,
+    success_criteria: {
+      http_criteria: { http_success_status: successRanges(policy.retryStatuses) },
+      grpc_criteria: {
+        grpc_success_status: Array.from({ length: GRPC_CODES }, (_, code) => code).filter(
+          (code) => !policy.retryGrpcCodes.includes(code),
+        ),
+      },
+    },
+    sampling_window: protoDuration(envoyWindowS(t.windowMs) * 1_000),
+    aggression: { default_value: 1, runtime_key: `${key}.aggression` },
+    sr_threshold: { default_value: { value: percent(1 / t.k) }, runtime_key: `${key}.sr_threshold` },
+    rps_threshold: { default_value: rpsThreshold(t), runtime_key: `${key}.rps_threshold` },
+    max_rejection_probability: {
+      default_value: { value: percent(t.maxProbability) },
+      runtime_key: `${key}.max_rejection_probability`,
+    },
+  };
+}
+
+/** The statuses in [100, 600) other than `failures`, as Envoy's half-open `Int32Range`s. */
+function successRanges(failures: readonly number[]): Array<{ start: number; end: number }> {
+  const ranges: Array<{ start: number; end: number }> = [];
+  let start = 100;
+  for (const status of [...failures].sort((a, b) => a - b)) {
+    if (status < start || status >= 600) continue;
+    if (status > start) ranges.push({ start, end: status });
+    start = status + 1;
+  }
+  if (start < 600) ranges.push({ start, end: 600 });
+  return ranges;
 }
 
 /** Envoy `retry_on` for what prazo retries (SPEC R2, R4). */
@@ -104,7 +214,21 @@ function virtualHost(policy: MeshPolicy, notes: string[]): Record<string, unknow
       `${placement.service}.${placement.namespace}`,
       `${placement.service}.${placement.namespace}:${placement.port}`,
     ],
-    routes: [{ name, match: { prefix: placement.path }, route }],
+    routes: [
+      {
+        name,
+        match: { prefix: placement.path },
+        route,
+        // Its own admission_control filter, off by default in the connection manager, on here.
+        ...(policy.throttle === undefined
+          ? {}
+          : {
+              typed_per_filter_config: {
+                [admissionFilterName(name)]: { '@type': `type.googleapis.com/${FILTER_CONFIG}`, config: {} },
+              },
+            }),
+      },
+    ],
   };
 }
 

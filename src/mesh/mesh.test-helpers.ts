@@ -11,7 +11,15 @@
  *   config/bootstrap/v3/bootstrap.proto (Bootstrap.static_resources),
  *   extensions/upstreams/http/v3/http_protocol_options.proto,
  *   extensions/retry/host/previous_hosts/v3/previous_hosts.proto; `retry_on` values from the router
- *   filter's documentation of `x-envoy-retry-on` / `x-envoy-retry-grpc-on`.
+ *   filter's documentation of `x-envoy-retry-on` / `x-envoy-retry-grpc-on`;
+ *   extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto (HttpFilter),
+ *   extensions/filters/http/admission_control/v3/admission_control.proto, config/core/v3/base.proto
+ *   (RuntimeDouble, RuntimePercent, RuntimeUInt32: `runtime_key` min_len 1), type/v3/range.proto
+ *   (Int32Range), extensions/filters/http/router/v3/router.proto, route/v3/route_components.proto
+ *   (FilterConfig, Route.typed_per_filter_config); what the admission_control factory refuses at load
+ *   (source/extensions/filters/http/admission_control/config.cc and success_criteria_evaluator.cc)
+ *   and how it computes (admission_control.cc, thread_local_controller.cc) in
+ *   {@link admissionControlProblems} and {@link envoyRejectionProbability}.
  * - Linkerd: the policy controller's annotation parsers, linkerd/linkerd2
  *   policy-controller/k8s/index/src/outbound/index.rs (`parse_timeouts`, `parse_duration`,
  *   `parse_accrual_config`) and index/http.rs, index/grpc.rs (`parse_http_retry`, `parse_grpc_retry`).
@@ -29,7 +37,12 @@ export const ENVOY_MESSAGES: Readonly<Record<string, Readonly<Record<string, Fie
   StaticResources: { clusters: ['Cluster'] },
   RouteConfiguration: { name: 'string', virtual_hosts: ['VirtualHost'] },
   VirtualHost: { name: 'string', domains: ['string'], routes: ['Route'] },
-  Route: { name: 'string', match: 'RouteMatch', route: 'RouteAction' },
+  Route: {
+    name: 'string',
+    match: 'RouteMatch',
+    route: 'RouteAction',
+    typed_per_filter_config: 'named:Any',
+  },
   RouteMatch: { prefix: 'string' },
   RouteAction: {
     cluster: 'string',
@@ -81,11 +94,34 @@ export const ENVOY_MESSAGES: Readonly<Record<string, Readonly<Record<string, Fie
     base_ejection_time: 'PositiveDuration',
     max_ejection_time: 'PositiveDuration',
   },
+  // The connection manager's filter list (the fragment envoy-http-filters.yaml holds).
+  HttpConnectionManager: { http_filters: ['HttpFilter'] },
+  HttpFilter: { name: 'string', typed_config: 'Any', disabled: 'bool' },
+  SuccessCriteria: { http_criteria: 'HttpCriteria', grpc_criteria: 'GrpcCriteria' },
+  HttpCriteria: { http_success_status: ['Int32Range'] },
+  GrpcCriteria: { grpc_success_status: ['uint32'] },
+  Int32Range: { start: 'int32', end: 'int32' },
+  RuntimeDouble: { default_value: 'double', runtime_key: 'string' },
+  RuntimePercent: { default_value: 'Percent', runtime_key: 'string' },
+  RuntimeUInt32: { default_value: 'uint32', runtime_key: 'string' },
+  RuntimeFeatureFlag: { default_value: 'bool', runtime_key: 'string' },
   // The `Any`s the export writes, by type URL.
   'envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate': {},
   'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { explicit_http_config: 'ExplicitHttpConfig' },
   ExplicitHttpConfig: { http2_protocol_options: 'Http2ProtocolOptions' },
   Http2ProtocolOptions: {},
+  'envoy.extensions.filters.http.admission_control.v3.AdmissionControl': {
+    enabled: 'RuntimeFeatureFlag',
+    success_criteria: 'SuccessCriteria',
+    sampling_window: 'Duration',
+    aggression: 'RuntimeDouble',
+    sr_threshold: 'RuntimePercent',
+    rps_threshold: 'RuntimeUInt32',
+    max_rejection_probability: 'RuntimePercent',
+  },
+  'envoy.extensions.filters.http.router.v3.Router': {},
+  // `config` empty (`{}`, an Any with no type): the filter disabled by default is enabled here.
+  'envoy.config.route.v3.FilterConfig': { config: 'Any?', is_optional: 'bool', disabled: 'bool' },
 };
 
 /** `retry_on` conditions Envoy's router knows (HTTP, then gRPC). */
@@ -138,6 +174,8 @@ function fieldProblems(t: FieldType, v: unknown, path: string): string[] {
   if (type === 'bool') return typeof v === 'boolean' ? [] : bad('a bool');
   if (type === 'uint32') return isInt(v) && v >= 0 && v <= 2 ** 32 - 1 ? [] : bad('a uint32');
   if (type === 'int64') return isInt(v) ? [] : bad('an int64');
+  if (type === 'int32') return isInt(v) && Math.abs(v) < 2 ** 31 ? [] : bad('an int32');
+  if (type === 'double') return typeof v === 'number' && Number.isFinite(v) ? [] : bad('a double');
   if (type === 'port') return isInt(v) && v >= 1 && v <= 65_535 ? [] : bad('a port (uint32 <= 65535)');
   if (type === 'percent')
     return typeof v === 'number' && v >= 0 && v <= 100 ? [] : bad('a Percent value in [0, 100]');
@@ -153,11 +191,20 @@ function fieldProblems(t: FieldType, v: unknown, path: string): string[] {
       .includes(v as string)
       ? []
       : bad(type);
-  if (type === 'Any') {
+  // An Any that may be empty (`{}`: protobuf JSON's empty Any, no type URL).
+  if (type === 'Any?' && v !== null && typeof v === 'object' && Object.keys(v).length === 0) return [];
+  if (type === 'Any' || type === 'Any?') {
     const url = (v as Record<string, unknown> | null)?.['@type'];
     if (typeof url !== 'string' || !url.startsWith('type.googleapis.com/')) return bad('an Any with @type');
     const { '@type': _, ...rest } = v as Record<string, unknown>;
     return envoyProblems(url.slice('type.googleapis.com/'.length), rest, path);
+  }
+  // A map keyed by name (a filter's, in typed_per_filter_config), each value checked as the type.
+  if (type.startsWith('named:')) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return bad('a map');
+    return Object.entries(v).flatMap(([k, item]) =>
+      k.length === 0 ? [`${path}: an empty key`] : fieldProblems(type.slice(6), item, `${path}[${k}]`),
+    );
   }
   if (type.startsWith('map:')) {
     if (v === null || typeof v !== 'object') return bad('a map');
@@ -242,3 +289,62 @@ export function httpRoutePathCelProblems(value: string): string[] {
 
 /** The HTTPRoute CRD's bounds on `spec.rules`: at most 16 rules, 64 matches each, 128 in all (CEL). */
 export const HTTP_ROUTE_LIMITS = Object.freeze({ rules: 16, matchesPerRule: 64, matches: 128 });
+
+type Json = Record<string, unknown>;
+
+/**
+ * What Envoy refuses when it loads an `admission_control` filter, beyond its fields' types: the
+ * factory's own checks (sr_threshold at least 1%, a success range within [100, 600) and not empty,
+ * a gRPC code up to 16, `success_criteria` set: the oneof is required) and the runtime types' (a
+ * Percent in [0, 100]); plus what this export relies on to mean what prazo means: a sampling window
+ * of whole seconds (Envoy rounds it down) and aggression at least 1 (Envoy raises a lower one to 1).
+ */
+export function admissionControlProblems(config: Json, path = 'AdmissionControl'): string[] {
+  const out: string[] = [];
+  const criteria = config.success_criteria as Json | undefined;
+  if (criteria === undefined) out.push(`${path}.success_criteria: required (evaluation_criteria oneof)`);
+  const ranges = ((criteria?.http_criteria as Json | undefined)?.http_success_status ?? []) as Json[];
+  if (criteria?.http_criteria !== undefined && ranges.length === 0)
+    out.push(`${path}: http_success_status needs at least one range`);
+  for (const r of ranges) {
+    const [start, end] = [r.start as number, r.end as number];
+    if (!(start >= 100 && end <= 600 && start < end))
+      out.push(`${path}: invalid HTTP range [${start}, ${end})`);
+  }
+  const codes = ((criteria?.grpc_criteria as Json | undefined)?.grpc_success_status ?? []) as number[];
+  for (const c of codes) if (c > 16) out.push(`${path}: invalid gRPC code ${c}`);
+  const pct = (field: string): number | undefined =>
+    ((config[field] as Json | undefined)?.default_value as Json | undefined)?.value as number | undefined;
+  const sr = pct('sr_threshold');
+  if (sr !== undefined && sr < 1) out.push(`${path}: Success rate threshold cannot be less than 1.0%.`);
+  for (const field of ['sr_threshold', 'max_rejection_probability']) {
+    const v = pct(field);
+    if (v !== undefined && !(v >= 0 && v <= 100))
+      out.push(`${path}.${field}: ${v} is not a Percent in [0, 100]`);
+  }
+  const window = config.sampling_window as string | undefined;
+  if (window !== undefined && !/^[1-9]\d*s$/.test(window))
+    out.push(`${path}.sampling_window: ${window} is not whole seconds (Envoy rounds it down)`);
+  const aggression = (config.aggression as Json | undefined)?.default_value as number | undefined;
+  if (aggression !== undefined && aggression < 1) out.push(`${path}.aggression: below 1 is read as 1`);
+  return out;
+}
+
+/**
+ * The probability Envoy's admission_control refuses a request with, given the counts of its window
+ * (`requests` answered, `successes` among them), as admission_control.cc and
+ * thread_local_controller.cc compute it: nothing while floor(requests / window s) < rps_threshold,
+ * else min(max_rejection_probability, max(0, (requests − successes / sr) / (requests + 1))^(1/aggression)).
+ */
+export function envoyRejectionProbability(config: Json, requests: number, successes: number): number {
+  const value = (field: string): unknown => (config[field] as Json | undefined)?.default_value;
+  const windowS = Math.floor(Number.parseFloat(config.sampling_window as string));
+  const averageRps = requests === 0 ? 0 : Math.floor(requests / windowS);
+  if (averageRps < ((value('rps_threshold') as number | undefined) ?? 0)) return 0;
+  const sr = Math.min((value('sr_threshold') as Json | undefined)?.value as number, 100) / 100;
+  const aggression = Math.max(1, (value('aggression') as number | undefined) ?? 1);
+  let p = (requests - successes / sr) / (requests + 1);
+  if (aggression !== 1) p = p ** (1 / aggression);
+  const max = ((value('max_rejection_probability') as Json | undefined)?.value as number) / 100;
+  return Math.max(0, Math.min(p, max));
+}

@@ -6,13 +6,19 @@ import { VirtualService } from '@kubernetes-models/istio/networking.istio.io/v1/
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { FakeClock } from '../clock/fake.js';
 import { checkConfigFile, checkConfigText, type PrazoConfig } from '../config/index.js';
 import { createDependency } from '../dependency/dependency.js';
+import { classifyFailure } from '../retry/classify.js';
+import { AdaptiveThrottle } from '../throttle/throttle.js';
 import { gatewayDuration, grpcDuration, linkerdDuration, protoDuration } from './duration.js';
+import { admissionFilterName, renderEnvoy } from './envoy.js';
 import { exportMesh, MESH_TARGETS, type MeshExport, type MeshTarget } from './export.js';
 import {
+  admissionControlProblems,
   ENVOY_RETRY_ON,
   envoyProblems,
+  envoyRejectionProbability,
   gatewayDurationMs,
   HTTP_ROUTE_LIMITS,
   httpRoutePathCelProblems,
@@ -20,7 +26,7 @@ import {
   linkerdDurationMs,
   linkerdHttpConditions,
 } from './mesh.test-helpers.js';
-import { EJECTION_DEFAULTS } from './policy.js';
+import { EJECTION_DEFAULTS, type MeshPolicy, meshPolicies } from './policy.js';
 
 /**
  * `prazo export` (SPEC X10): every resource of every target, from the shipped example, checked by the
@@ -480,6 +486,172 @@ describe('Envoy v3: route and cluster, in the protos’ field names and units', 
     expect(Object.keys(supplier.typed_extension_protocol_options)).toEqual([
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
     ]);
+  });
+});
+
+describe('Envoy v3: the adaptive throttle as admission_control, one filter per dependency (#23)', () => {
+  const filtersOf = (result: MeshExport): Doc[] => {
+    const [hcm] = documentsOf(result, 'envoy-http-filters.yaml') as Doc[];
+    return hcm.http_filters;
+  };
+  const admission = (result: MeshExport, dependency: string): Doc =>
+    filtersOf(result).find((f: Doc) => f.name === admissionFilterName(dependency))?.typed_config;
+
+  it('every field is one the protos declare, nothing Envoy refuses at load; each filter is off but on its own route', () => {
+    const result = exportMesh(example(), { target: 'envoy' });
+    const [hcm] = documentsOf(result, 'envoy-http-filters.yaml');
+    const [route] = documentsOf(result, 'envoy-route.yaml') as Doc[];
+    expect(envoyProblems('HttpConnectionManager', hcm)).toEqual([]);
+    expect(envoyProblems('RouteConfiguration', route)).toEqual([]);
+    const filters = filtersOf(result);
+    // The router last (a terminal filter, never disabled); one filter per exported dependency before it.
+    expect(filters.at(-1)).toEqual({
+      name: 'envoy.filters.http.router',
+      typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+    });
+    const throttled = filters.slice(0, -1);
+    expect(throttled.map((f: Doc) => f.name)).toEqual(
+      ['orders', 'inventory', 'supplier'].map(admissionFilterName),
+    );
+    for (const f of throttled) {
+      expect(f.disabled, f.name).toBe(true);
+      expect(admissionControlProblems(f.typed_config, f.name)).toEqual([]);
+    }
+    // Each route enables exactly its own dependency's filter, with an empty FilterConfig.config.
+    const enabled = new Map<string, string>();
+    for (const vh of route.virtual_hosts)
+      for (const r of vh.routes)
+        for (const [name, config] of Object.entries(r.typed_per_filter_config ?? {})) {
+          expect(config).toEqual({
+            '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig',
+            config: {},
+          });
+          expect(enabled.has(name), name).toBe(false);
+          enabled.set(name, r.name);
+        }
+    expect([...enabled].sort()).toEqual(
+      throttled.map((f: Doc) => [f.name, f.name.slice('prazo.admission_control.'.length)]).sort(),
+    );
+    expect(result.notes.join('\n')).toContain('does not count the requests it refuses');
+  });
+
+  it('the field check catches what Envoy refuses: a 0.5% threshold, an empty or reversed range, a sub-second window', () => {
+    const good = admission(exportMesh(example(), { target: 'envoy' }), 'inventory');
+    expect(
+      admissionControlProblems({
+        ...good,
+        sr_threshold: { default_value: { value: 0.5 }, runtime_key: 'k' },
+      }),
+    ).toEqual(['AdmissionControl: Success rate threshold cannot be less than 1.0%.']);
+    const ranges = (r: object[]) => ({
+      ...good,
+      success_criteria: { http_criteria: { http_success_status: r } },
+    });
+    expect(admissionControlProblems(ranges([]))[0]).toMatch(/at least one range/);
+    expect(admissionControlProblems(ranges([{ start: 500, end: 408 }]))[0]).toMatch(/invalid HTTP range/);
+    expect(admissionControlProblems({ ...good, sampling_window: '0.5s' })[0]).toMatch(/whole seconds/);
+    const { success_criteria: _, ...none } = good;
+    expect(admissionControlProblems(none)[0]).toMatch(/required/);
+    expect(envoyProblems('RuntimePercent', { default_value: { value: 50 } })).toEqual([]);
+    expect(envoyProblems('RuntimePercent', { default_value: { value: 50 }, runtime_key: '' })[0]).toMatch(
+      /non-empty/,
+    );
+  });
+
+  it('the numbers: k, the window, minRequests and maxProbability as Envoy reads them; accepted is what prazo accepts', () => {
+    const inventory = admission(exportMesh(example(), { target: 'envoy' }), 'inventory');
+    expect(inventory).toMatchObject({
+      sampling_window: '1s',
+      aggression: { default_value: 1 },
+      sr_threshold: { default_value: { value: 50 } },
+      rps_threshold: { default_value: 10 },
+      max_rejection_probability: { default_value: { value: 90 } },
+    });
+    expect(inventory.sr_threshold.runtime_key).toBe('prazo.admission_control.inventory.sr_threshold');
+    // A status is a success for Envoy exactly when prazo's classifier does not retry it (an answer,
+    // accepted by the throttle); every gRPC code but UNAVAILABLE.
+    const ranges = inventory.success_criteria.http_criteria.http_success_status as {
+      start: number;
+      end: number;
+    }[];
+    for (let status = 100; status < 600; status += 1) {
+      const success = ranges.some((r) => r.start <= status && status < r.end);
+      expect(success, String(status)).toBe(!classifyFailure({ status }).retryable);
+    }
+    expect(inventory.success_criteria.grpc_criteria.grpc_success_status).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16,
+    ]);
+
+    const result = exportMesh(
+      fromText(`version: 1
+dependencies:
+  - { name: tuned, p99Ms: 50, throttle: { k: 4, windowMs: 2500, minRequests: 25, maxProbability: 0.57 } }
+  - { name: off, p99Ms: 50, throttle: false }
+`),
+      { target: 'envoy' },
+    );
+    expect(admission(result, 'tuned')).toMatchObject({
+      sampling_window: '3s', // 2.5 s rounded up to Envoy's whole seconds: never forgets sooner
+      sr_threshold: { default_value: { value: 25 } },
+      rps_threshold: { default_value: 9 }, // ceil(25 / 3): never refuses below 25 requests
+      max_rejection_probability: { default_value: { value: 57 } },
+    });
+    expect(admission(result, 'off')).toBeUndefined();
+    const [route] = documentsOf(result, 'envoy-route.yaml') as Doc[];
+    const off = route.virtual_hosts.find((v: Doc) => v.name === 'off').routes[0];
+    expect(off.typed_per_filter_config).toBeUndefined();
+    expect(result.notes.join('\n')).toContain('tuned: admission_control with k 4 as sr_threshold 25%');
+    expect(result.notes.join('\n')).toContain('(Envoy counts whole seconds)');
+    // Every throttle off: no filter file at all.
+    const none = exportMesh(
+      fromText('version: 1\ndependencies:\n  - { name: a, p99Ms: 50, throttle: false }\n'),
+      {
+        target: 'envoy',
+      },
+    );
+    expect(none.files.map((f) => f.name)).toEqual(['envoy-route.yaml', 'envoy-clusters.yaml']);
+  });
+
+  it('property: the written filter refuses with prazo’s probability on the same counts (Envoy never refuses where prazo would not)', () => {
+    const base = meshPolicies(example()).policies.find((p) => p.dependency === 'inventory')!;
+    fc.assert(
+      fc.property(
+        fc.record({
+          k: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 1, max: 100, noNaN: true })),
+          maxProbability: fc.double({ min: 0, max: 0.999, noNaN: true }),
+          minRequests: fc.integer({ min: 0, max: 200 }),
+          windowS: fc.integer({ min: 1, max: 10 }),
+        }),
+        fc.integer({ min: 0, max: 600 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (t, requests, okShare) => {
+          const throttle = { ...t, windowMs: t.windowS * 1_000, buckets: 10 };
+          const policy: MeshPolicy = { ...base, throttle };
+          const file = renderEnvoy([policy]).files.find((f) => f.name === 'envoy-http-filters.yaml')!;
+          const config = (file.documents[0]!.http_filters as Doc[])[0].typed_config;
+          const successes = Math.floor(requests * okShare);
+          const clock = new FakeClock();
+          const prazo = new AdaptiveThrottle(
+            {
+              k: t.k,
+              windowMs: throttle.windowMs,
+              maxProbability: t.maxProbability,
+              minRequests: t.minRequests,
+            },
+            clock,
+            () => 0,
+          );
+          for (let i = 0; i < requests; i += 1) prazo.count(clock.now(), i < successes);
+          const expected = prazo.state().probability;
+          const envoy = envoyRejectionProbability(config, requests, successes);
+          // Envoy's gate is a whole rate per second: it opens at windowS × ceil(minRequests / windowS).
+          if (requests < t.windowS * Math.ceil(t.minRequests / t.windowS) && requests >= t.minRequests)
+            expect(envoy).toBe(0);
+          else expect(Math.abs(envoy - expected)).toBeLessThan(1e-9);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 

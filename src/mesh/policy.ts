@@ -9,14 +9,15 @@ import { HEDGE_OPTIONS, hedgePercentile } from '../hedge/options.js';
 import { BACKOFF_OPTIONS } from '../retry/backoff.js';
 import { GRPC_UNAVAILABLE, RETRYABLE_STATUS } from '../retry/constants.js';
 import { IDEMPOTENT_METHODS } from '../retry/idempotency.js';
+import { THROTTLE_OPTIONS } from '../throttle/options.js';
 
 /**
  * What a proxy or a gRPC channel must enforce for one dependency, in numbers (SPEC X10): the policy
  * prazo itself enforces in the client, read from the same file by the same loader, so the mesh and
  * the library cannot drift apart. Nothing is derived here a second time: the attempt timeout, the
  * connect timeout and the attempts that fit the deadline are the loader's `calibrateTimeout` result
- * (`DependencyConfig.calibration`, what `createDependency` computes); the budget, hedge and backoff
- * are the file's values with the declarations' defaults. The renderers (one per system) only translate
+ * (`DependencyConfig.calibration`, what `createDependency` computes); the budget, hedge, backoff and
+ * adaptive throttle are the file's values with the declarations' defaults. The renderers (one per system) only translate
  * these numbers into each system's fields and say what the system cannot express.
  */
 
@@ -66,6 +67,19 @@ export interface BudgetPolicy {
   readonly minPerSecond: number;
 }
 
+/**
+ * The adaptive throttle (docs/throttling.md): refuse a call with probability
+ * min(maxProbability, max(0, (requests − k × accepts) / (requests + 1))) over the last `windowMs`, once
+ * the window holds `minRequests`. The file's `throttle` with its declaration's defaults.
+ */
+export interface ThrottlePolicy {
+  readonly k: number;
+  readonly windowMs: number;
+  readonly buckets: number;
+  readonly maxProbability: number;
+  readonly minRequests: number;
+}
+
 export interface HedgeDelay {
   /** The fixed delay for systems without a live quantile, in ms (integer). */
   readonly delayMs: number;
@@ -105,6 +119,8 @@ export interface MeshPolicy {
   /** Undefined when the dependency does not hedge. */
   readonly hedge: HedgeDelay | undefined;
   readonly ejection: EjectionPolicy;
+  /** Undefined when the dependency's throttle is switched off (`throttle: false`). */
+  readonly throttle: ThrottlePolicy | undefined;
 }
 
 /** A problem of the export, at a key path of the file (located by the caller, like the loader's). */
@@ -216,6 +232,22 @@ function policyOf(
     }),
     hedge: hedgeOf(dependency),
     ejection: ejectionOf(dependency),
+    throttle: throttleOf(dependency),
+  });
+}
+
+/** The dependency's throttle, on unless `throttle: false`, each key defaulting to its declaration's. */
+function throttleOf(dependency: DependencyConfig): ThrottlePolicy | undefined {
+  const given = dependency.options.throttle;
+  if (given === false) return undefined;
+  const settings = given === true || given === undefined ? {} : given;
+  const d = THROTTLE_OPTIONS.defaults;
+  return Object.freeze({
+    k: settings.k ?? d.k,
+    windowMs: settings.windowMs ?? d.windowMs,
+    buckets: settings.buckets ?? d.buckets,
+    maxProbability: settings.maxProbability ?? d.maxProbability,
+    minRequests: settings.minRequests ?? d.minRequests,
   });
 }
 

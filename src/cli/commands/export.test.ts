@@ -33,7 +33,11 @@ describe('prazo export', () => {
     const out = tmp();
     const r = await runCli(['export', '--config', 'prazo.config.yaml', '--to', 'envoy', '--out', out]);
     expect(r.code).toBe(ExitCode.ok);
-    expect(readdirSync(out).sort()).toEqual(['envoy-clusters.yaml', 'envoy-route.yaml']);
+    expect(readdirSync(out).sort()).toEqual([
+      'envoy-clusters.yaml',
+      'envoy-http-filters.yaml',
+      'envoy-route.yaml',
+    ]);
     expect(r.out).toMatch(/wrote 1 resource\(s\) to .*envoy-route\.yaml: a RouteConfiguration/);
     const json = await runCli(['export', '--config', 'prazo.config.yaml', '--to', 'grpc', '--json']);
     expect(json.code).toBe(ExitCode.ok);
