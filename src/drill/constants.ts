@@ -4,14 +4,31 @@ export const DRILL_DEFAULTS = Object.freeze({
   durationS: 10,
   /** Offered rate on the routes that use the replaced dependency, req/s. */
   rate: 20,
+  /**
+   * Load multiple: the dependent routes run at `rate × load` (`--load 5`: five times the traffic that
+   * reaches the dependency), the independent routes at their own rate, unchanged (issue 23).
+   */
+  load: 1,
   /** Offered rate on the independent routes (the probe), req/s. */
   independentRate: 10,
   /** The probe's requests are failures after this long (the user's deadline), in ms. */
   probeTimeoutMs: 2_000,
   /** Pass threshold: success rate of the independent routes, %. */
   minSuccessPct: 99.9,
-  /** Pass threshold: p99 latency of the independent routes, in ms. */
-  maxP99Ms: 1_000,
+  /**
+   * The healthy phase run first, in seconds: the same loads with the double answering at once, so
+   * the independent routes' p99 bound is relative to what the same run measured without the
+   * incident. 0 skips it (then only `maxP99Ms` bounds the p99, when given).
+   */
+  healthyS: 3,
+  /** Pass threshold: the independent routes' p99 at most this multiple of their healthy p99. */
+  p99VsHealthy: 2,
+  /**
+   * ...and never below this, in ms: a healthy p99 of 5 ms doubled is 10 ms, the size of one event-loop
+   * pause on a loaded 2-core machine. A pool that ran dry costs its waiters a whole held call (the
+   * double holds each for the configured timeout, hundreds of ms), far above it.
+   */
+  p99FloorMs: 25,
   /** The dependency replaced when the target is the demo. */
   demoDependency: 'supplier',
   /** Timeout of the naive demo stack in a drill: the 30 s of the seed's "library default". */
@@ -22,6 +39,8 @@ export const DRILL_DEFAULTS = Object.freeze({
 
 export const DRILL_LIMITS = Object.freeze({
   maxDurationS: 3_600,
+  maxHealthyS: 600,
+  maxLoad: 100,
   maxRate: 10_000,
   maxConnections: 1_000,
   maxTimeoutMs: 600_000,

@@ -17,8 +17,11 @@ export interface DrillTarget {
   /** Routes that reach the replaced dependency, and routes that do not. */
   readonly dependentRoutes: readonly string[];
   readonly independentRoutes: readonly string[];
-  /** The gateway pool's samples (busy, queued) since the last reset, when the target can tell. */
-  poolSamples(): Promise<readonly PoolSample[] | undefined>;
+  /**
+   * The gateway pool's samples (busy, queued) taken from `sinceEpochMs` on (default: since the
+   * target started), when the target can tell.
+   */
+  poolSamples(sinceEpochMs?: number): Promise<readonly PoolSample[] | undefined>;
   readonly poolConnections: number | undefined;
   readonly pids: () => number[];
   close(): Promise<void>;
@@ -31,10 +34,17 @@ export interface DemoTargetOptions {
   readonly doubleOrigin: string;
   readonly naiveTimeoutMs: number;
   readonly poolConnections: number;
+  /** req/s on the dependent route while warming up (the drill's rate): the double answers at once then. */
+  readonly warmUpRate: number;
   readonly clock: Clock;
 }
 
-const WARM_UP_MS = 500;
+/**
+ * A warm service, as the one a drill is run against in production: connections open, code compiled,
+ * at the drill's own rate. Cold, the demo's chain at 100 checkouts/s answered half of them and half
+ * the catalog in its first seconds, with a double answering at once.
+ */
+const WARM_UP_MS = 1_000;
 
 export async function startDemoTarget(options: DemoTargetOptions): Promise<DrillTarget> {
   const { clock, stack } = options;
@@ -59,10 +69,14 @@ export async function startDemoTarget(options: DemoTargetOptions): Promise<Drill
       latencies,
       { supplierOrigins: [options.doubleOrigin], naiveTimeoutMs: options.naiveTimeoutMs },
     );
-    // A warm service: the independent route only, so the double sees nothing before the drill.
+    // A warm service: both routes, the double answering at once (the drill counts its arrivals from
+    // the incident on).
     await runLoad({
       origin: running.gatewayOrigin,
-      routes: [{ route: 'catalog', path: '/catalog', rate: 20 }],
+      routes: [
+        { route: 'checkout', path: '/checkout', rate: options.warmUpRate },
+        { route: 'catalog', path: '/catalog', rate: 20 },
+      ],
       durationMs: WARM_UP_MS,
       deadlineMs: 2_000,
       clock,
@@ -74,7 +88,8 @@ export async function startDemoTarget(options: DemoTargetOptions): Promise<Drill
       dependentRoutes: ['/checkout'],
       independentRoutes: ['/catalog'],
       poolConnections: options.poolConnections,
-      poolSamples: async () => (await group.report(gateway)).pool?.samples,
+      poolSamples: async (sinceEpochMs = Number.NEGATIVE_INFINITY) =>
+        (await group.report(gateway)).pool?.samples.filter((p) => p.epochMs >= sinceEpochMs),
       pids: () => group.pids(),
       close: () => group.close(),
     };

@@ -7,6 +7,10 @@ import { answer, listen, shut } from '../demo/services/http.js';
  * but only after `latencyMs`, the timeout the service is configured with for that dependency. Not its
  * normal latency: the question is what happens to the service when this dependency takes all the
  * time the calibration allows it, on every call, for as long as the load lasts.
+ *
+ * Before the incident the drill runs a healthy phase with the double answering at once
+ * (`setLatency(0)`): the baseline the independent routes' p99 is judged against (issue 23). A
+ * request takes the latency in force when it arrived.
  */
 export interface Double {
   readonly origin: string;
@@ -14,6 +18,8 @@ export interface Double {
   /** Requests received so far, and still being held. */
   arrivals(): number;
   inFlight(): number;
+  /** The answer time of the requests that arrive from now on, in ms (0: at once). */
+  setLatency(latencyMs: number): void;
   close(): Promise<void>;
 }
 
@@ -22,7 +28,8 @@ export async function startDouble(options: {
   readonly port?: number;
   readonly clock: Clock;
 }): Promise<Double> {
-  const { latencyMs, clock } = options;
+  const { clock } = options;
+  let latencyMs = options.latencyMs;
   const timers = new Set<Timer>();
   let arrivals = 0;
   let held = 0;
@@ -38,10 +45,11 @@ export async function startDouble(options: {
       clock.clearTimer(timer);
       timers.delete(timer);
     };
+    const holdMs = latencyMs;
     const timer = clock.setTimer(() => {
-      answer(res, 200, { double: true, latencyMs });
+      answer(res, 200, { double: true, latencyMs: holdMs });
       release();
-    }, latencyMs);
+    }, holdMs);
     timers.add(timer);
     res.once('close', release);
   };
@@ -51,6 +59,9 @@ export async function startDouble(options: {
     port,
     arrivals: () => arrivals,
     inFlight: () => held,
+    setLatency: (ms) => {
+      latencyMs = ms;
+    },
     close: async () => {
       for (const timer of timers) clock.clearTimer(timer);
       timers.clear();

@@ -37,6 +37,25 @@ describe('prazo drill options (SPEC V2, C7)', () => {
     expect(plan.connections).toBe(200); // capped: enough to fill any pool of the demo
   });
 
+  it("--load multiplies the dependent routes' rate, not the independent ones'; a healthy phase of 3 s by default", () => {
+    const plan = resolveDrillOptions({ load: 5 });
+    expect(plan).toMatchObject({ baseRate: 20, load: 5, rate: 100, independentRate: 10, healthyS: 3 });
+    expect(plan.maxP99Ms).toBeUndefined(); // the bound is relative to the healthy phase (issue 23)
+    expect(plan.connections).toBe(58); // enough for 100 req/s each held 350 ms, × 1.5, + 5
+    expect(resolveDrillOptions({})).toMatchObject({ load: 1, rate: 20 });
+    expect(resolveDrillOptions({ rate: 30, load: 0.5, healthyS: 0 })).toMatchObject({
+      rate: 15,
+      healthyS: 0,
+    });
+    const bad = problemsOf(() => resolveDrillOptions({ load: 0, healthyS: -1 }));
+    expect(bad).toContain('`load`');
+    expect(bad).toContain('`healthyS`');
+    expect(problemsOf(() => resolveDrillOptions({ load: 101 }))).toContain('`load`');
+    expect(problemsOf(() => resolveDrillOptions({ rate: 5_000, load: 3 }))).toContain(
+      '`rate` × `load` must be at most 10000 req/s, got 5000 × 3 = 15000',
+    );
+  });
+
   it('your service: the config names the dependency and its timeout', () => {
     const plan = resolveDrillOptions({
       configText: CONFIG,

@@ -36,10 +36,25 @@ export interface DrillOptions {
   /** req/s on `routes`. Default 20. req/s on `independent`: default 10. */
   readonly rate?: number;
   readonly independentRate?: number;
+  /**
+   * Load multiple (×): `routes` run at `rate × load`, `independent` at `independentRate`, unchanged.
+   * Default 1; (0, 100].
+   */
+  readonly load?: number;
+  /**
+   * Seconds of the healthy phase run first (the same loads, the double answering at once): the
+   * independent routes' p99 is then bounded by 2× their healthy p99 (at least 25 ms). Default 3;
+   * [0, 600], 0 skips it.
+   */
+  readonly healthyS?: number;
   /** Connections of the load on `routes`. Default: enough to keep `rate` with every call held. */
   readonly connections?: number;
-  /** Pass thresholds on the independent routes: success % (default 99.9) and p99 ms (default 1000). */
+  /** Pass threshold on the independent routes: success %, default 99.9. */
   readonly minSuccessPct?: number;
+  /**
+   * An absolute ceiling on the independent routes' p99, in ms, on top of the relative bound (2× the
+   * healthy phase's p99). Default none.
+   */
   readonly maxP99Ms?: number;
   /** A probe request that takes longer is a failure. Default 2000 (the user's deadline). */
   readonly probeTimeoutMs?: number;
@@ -66,11 +81,16 @@ export interface DrillPlan {
   readonly doublePort: number;
   readonly naiveTimeoutMs: number;
   readonly durationS: number;
+  /** req/s on `routes`, the load multiple applied (`rate × load`). */
   readonly rate: number;
+  /** The rate asked for, before the multiple, and the multiple. */
+  readonly baseRate: number;
+  readonly load: number;
   readonly independentRate: number;
+  readonly healthyS: number;
   readonly connections: number;
   readonly minSuccessPct: number;
-  readonly maxP99Ms: number;
+  readonly maxP99Ms: number | undefined;
   readonly probeTimeoutMs: number;
   readonly poolSize: number | undefined;
   readonly clock: Clock;
@@ -127,14 +147,21 @@ export function resolveDrillOptions(options: DrillOptions): DrillPlan {
   const num = (name: string, value: unknown, def: number, max: number, integer = false) =>
     v.number(name, value, { default: def, min: 0, exclusiveMin: true, max, integer });
   const durationS = num('durationS', o.durationS, D.durationS, L.maxDurationS);
-  const rate = num('rate', o.rate, D.rate, L.maxRate);
+  const baseRate = num('rate', o.rate, D.rate, L.maxRate);
+  const load = num('load', o.load, D.load, L.maxLoad);
+  const healthyS = v.number('healthyS', o.healthyS, { default: D.healthyS, min: 0, max: L.maxHealthyS });
   const independentRate = num('independentRate', o.independentRate, D.independentRate, L.maxRate);
   const minSuccessPct = v.number('minSuccessPct', o.minSuccessPct, {
     default: D.minSuccessPct,
     min: 0,
     max: 100,
   });
-  const maxP99Ms = num('maxP99Ms', o.maxP99Ms, D.maxP99Ms, L.maxTimeoutMs);
+  const maxP99Ms = v.number('maxP99Ms', o.maxP99Ms, {
+    default: undefined,
+    min: 0,
+    exclusiveMin: true,
+    max: L.maxTimeoutMs,
+  });
   const probeTimeoutMs = v.number('probeTimeoutMs', o.probeTimeoutMs, {
     default: D.probeTimeoutMs,
     min: 1_000,
@@ -157,6 +184,9 @@ export function resolveDrillOptions(options: DrillOptions): DrillPlan {
   });
   const stack = v.oneOf('demoStack', o.demoStack, ['prazo', 'naive'], 'prazo');
   if (!demo && o.demoStack !== undefined) v.problem('`demoStack` applies to the demo target only');
+  const rate = baseRate * load;
+  if (rate > L.maxRate)
+    v.problem(`\`rate\` × \`load\` must be at most ${L.maxRate} req/s, got ${baseRate} × ${load} = ${rate}`);
   v.done();
 
   const { file, config } = readConfig(o, demo);
@@ -190,7 +220,10 @@ export function resolveDrillOptions(options: DrillOptions): DrillPlan {
     naiveTimeoutMs,
     durationS,
     rate,
+    baseRate,
+    load,
     independentRate,
+    healthyS,
     connections: loadConnections,
     minSuccessPct,
     maxP99Ms,

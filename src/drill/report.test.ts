@@ -1,24 +1,35 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RouteLoadResult } from './load.js';
 import { resolveDrillOptions } from './options.js';
-import { buildReport, renderReport } from './report.js';
+import { buildReport, type HealthyPhase, isDry, p99Bound, renderReport } from './report.js';
 
-const route = (ok: number, ended: number, p99Ms: number): RouteLoadResult => ({
+const route = (ok: number, ended: number, p99Ms: number, p50Ms = 5): RouteLoadResult => ({
   paths: ['/catalog'],
   ended,
   ok,
   non2xx: 0,
   errors: ended - ok,
   timeouts: ended - ok,
-  successPct: ended > 0 ? (100 * ok) / ended : undefined,
-  p50Ms: 5,
+  successPct: ended > 0 ? Math.round((1e4 * ok) / ended) / 100 : undefined,
+  p50Ms,
   p99Ms,
   maxMs: p99Ms,
 });
 
+const sample = (running: number, queued = 0, epochMs = 0) => ({ epochMs, running, queued });
+
+/** A healthy phase whose independent routes answered with this p99. */
+const healthy = (p99Ms: number, ok = 30): HealthyPhase => ({
+  durationS: 3,
+  dependent: undefined,
+  independent: route(ok, 30, p99Ms),
+  pool: undefined,
+});
+
 describe('the drill verdict (SPEC V2, C6)', () => {
   const plan = resolveDrillOptions({});
-  const samples = [5, 9, 7].map((running, i) => ({ epochMs: i, running, queued: 0 }));
+  const samples = [5, 9, 7].map((running, i) => sample(running, 0, i));
 
   it('passes when the independent routes keep answering, and reports the pool by Little’s law', () => {
     const report = buildReport(
@@ -27,21 +38,51 @@ describe('the drill verdict (SPEC V2, C6)', () => {
       100,
       samples,
       15,
+      healthy(15),
     );
     expect(report.pass).toBe(true);
     expect(report.little).toEqual({ poolSize: 15, rps: 30, maxLatencyMs: 500, expectedBusy: 7, ok: true });
-    expect(report.pool).toEqual({ connections: 15, meanBusy: 7, maxBusy: 9, maxQueued: 0 });
-    expect(renderReport(report)).toMatch(/^PASS: the independent routes kept answering/m);
+    expect(report.pool).toEqual({
+      connections: 15,
+      meanBusy: 7,
+      maxBusy: 9,
+      maxQueued: 0,
+      drySamples: 0,
+      samples: 3,
+      ranDry: false,
+    });
+    expect(report.thresholds.maxP99Ms).toBe(30); // 2 × the healthy 15 ms
+    expect(renderReport(report)).toMatch(
+      /^PASS: the independent routes kept answering \(≥ 99.9%, p99 ≤ 30 ms: 2× the healthy 15 ms\); the pool never ran dry/m,
+    );
   });
 
-  it('fails on the success rate, on the p99, and when nothing answered', () => {
+  // The flat 1 s bound was the old rule; the p99 is now judged against the same run's healthy phase
+  // (issue 23), and an absolute ceiling applies only when given (`maxP99Ms`).
+  it('fails on the success rate, on the p99 against the healthy phase, and when nothing answered', () => {
     expect(
       buildReport(plan, { dependent: undefined, independent: route(39, 40, 20) }, 1, undefined, undefined)
         .reasons,
     ).toEqual(['independent routes: 97.5% succeeded, below 99.9%']);
     expect(
-      buildReport(plan, { dependent: undefined, independent: route(40, 40, 1_500) }, 1, undefined, undefined)
-        .reasons,
+      buildReport(
+        plan,
+        { dependent: undefined, independent: route(40, 40, 41) },
+        1,
+        undefined,
+        undefined,
+        healthy(20),
+      ).reasons,
+    ).toEqual(['independent routes: p99 41 ms, above 40 ms (2× the healthy 20 ms)']);
+    const ceiling = resolveDrillOptions({ maxP99Ms: 1_000, healthyS: 0 });
+    expect(
+      buildReport(
+        ceiling,
+        { dependent: undefined, independent: route(40, 40, 1_500) },
+        1,
+        undefined,
+        undefined,
+      ).reasons,
     ).toEqual(['independent routes: p99 1500 ms, above 1000 ms']);
     const none = buildReport(
       plan,
@@ -52,6 +93,98 @@ describe('the drill verdict (SPEC V2, C6)', () => {
     );
     expect(none.pass).toBe(false);
     expect(renderReport(none)).toMatch(/^FAIL: the independent routes did not answer a single request/m);
+  });
+
+  it('issue 23: a dry pool fails the drill, and a catalog 20× slower than healthy, though under 1 s', () => {
+    // `prazo drill --demo-stack prazo --rate 100` before issue 23: 15 of 15 busy, 27 waiting, the
+    // catalog at p50 138 ms (≈ 5 ms healthy), 100% answered within the old flat 1 s: PASS.
+    const at100 = resolveDrillOptions({ rate: 100 });
+    const dry = [sample(15, 27), sample(15, 20), sample(14, 3)];
+    const report = buildReport(
+      at100,
+      { dependent: route(0, 1_000, 400), independent: route(100, 100, 400, 138) },
+      700,
+      dry,
+      15,
+      healthy(12),
+    );
+    expect(report.pass).toBe(false);
+    expect(report.reasons).toEqual([
+      'independent routes: p99 400 ms, above 25 ms (2× the healthy 12 ms, floor 25 ms)',
+      'the pool ran dry: 15 of 15 connections busy at most, up to 27 request(s) waiting; no connection free in 3 of 3 samples',
+    ]);
+    // The pool alone fails it, even with the latency within its bound.
+    const poolOnly = buildReport(
+      at100,
+      { dependent: route(0, 1_000, 400), independent: route(100, 100, 20) },
+      700,
+      [sample(15, 0)],
+      15,
+      healthy(12),
+    );
+    expect(poolOnly.reasons).toEqual([
+      'the pool ran dry: 15 of 15 connections busy at most, up to 0 request(s) waiting; no connection free in 1 of 1 samples',
+    ]);
+    expect(renderReport(poolOnly)).toMatch(/^FAIL: the pool ran dry/m);
+  });
+
+  it('a request waiting while a connection is free is a connect under way, not a dry pool', () => {
+    expect(isDry(sample(2, 1), 15)).toBe(false); // measured in a healthy phase: 1 pending, 2 of 15 busy
+    expect(isDry(sample(14, 1), 15)).toBe(false);
+    expect(isDry(sample(14, 2), 15)).toBe(true); // 16 requests for 15 connections: one waited
+    expect(isDry(sample(15, 0), 15)).toBe(true);
+  });
+
+  it('the p99 bound: 2× the healthy p99, never under the 25 ms floor, never over a given ceiling', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: 0, max: 100_000 }), { nil: undefined }),
+        fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined }),
+        (healthyP99, ceiling) => {
+          const b = p99Bound(healthyP99, ceiling);
+          if (healthyP99 === undefined) expect(b.ms).toBe(ceiling);
+          else {
+            const relative = Math.max(2 * healthyP99, 25);
+            expect(b.ms).toBe(ceiling === undefined ? relative : Math.min(relative, ceiling));
+          }
+        },
+      ),
+    );
+    // sub-10 ms noise: a 5 ms healthy p99 allows 25 ms, not 10
+    const fast = resolveDrillOptions({});
+    const judged = (p99: number) =>
+      buildReport(fast, { dependent: undefined, independent: route(40, 40, p99) }, 1, [], 15, healthy(5));
+    expect(judged(25).pass).toBe(true);
+    expect(judged(26).pass).toBe(false);
+  });
+
+  it('a healthy phase that misses the bars fails the drill: the service does not carry the load', () => {
+    const sick: HealthyPhase = {
+      durationS: 3,
+      dependent: undefined,
+      independent: route(16, 30, 950),
+      pool: {
+        connections: 15,
+        meanBusy: 9.7,
+        maxBusy: 15,
+        maxQueued: 7,
+        drySamples: 4,
+        samples: 58,
+        ranDry: true,
+      },
+    };
+    const report = buildReport(
+      plan,
+      { dependent: undefined, independent: route(100, 100, 36) },
+      1,
+      [sample(14)],
+      15,
+      sick,
+    );
+    expect(report.reasons).toEqual([
+      'healthy phase: independent routes: 53.33% succeeded, below 99.9%',
+      'healthy phase: the pool ran dry: 15 of 15 connections busy at most, up to 7 request(s) waiting; no connection free in 4 of 58 samples',
+    ]);
   });
 
   it('a naive timeout is named as what drains the pool', () => {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DRILL_DEFAULTS, DrillExit } from '../../drill/constants.js';
+import { DRILL_DEFAULTS, DRILL_LIMITS, DrillExit } from '../../drill/constants.js';
 import type { DrillOptions } from '../../drill/options.js';
 import { renderReport } from '../../drill/report.js';
 import { cliContext, loadWithUndici } from '../context.js';
@@ -8,8 +8,9 @@ import { choiceArg, numberArg } from '../parse-args.js';
 
 /**
  * `prazo drill`: the degradation drill (SPEC V2). Replaces one dependency with a double answering at
- * its configured timeout, loads the service (the demo's open-loop generator), and passes only if
- * the routes that do not use the dependency keep answering. Exit 0 pass, 1 fail, 2 bad input. Ctrl-C stops the load and
+ * its configured timeout, loads the service (the demo's open-loop generator; `--load` multiplies the
+ * dependent routes' rate), and passes only if the routes that do not use the dependency keep
+ * answering within 2× their healthy p99 (a healthy phase of the same run) and the pool never ran dry. Exit 0 pass, 1 fail, 2 bad input. Ctrl-C stops the load and
  * everything the drill started.
  */
 interface DrillFlags {
@@ -24,6 +25,8 @@ interface DrillFlags {
   naiveTimeout?: number;
   duration?: number;
   rate?: number;
+  load?: number;
+  healthy?: number;
   independentRate?: number;
   connections?: number;
   minSuccess?: number;
@@ -39,7 +42,7 @@ export function register(program: Command): void {
   program
     .command('drill')
     .description(
-      'degradation drill: a dependency answers at its configured timeout; pass if independent routes keep answering',
+      'degradation drill: a dependency answers at its configured timeout; pass if independent routes keep answering and the pool never runs dry',
     )
     .option('--config <file>', 'prazo.config.yaml (default: the built-in demo config for the demo target)')
     .option('--dependency <name>', `dependency to replace (demo: ${DRILL_DEFAULTS.demoDependency})`)
@@ -73,6 +76,16 @@ export function register(program: Command): void {
       numberArg('--rate', 'requests per second'),
     )
     .option(
+      '--load <multiple>',
+      `load multiple: the routes run at rate × multiple, the independent routes unchanged (default ${DRILL_DEFAULTS.load}; at most ${DRILL_LIMITS.maxLoad})`,
+      numberArg('--load', 'times the rate'),
+    )
+    .option(
+      '--healthy <seconds>',
+      `healthy phase first, the double answering at once: the independent routes' p99 bound is ${DRILL_DEFAULTS.p99VsHealthy}× theirs in it, at least ${DRILL_DEFAULTS.p99FloorMs} ms (default ${DRILL_DEFAULTS.healthyS}; 0 skips it)`,
+      numberArg('--healthy', 'seconds'),
+    )
+    .option(
       '--independent-rate <rps>',
       `req/s on the independent routes (default ${DRILL_DEFAULTS.independentRate})`,
       numberArg('--independent-rate', 'requests per second'),
@@ -85,7 +98,7 @@ export function register(program: Command): void {
     )
     .option(
       '--max-p99 <ms>',
-      `pass threshold, p99 of the independent routes (default ${DRILL_DEFAULTS.maxP99Ms})`,
+      "an absolute ceiling on the independent routes' p99, on top of the relative bound (default none)",
       numberArg('--max-p99', 'ms'),
     )
     .option(
@@ -129,6 +142,8 @@ function options(f: DrillFlags): DrillOptions {
   if (f.naiveTimeout !== undefined) o.naiveTimeoutMs = f.naiveTimeout;
   if (f.duration !== undefined) o.durationS = f.duration;
   if (f.rate !== undefined) o.rate = f.rate;
+  if (f.load !== undefined) o.load = f.load;
+  if (f.healthy !== undefined) o.healthyS = f.healthy;
   if (f.independentRate !== undefined) o.independentRate = f.independentRate;
   if (f.connections !== undefined) o.connections = f.connections;
   if (f.minSuccess !== undefined) o.minSuccessPct = f.minSuccess;
