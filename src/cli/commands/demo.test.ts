@@ -15,6 +15,16 @@ describe('prazo demo: bad input', () => {
     expect(err).toContain('`poolConnections` must be an integer in [1, 10000], got 0');
   });
 
+  it('--help lists every scenario, the ones run only when named among them (issue 23)', async () => {
+    let out = '';
+    await run(['demo', '--help'], { stdout: (s) => (out += s), stderr: (s) => (out += s) });
+    const help = out.replace(/\s+/g, ' ');
+    expect(help).toContain(
+      'comma-separated: healthy,slow,down,hung,tail,instance-down,instance-503,overload-hung,overload-slow,recover',
+    );
+    expect(help).toContain('(default: all but overload-hung, overload-slow, recover, run when named)');
+  });
+
   it('refuses a non-number duration', async () => {
     let err = '';
     expect(await run(['demo', '--duration', 'long'], { stderr: (s) => (err += s), stdout: () => {} })).toBe(

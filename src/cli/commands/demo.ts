@@ -6,6 +6,7 @@ import { renderHtml } from '../../demo/report/html.js';
 import { createProgressPrinter } from '../../demo/report/progress.js';
 import { renderTable } from '../../demo/report/table.js';
 import type { DemoOptions } from '../../demo/run/options.js';
+import { DEFAULT_SCENARIOS, SCENARIOS } from '../../demo/scenarios.js';
 import type { StackName } from '../../demo/types.js';
 import { cliContext, loadWithUndici } from '../context.js';
 import { runInterruptible } from '../interruptible.js';
@@ -44,7 +45,14 @@ export function register(program: Command): void {
       'load time per scenario and stack, in seconds, for every scenario (default 3; 10 for healthy and tail, 6 for instance-503)',
       numberArg('--duration', 'seconds'),
     )
-    .option('--scenarios <list>', 'comma-separated: healthy,slow,down,hung,tail,instance-down,instance-503')
+    .option(
+      '--scenarios <list>',
+      `comma-separated: ${SCENARIOS.map((s) => s.name).join(',')} (default: all but ${SCENARIOS.filter(
+        (s) => !DEFAULT_SCENARIOS.includes(s),
+      )
+        .map((s) => s.name)
+        .join(', ')}, run when named)`,
+    )
     .option('--stacks <list>', 'comma-separated: naive,cockatiel,prazo (default naive,prazo)')
     .option('--rate <rps>', 'checkout requests per second', numberArg('--rate', 'requests per second'))
     .option(

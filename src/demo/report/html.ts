@@ -8,7 +8,9 @@ import { verdicts } from './verdicts.js';
  * `prazo-report.html`: one self-contained page (inline CSS and SVG drawn by `svg.ts`; no script, no
  * CDN, no network) with, per scenario, the numbers of the terminal table and four charts: the
  * latency users saw on each route (distribution) and, over time, the load reaching the supplier and
- * the gateway pool's busy connections.
+ * the gateway pool's busy connections; a fifth beside the supplier's load when a stack throttles
+ * (the throttle's refused share and the load it let through, issue 23), and one for the load per
+ * supplier instance in the instance incidents.
  */
 const CSS = `
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1140px;color:#222;padding:0 16px}
@@ -22,10 +24,15 @@ ul.verdicts{list-style:none;padding:0}ul.verdicts li{margin:4px 0}.ok{color:#2ca
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 `;
 
-function metricsTable(stacks: readonly StackMetrics[]): string {
+function metricsTable(scenario: ScenarioSummary): string {
+  const { stacks } = scenario;
+  const throttles = (m: StackMetrics): boolean =>
+    scenario.series.stacks.some((s) => s.stack === m.stack && s.throttle !== undefined);
+  const recovery = stacks.some((m) => m.recovery !== undefined);
   const head =
     '<tr><th>stack</th><th>supplier load</th><th>wasted work</th><th>answers ≤ deadline</th><th>catalog ok</th>' +
-    '<th>catalog p99</th><th>pool busy (mean / max of N)</th><th>user p50</th><th>user p99</th></tr>';
+    '<th>catalog p99</th><th>pool busy (mean / max of N)</th><th>user p50</th><th>user p99</th>' +
+    `<th>failed p50</th><th>throttle refused</th>${recovery ? '<th>recovery</th>' : ''}</tr>`;
   const rows = stacks
     .map(
       (m) =>
@@ -34,10 +41,21 @@ function metricsTable(stacks: readonly StackMetrics[]): string {
         `<td>${ms(m.wasted.ms)}${m.wasted.stillRunning > 0 ? ' (≥)' : ''}</td><td>${pct(m.checkout.withinDeadlinePct)}</td>` +
         `<td>${pct(m.catalog.successPct)}</td><td>${ms(m.catalog.p99Ms)}</td>` +
         `<td>${m.pool.meanBusy} / ${m.pool.maxBusy} of ${m.pool.connections}</td>` +
-        `<td>${ms(m.checkout.p50Ms)}</td><td>${ms(m.checkout.p99Ms)}</td></tr>`,
+        `<td>${ms(m.checkout.p50Ms)}</td><td>${ms(m.checkout.p99Ms)}</td><td>${ms(m.checkout.failedP50Ms)}</td>` +
+        `<td>${throttles(m) ? `${pct(m.throttled.sharePct)} <small>(${m.throttled.refused})</small>` : '—'}</td>` +
+        (recovery ? `<td>${recoveryText(m)}</td>` : '') +
+        '</tr>',
     )
     .join('');
   return `<table class="metrics">${head}${rows}</table>`;
+}
+
+/** `recover`: how long after the supplier's return checkouts were ≥ 99% within the deadline again. */
+export function recoveryText(m: StackMetrics): string {
+  const r = m.recovery;
+  if (r === undefined) return '—';
+  if (r.recoveryMs === undefined) return 'not before the load ended';
+  return `${ms(r.recoveryMs)} at ${times(r.load)} the load`;
 }
 
 function charts(scenario: ScenarioSummary, result: DemoResult): string {
@@ -47,51 +65,113 @@ function charts(scenario: ScenarioSummary, result: DemoResult): string {
   const per = (pick: (s: (typeof series.stacks)[number]) => number[]): Series[] =>
     series.stacks.map((s) => ({ name: s.stack, color: STACK_COLORS[s.stack], values: pick(s) }));
   const offered = series.stacks[0]?.offered ?? [];
+  const figure = (caption: string, svg: string): string =>
+    `<figure><figcaption>${esc(caption)}</figcaption>${svg}</figure>`;
   return [
-    histogramChart({
-      id: id('checkout-latency'),
-      title: 'Checkout: what users waited',
-      xLabel: 'latency seen by the user (ms, log scale)',
-      yLabel: '% of checkouts',
-      edges: series.histogramEdges,
-      series: per((s) => s.checkoutHistogram),
-      markMs: result.settings.userDeadlineMs,
-    }),
-    histogramChart({
-      id: id('catalog-latency'),
-      title: 'Catalog (independent route): what users waited',
-      xLabel: 'latency seen by the user (ms, log scale)',
-      yLabel: '% of catalog requests',
-      edges: series.histogramEdges,
-      series: per((s) => s.catalogHistogram),
-      markMs: result.settings.userDeadlineMs,
-    }),
-    lineChart({
-      id: id('supplier-load'),
-      title: 'Load reaching the supplier over time',
-      xLabel: 'seconds since the load started',
-      yLabel: 'requests / s',
-      xStepS: step,
-      series: [
-        { name: 'users (checkout)', color: '#7f7f7f', values: offered, dashed: true },
-        ...per((s) => s.supplier),
-      ],
-    }),
-    lineChart({
-      id: id('pool'),
-      title: 'Gateway → orders pool: busy connections',
-      xLabel: 'seconds since the load started',
-      yLabel: 'busy connections',
-      xStepS: step,
-      series: per((s) => s.poolBusy),
-      marks: [
-        { y: result.settings.poolConnections, label: `pool size N = ${result.settings.poolConnections}` },
-      ],
-    }),
+    figure(
+      TITLES.checkout,
+      histogramChart({
+        id: id('checkout-latency'),
+        title: 'Checkout: what users waited',
+        xLabel: 'latency seen by the user (ms, log scale)',
+        yLabel: '% of checkouts',
+        edges: series.histogramEdges,
+        series: per((s) => s.checkoutHistogram),
+        markMs: result.settings.userDeadlineMs,
+      }),
+    ),
+    figure(
+      TITLES.catalog,
+      histogramChart({
+        id: id('catalog-latency'),
+        title: 'Catalog (independent route): what users waited',
+        xLabel: 'latency seen by the user (ms, log scale)',
+        yLabel: '% of catalog requests',
+        edges: series.histogramEdges,
+        series: per((s) => s.catalogHistogram),
+        markMs: result.settings.userDeadlineMs,
+      }),
+    ),
+    figure(
+      TITLES.supplier,
+      lineChart({
+        id: id('supplier-load'),
+        title: 'Load reaching the supplier over time',
+        xLabel: 'seconds since the load started',
+        yLabel: 'requests / s',
+        xStepS: step,
+        series: [
+          { name: 'users (checkout)', color: '#7f7f7f', values: offered, dashed: true },
+          ...per((s) => s.supplier),
+        ],
+      }),
+    ),
+    throttleChart(scenario),
+    figure(
+      TITLES.pool,
+      lineChart({
+        id: id('pool'),
+        title: 'Gateway → orders pool: busy connections',
+        xLabel: 'seconds since the load started',
+        yLabel: 'busy connections',
+        xStepS: step,
+        series: per((s) => s.poolBusy),
+        marks: [
+          { y: result.settings.poolConnections, label: `pool size N = ${result.settings.poolConnections}` },
+        ],
+      }),
+    ),
   ]
-    .map((svg, i) => `<figure><figcaption>${TITLES[i]}</figcaption>${svg}</figure>`)
     .join('')
     .concat(isInstanceIncident(scenario) ? instanceChart(scenario) : '');
+}
+
+/**
+ * The adaptive throttle over time (issue 23), beside the load reaching the supplier: for each stack
+ * whose client throttles (prazo), per bucket, the calls inventory's client refused locally and the
+ * requests it sent to the supplier, both as % of the checkouts sent in the bucket. While the
+ * supplier fails the refused share rises and the load falls to the probes the throttle lets through;
+ * when it returns, both swap back. Empty (no figure) when no stack of the scenario throttles.
+ */
+function throttleChart(scenario: ScenarioSummary): string {
+  const throttling = scenario.series.stacks.filter((s) => s.throttle !== undefined);
+  if (throttling.length === 0) return '';
+  const lines: Series[] = throttling.flatMap((s) => [
+    {
+      name: `${s.stack} · refused`,
+      color: STACK_COLORS[s.stack],
+      values: s.throttle!.refusedPct,
+      data: { stack: s.stack, kind: 'refused', values: s.throttle!.refusedPct.join(' ') },
+    },
+    {
+      name: `${s.stack} · to the supplier`,
+      color: STACK_COLORS[s.stack],
+      values: s.throttle!.supplierPct,
+      dash: '5 3',
+      data: { stack: s.stack, kind: 'supplier', values: s.throttle!.supplierPct.join(' ') },
+    },
+  ]);
+  const said = throttling
+    .map((s) => {
+      const m = scenario.stacks.find((x) => x.stack === s.stack);
+      return m === undefined
+        ? s.stack
+        : `${s.stack}: ${m.throttled.refused} call(s) refused (${pct(m.throttled.sharePct)} of checkouts), ${times(m.supplier.amplification)} the checkouts sent to the supplier`;
+    })
+    .join('; ');
+  const svg = lineChart({
+    id: `throttle-${scenario.name}`,
+    title: TITLES.throttle,
+    xLabel: 'seconds since the load started',
+    yLabel: '% of the checkouts',
+    xStepS: scenario.series.bucketMs / 1000,
+    series: lines,
+    marks: [{ y: 100, label: 'one per checkout' }],
+    description:
+      "Per time bucket, as a share of the checkouts sent in it: the calls inventory's client refused " +
+      `locally (its adaptive throttle), and the requests it sent to the supplier. ${said}.`,
+  });
+  return `<figure class="throttle"><figcaption>${esc(TITLES.throttle)}</figcaption>${svg}<p class="lead">${esc(said)}</p></figure>`;
 }
 
 /** Instance 1 solid, 2 dashed, 3 dotted, …: the stacks keep their colours, the instances their strokes. */
@@ -134,12 +214,13 @@ function instanceChart(scenario: ScenarioSummary): string {
   );
 }
 
-const TITLES = [
-  'Checkout (reaches the supplier): what users waited',
-  'Catalog (never uses the supplier): what users waited',
-  'Load reaching the supplier over time',
-  'Gateway → orders pool: busy connections over time',
-];
+const TITLES = {
+  checkout: 'Checkout (reaches the supplier): what users waited',
+  catalog: 'Catalog (never uses the supplier): what users waited',
+  supplier: 'Load reaching the supplier over time',
+  throttle: 'Throttle: calls refused and load reaching the supplier, % of checkouts',
+  pool: 'Gateway → orders pool: busy connections over time',
+} as const;
 
 export function renderHtml(result: DemoResult): string {
   const s = result.settings;
@@ -164,7 +245,7 @@ export function renderHtml(result: DemoResult): string {
     .map(
       (sc) =>
         `<section class="scenario" id="${esc(sc.name)}"><h2>${esc(sc.title)}</h2><p class="lead">${esc(sc.description)}${sc.loadMs !== s.loadMs ? ` (${ms(sc.loadMs)} per stack)` : ''}</p>` +
-        `${metricsTable(sc.stacks)}<div class="charts">${charts(sc, result)}</div></section>`,
+        `${metricsTable(sc)}<div class="charts">${charts(sc, result)}</div></section>`,
     )
     .join('');
   return `<!doctype html>
@@ -179,7 +260,9 @@ ${calibration}
 <ul class="verdicts">${said}</ul>
 ${scenarios}
 <p class="lead">supplier load = requests sent to the supplier (every attempt, retry and hedge; refused connections too) ÷ user checkouts.
-wasted work = time gateway, orders, inventory and supplier kept working on a request after its user had given up; (≥) when some was still running at the end.</p>
+wasted work = time gateway, orders, inventory and supplier kept working on a request after its user had given up; (≥) when some was still running at the end.
+failed p50 = the median wait of the checkouts that failed. throttle refused = calls inventory's client refused locally (its adaptive throttle), % of checkouts.
+recovery (<code>recover</code>) = from the supplier's return until checkouts were ≥ 99% within the deadline over every 1 s window, and the supplier load over that time.</p>
 </body></html>
 `;
 }

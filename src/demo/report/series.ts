@@ -20,6 +20,13 @@ export interface StackSeries {
    * server (not what the client believes it sent: a refused connection never arrives). By instance.
    */
   readonly instances: readonly { readonly instance: number; readonly perSecond: number[] }[];
+  /**
+   * A stack whose client throttles (prazo: inventory's adaptive throttle, issue 23), per bucket, as
+   * % of the checkouts sent in that bucket: the calls it refused locally, and the requests it sent
+   * to the supplier (every attempt and hedge). 0 in a bucket without checkouts. Absent for a stack
+   * that does not throttle.
+   */
+  readonly throttle?: { readonly refusedPct: number[]; readonly supplierPct: number[] };
 }
 
 /** Bins of the latency histograms: log-spaced from 2 ms to 4 s. */
@@ -35,7 +42,15 @@ export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): S
     offeredCounts[key] = (offeredCounts[key] ?? 0) + 1;
   }
   const supplierCounts: Record<string, number> = {};
-  for (const s of byRole(raw.services, 'inventory')) mergeCounts(supplierCounts, s.sent?.perBucket ?? {});
+  const refusedCounts: Record<string, number> = {};
+  const inventory = byRole(raw.services, 'inventory');
+  for (const s of inventory) {
+    mergeCounts(supplierCounts, s.sent?.perBucket ?? {});
+    mergeCounts(refusedCounts, s.throttled?.perBucket ?? {});
+  }
+  const offered = ratesPerSecond(offeredCounts, startEpochMs, bucketMs, buckets);
+  const supplier = ratesPerSecond(supplierCounts, startEpochMs, bucketMs, buckets);
+  const throttles = inventory.some((s) => s.throttled !== undefined);
   const busy = new Array<number>(buckets).fill(0);
   const queued = new Array<number>(buckets).fill(0);
   const n = new Array<number>(buckets).fill(0);
@@ -57,8 +72,8 @@ export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): S
     ).counts;
   return {
     stack: raw.stack,
-    offered: ratesPerSecond(offeredCounts, startEpochMs, bucketMs, buckets),
-    supplier: ratesPerSecond(supplierCounts, startEpochMs, bucketMs, buckets),
+    offered,
+    supplier,
     poolBusy: mean(busy),
     poolQueued: mean(queued),
     checkoutHistogram: hist('checkout'),
@@ -67,7 +82,23 @@ export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): S
       instance: s.instance ?? 0,
       perSecond: ratesPerSecond(s.arrivals, startEpochMs, bucketMs, buckets),
     })),
+    ...(throttles
+      ? {
+          throttle: {
+            refusedPct: shareOf(ratesPerSecond(refusedCounts, startEpochMs, bucketMs, buckets), offered),
+            supplierPct: shareOf(supplier, offered),
+          },
+        }
+      : {}),
   };
+}
+
+/** `part / whole` per bucket, in %, one decimal; 0 where nothing was offered. */
+function shareOf(part: readonly number[], whole: readonly number[]): number[] {
+  return part.map((p, i) => {
+    const w = whole[i] ?? 0;
+    return w > 0 ? Math.round((1000 * p) / w) / 10 : 0;
+  });
 }
 
 /** The supplier instances' own reports, by instance number. */

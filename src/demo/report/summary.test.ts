@@ -126,6 +126,82 @@ describe('demo summary and verdicts (SPEC X1)', () => {
     expect(summary.series.stacks[0]!.checkoutHistogram.reduce((a, b) => a + b, 0)).toBe(20);
   });
 
+  it("issue 23: the failed checkouts' median alone, and the throttle's refused share beside the supplier load per bucket", () => {
+    // 18 ok at 100 ms and 2 timeouts at 2 s: the p50 of all is 100 ms, of the failed ones 2 s.
+    expect(naive.checkout).toMatchObject({ p50Ms: 100, failedP50Ms: 2_000 });
+    const B = T0 / 250;
+    const throttled = (name: StackName): StackRaw => {
+      const base = stack(name, { sent: 6, wasted: 0, catalogOk: 10, busy: 2 });
+      return {
+        ...base,
+        users: base.users
+          .filter((u) => u.route === 'catalog')
+          .concat(
+            // 5 checkouts per 250 ms bucket for 1 s, all ok but the 4 of bucket 2, refused fast
+            Array.from({ length: 20 }, (_, i) => ({
+              route: 'checkout' as const,
+              sentMs: i * 50,
+              latencyMs: i >= 10 && i < 14 ? 3 : 90,
+              outcome: i >= 10 && i < 14 ? ('error' as const) : ('ok' as const),
+              status: i >= 10 && i < 14 ? 503 : 200,
+            })),
+          ),
+        services: base.services.map((s) =>
+          s.role === 'inventory'
+            ? {
+                ...s,
+                sent: { total: 16, perBucket: { [B]: 5, [B + 1]: 5, [B + 2]: 1, [B + 3]: 5 } },
+                ...(name === 'prazo' ? { throttled: { total: 4, perBucket: { [B + 2]: 4 } } } : {}),
+              }
+            : s,
+        ),
+      };
+    };
+    const s = summarizeScenario(
+      { scenario: down, stacks: [throttled('naive'), throttled('prazo')] },
+      250,
+      1_000,
+    );
+    const [n, p] = s.stacks;
+    expect(p!.checkout.failedP50Ms).toBe(3);
+    expect(p!.throttled).toEqual({ refused: 4, sharePct: 20 });
+    expect(s.series.stacks[0]!.throttle).toBeUndefined(); // naive does not throttle
+    expect(s.series.stacks[1]!.throttle).toEqual({
+      refusedPct: [0, 0, 80, 0, 0],
+      supplierPct: [100, 100, 20, 100, 0], // the last bucket: no checkout sent, 0
+    });
+    const html = renderHtml(
+      demoResult(s, { stacks: ['naive', 'prazo'], userDeadlineMs: 2_000, poolConnections: 15 }),
+    );
+    expect(html.match(/<svg class="chart"/g)).toHaveLength(5);
+    const chart = html.slice(html.indexOf('data-chart="throttle-down"'));
+    expect(chart).toMatch(
+      /data-series="prazo · refused" data-stack="prazo" data-kind="refused" data-values="0 0 80 0 0"/,
+    );
+    expect(chart).toMatch(/data-series="prazo · to the supplier"[^>]*data-values="100 100 20 100 0"/);
+    expect(chart).not.toContain('naive ·');
+    // Beside the load reaching the supplier: the next chart after it.
+    expect(html.indexOf('data-chart="throttle-down"')).toBeGreaterThan(
+      html.indexOf('data-chart="supplier-load-down"'),
+    );
+    expect(html.indexOf('data-chart="throttle-down"')).toBeLessThan(html.indexOf('data-chart="pool-down"'));
+    expect(html).toContain('prazo: 4 call(s) refused (20.0% of checkouts)');
+    const table = renderTable(
+      demoResult(s, { stacks: ['naive', 'prazo'], userDeadlineMs: 2_000, poolConnections: 15 }),
+    );
+    expect(table).toContain('failed checkouts, p50: naive 3 ms, prazo 3 ms');
+    expect(table).toContain('refused by the throttle (locally, nothing sent): prazo 4 = 20.0% of checkouts');
+    expect(n!.throttled.refused).toBe(0);
+    // `recover`: how soon checkouts flowed again, in the table and the HTML (here: not within the load).
+    const recover = SCENARIOS.find((x) => x.name === 'recover')!;
+    const back = summarizeScenario({ scenario: recover, stacks: [throttled('prazo')] }, 250, 1_000);
+    const settings = { stacks: ['prazo'], userDeadlineMs: 2_000, poolConnections: 15 };
+    expect(renderTable(demoResult(back, settings))).toContain(
+      "checkouts ≥ 99% within the deadline again, after the supplier's return at 4.0 s: prazo not before the load ended",
+    );
+    expect(renderHtml(demoResult(back, settings))).toContain('<th>recovery</th>');
+  });
+
   it('says which of the seed’s claims held, and which did not', () => {
     const result = demoResult(summary, {});
     const said = verdicts(result);

@@ -1,6 +1,7 @@
 import type { DemoResult } from '../run/demo.js';
 import { ms, pad, pct, times } from './format.js';
-import { isInstanceIncident, type StackMetrics } from './summary.js';
+import { recoveryText } from './html.js';
+import { isInstanceIncident, type ScenarioSummary, type StackMetrics } from './summary.js';
 import { verdicts } from './verdicts.js';
 
 /**
@@ -26,6 +27,34 @@ const COLUMNS: readonly { title: string; width: number; cell: (m: StackMetrics) 
   { title: 'user p99', width: 9, cell: (m) => ms(m.checkout.p99Ms) },
 ];
 
+/**
+ * Below a scenario's rows (issue 23): how fast failed checkouts failed, what the throttle refused
+ * (stacks that throttle, when it refused anything), and, for `recover`, how soon checkouts flowed again.
+ */
+function issue23Lines(scenario: ScenarioSummary): string[] {
+  const lines: string[] = [];
+  const each = (cell: (m: StackMetrics) => string): string =>
+    scenario.stacks.map((m) => `${m.stack} ${cell(m)}`).join(', ');
+  if (scenario.stacks.some((m) => m.checkout.failedP50Ms !== undefined))
+    lines.push(`  failed checkouts, p50: ${each((m) => ms(m.checkout.failedP50Ms))}`);
+  const throttling = scenario.stacks.filter(
+    (m) =>
+      m.throttled.refused > 0 &&
+      scenario.series.stacks.some((s) => s.stack === m.stack && s.throttle !== undefined),
+  );
+  if (throttling.length > 0)
+    lines.push(
+      `  refused by the throttle (locally, nothing sent): ${throttling.map((m) => `${m.stack} ${m.throttled.refused} = ${pct(m.throttled.sharePct)} of checkouts`).join(', ')}`,
+    );
+  if (scenario.stacks.some((m) => m.recovery !== undefined)) {
+    const back = scenario.stacks.find((m) => m.recovery !== undefined)!.recovery!.returnMs;
+    lines.push(
+      `  checkouts ≥ 99% within the deadline again, after the supplier's return at ${ms(back)}: ${each(recoveryText)}`,
+    );
+  }
+  return lines;
+}
+
 export function renderTable(result: DemoResult): string {
   const s = result.settings;
   const lines: string[] = [];
@@ -50,6 +79,7 @@ export function renderTable(result: DemoResult): string {
     for (const m of scenario.stacks) {
       lines.push(`  ${pad(m.stack, 10)}${COLUMNS.map((c) => pad(c.cell(m), c.width, true)).join(' ')}`);
     }
+    lines.push(...issue23Lines(scenario));
     if (isInstanceIncident(scenario)) {
       // The load per instance, as each instance's own server counted it (SPEC X5).
       const who = scenario.instances.map((b, i) => `#${i + 1} ${b}`).join(', ');

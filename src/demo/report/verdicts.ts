@@ -16,7 +16,12 @@ export interface Verdict {
     | 'tail'
     | 'instance-down'
     | 'instance-503'
-    | 'healthy';
+    | 'healthy'
+    | 'hung-fails-fast'
+    | 'overload-hung'
+    | 'overload-slow'
+    | 'slow-within-deadline'
+    | 'recover';
   readonly holds: boolean;
   readonly text: string;
 }
@@ -37,6 +42,11 @@ export function verdicts(result: DemoResult): Verdict[] {
   push(badInstance(get, 'instance-down', 'one instance down (connections refused)'));
   push(badInstance(get, 'instance-503', 'one instance answering 503 on half its calls'));
   push(healthy(get));
+  push(hungFailsFast(get));
+  push(overload(get, 'overload-hung', 'supplier hung at 5× the checkouts'));
+  push(overload(get, 'overload-slow', 'supplier slow at 5× the checkouts'));
+  push(slowWithinDeadline(get));
+  push(recover(get));
   return out;
 }
 
@@ -176,5 +186,149 @@ function healthy(get: Pick): Verdict | undefined {
     id: 'healthy',
     holds: prazo >= 99,
     text: `healthy: answers within the deadline, prazo ${pct(prazo)}${naive === undefined ? '' : `, naive ${pct(naive)}`} (timeouts above the measured p99 do not cut healthy traffic)`,
+  };
+}
+
+/**
+ * Issue 23's bars: the service under incident fails fast, keeps its independent routes answering
+ * and adds no load to what is down, at five times the checkout rate too; a slow supplier's answers
+ * that arrive in time are delivered; recovery is measured.
+ */
+export const OVERLOAD_BARS = Object.freeze({
+  /** The catalog's success under an incident, %. */
+  catalogOkPct: 99.9,
+  /** The catalog's p99 at most this multiple of the healthy scenario's (the same run's prazo catalog). */
+  catalogP99VsHealthy: 2,
+  /** The median wait of a failed checkout, ms. */
+  failedP50Ms: 20,
+  /** Requests to the supplier per checkout, at most. */
+  supplierLoad: 1.1,
+  /** `recover`: from the supplier's return to checkouts ≥ 99% within the deadline, ms. */
+  recoveryMs: 3_000,
+  /** `recover`: requests to the supplier per checkout meanwhile, at most. */
+  recoveryLoad: 1.1,
+});
+
+const B = OVERLOAD_BARS;
+
+/** The catalog's p99 against the healthy scenario's, judged only when `healthy` ran. */
+function catalogVsHealthy(get: Pick, m: StackMetrics): { ok: boolean; text: string } {
+  const p99 = m.catalog.p99Ms;
+  const healthyP99 = get('healthy', m.stack)?.catalog.p99Ms;
+  if (p99 === undefined || healthyP99 === undefined || !(healthyP99 > 0))
+    return { ok: true, text: `catalog p99 ${ms(p99)} (run "healthy" too to compare it)` };
+  const ratio = p99 / healthyP99;
+  const ok = ratio <= B.catalogP99VsHealthy;
+  return {
+    ok,
+    text: `catalog p99 ${ms(p99)} = ${times(ratio)} the healthy scenario's ${ms(healthyP99)} ${mark(ok)} (≤ ${times(B.catalogP99VsHealthy)})`,
+  };
+}
+
+/** A failed checkout's median wait; none failed is "fails fast" vacuously. */
+function failsFast(m: StackMetrics): { ok: boolean; text: string } {
+  const p50 = m.checkout.failedP50Ms;
+  const ok = p50 === undefined || p50 <= B.failedP50Ms;
+  return {
+    ok,
+    text:
+      p50 === undefined
+        ? 'no checkout failed'
+        : `failed checkouts p50 ${ms(p50)} ${mark(ok)} (≤ ${ms(B.failedP50Ms)})`,
+  };
+}
+
+function hungFailsFast(get: Pick): Verdict | undefined {
+  const prazo = get('hung', 'prazo');
+  if (prazo === undefined) return undefined;
+  const fast = failsFast(prazo);
+  const naive = get('hung', 'naive')?.checkout.failedP50Ms;
+  return {
+    id: 'hung-fails-fast',
+    holds: fast.ok,
+    text: `supplier hung: prazo's ${fast.text}${naive === undefined ? '' : `; naive's ${ms(naive)}`} (a call the dependency cannot answer fails at once, not after its timeout)`,
+  };
+}
+
+/**
+ * `overload-hung`, `overload-slow`: at five times the checkout rate, prazo's catalog ≥ 99.9% ok with
+ * its p99 ≤ 2× the healthy scenario's, the gateway pool never full, failed checkouts fast, the
+ * supplier load ≤ 1.1×. Naive's catalog and pool are shown beside it.
+ */
+function overload(
+  get: Pick,
+  scenario: 'overload-hung' | 'overload-slow',
+  title: string,
+): Verdict | undefined {
+  const prazo = get(scenario, 'prazo');
+  if (prazo === undefined) return undefined;
+  const ok = prazo.catalog.successPct;
+  const okCatalog = ok !== undefined && ok >= B.catalogOkPct;
+  const p99 = catalogVsHealthy(get, prazo);
+  const pool = prazo.pool;
+  const okPool = pool.connections > 0 && pool.maxBusy < pool.connections;
+  const fast = failsFast(prazo);
+  const load = prazo.supplier.amplification;
+  const okLoad = load !== undefined && load <= B.supplierLoad;
+  const naive = get(scenario, 'naive');
+  const naiveText =
+    naive === undefined
+      ? ''
+      : `; naive: catalog ${pct(naive.catalog.successPct)}, p99 ${ms(naive.catalog.p99Ms)}, pool ${naive.pool.maxBusy}/${naive.pool.connections}`;
+  return {
+    id: scenario,
+    holds: okCatalog && p99.ok && okPool && fast.ok && okLoad,
+    text:
+      `${title}: prazo's catalog ${pct(ok)} ok ${mark(okCatalog)} (≥ ${pct(B.catalogOkPct)}), ${p99.text}, ` +
+      `gateway pool ${pool.maxBusy}/${pool.connections} at most ${mark(okPool)} (< ${pool.connections}), ${fast.text}, ` +
+      `supplier load ${times(load)} ${mark(okLoad)} (≤ ${times(B.supplierLoad)})${naiveText}`,
+  };
+}
+
+/**
+ * `slow` at the demo's rate: the supplier answers in ~1.5 s, inside the user's 2 s. prazo must answer
+ * at least as many checkouts within the deadline as naive in the same run (capacity-aware waiting),
+ * its catalog p99 within 2× the healthy scenario's.
+ */
+function slowWithinDeadline(get: Pick): Verdict | undefined {
+  const prazo = get('slow', 'prazo');
+  const naive = get('slow', 'naive');
+  if (prazo === undefined || naive === undefined) return undefined;
+  const p = prazo.checkout.withinDeadlinePct;
+  const n = naive.checkout.withinDeadlinePct;
+  const okWithin = p !== undefined && (n === undefined || p >= n);
+  const p99 = catalogVsHealthy(get, prazo);
+  return {
+    id: 'slow-within-deadline',
+    holds: okWithin && p99.ok,
+    text:
+      `supplier slow (answers in ~1.5 s): prazo answered ${pct(p)} of checkouts within the deadline ${mark(okWithin)} (≥ naive's ${pct(n)}), ` +
+      `${p99.text}; naive's catalog ${pct(naive.catalog.successPct)}, p99 ${ms(naive.catalog.p99Ms)}`,
+  };
+}
+
+/** `recover`: prazo's checkouts ≥ 99% within the deadline ≤ 3 s after the supplier's return, at ≤ 1.1× the load. */
+function recover(get: Pick): Verdict | undefined {
+  const prazo = get('recover', 'prazo')?.recovery;
+  if (prazo === undefined) return undefined;
+  const { recoveryMs, load } = prazo;
+  const okTime = recoveryMs !== undefined && recoveryMs <= B.recoveryMs;
+  const okLoad = load !== undefined && load <= B.recoveryLoad;
+  const naive = get('recover', 'naive')?.recovery;
+  const naiveText =
+    naive === undefined
+      ? ''
+      : naive.recoveryMs === undefined
+        ? '; naive: not recovered before the load ended'
+        : `; naive: ${ms(naive.recoveryMs)} at ${times(naive.load)} the load`;
+  return {
+    id: 'recover',
+    holds: okTime && okLoad,
+    text:
+      `supplier back after an outage: prazo's checkouts ≥ 99% within the deadline ` +
+      (recoveryMs === undefined
+        ? `not again before the load ended ${mark(false)}`
+        : `${ms(recoveryMs)} after its return ${mark(okTime)} (≤ ${ms(B.recoveryMs)})`) +
+      `, supplier load meanwhile ${times(load)} ${mark(okLoad)} (≤ ${times(B.recoveryLoad)})${naiveText}`,
   };
 }
