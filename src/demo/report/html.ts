@@ -17,7 +17,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 4px;border-top:1px solid #ddd;padding-top:16px}
 p.lead{color:#555;margin:4px 0 12px}table{border-collapse:collapse;margin:8px 0}
 th,td{padding:4px 10px;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}th:first-child,td:first-child{text-align:left}
-th{font-weight:600;color:#444}.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px}
+th{font-weight:600;color:#444;white-space:normal;vertical-align:bottom}.table-wrap{overflow-x:auto}.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px}
 svg.chart{max-width:100%;height:auto;font-size:11px;fill:#333}svg .axis-label{font-size:11px;fill:#555}
 figure{margin:0}figcaption{font-weight:600;margin:4px 0 2px 8px;color:#333}
 ul.verdicts{list-style:none;padding:0}ul.verdicts li{margin:4px 0}.ok{color:#2ca02c}.ko{color:#d62728}
@@ -47,7 +47,7 @@ function metricsTable(scenario: ScenarioSummary): string {
         '</tr>',
     )
     .join('');
-  return `<table class="metrics">${head}${rows}</table>`;
+  return `<div class="table-wrap"><table class="metrics">${head}${rows}</table></div>`;
 }
 
 /** `recover`: how long after the supplier's return checkouts were ≥ 99% within the deadline again. */
@@ -129,7 +129,8 @@ function charts(scenario: ScenarioSummary, result: DemoResult): string {
 /**
  * The adaptive throttle over time (issue 23), beside the load reaching the supplier: for each stack
  * whose client throttles (prazo), per bucket, the calls inventory's client refused locally and the
- * requests it sent to the supplier, both as % of the checkouts sent in the bucket. While the
+ * requests it sent to the supplier, both as % of the checkouts that reached inventory in the bucket
+ * (all three counted by inventory, on its clock). While the
  * supplier fails the refused share rises and the load falls to the probes the throttle lets through;
  * when it returns, both swap back. Empty (no figure) when no stack of the scenario throttles.
  */
@@ -168,7 +169,7 @@ function throttleChart(scenario: ScenarioSummary): string {
     series: lines,
     marks: [{ y: 100, label: 'one per checkout' }],
     description:
-      "Per time bucket, as a share of the checkouts sent in it: the calls inventory's client refused " +
+      "Per time bucket, as a share of the checkouts that reached inventory in it: the calls inventory's client refused " +
       `locally (its adaptive throttle), and the requests it sent to the supplier. ${said}.`,
   });
   return `<figure class="throttle"><figcaption>${esc(TITLES.throttle)}</figcaption>${svg}<p class="lead">${esc(said)}</p></figure>`;

@@ -22,9 +22,11 @@ export interface StackSeries {
   readonly instances: readonly { readonly instance: number; readonly perSecond: number[] }[];
   /**
    * A stack whose client throttles (prazo: inventory's adaptive throttle, issue 23), per bucket, as
-   * % of the checkouts sent in that bucket: the calls it refused locally, and the requests it sent
-   * to the supplier (every attempt and hedge). 0 in a bucket without checkouts. Absent for a stack
-   * that does not throttle.
+   * % of the checkouts that reached inventory in that bucket: the calls its client refused locally,
+   * and the requests it sent to the supplier (every attempt and hedge). Counted where they happen, on
+   * inventory's clock: the checkouts the users sent in a bucket may reach inventory in a later one
+   * (queued at the gateway), and a share of the users' checkouts went past 100% at the end of a
+   * load. 0 in a bucket without checkouts. Absent for a stack that does not throttle.
    */
   readonly throttle?: { readonly refusedPct: number[]; readonly supplierPct: number[] };
 }
@@ -43,14 +45,17 @@ export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): S
   }
   const supplierCounts: Record<string, number> = {};
   const refusedCounts: Record<string, number> = {};
+  const reachedCounts: Record<string, number> = {};
   const inventory = byRole(raw.services, 'inventory');
   for (const s of inventory) {
     mergeCounts(supplierCounts, s.sent?.perBucket ?? {});
     mergeCounts(refusedCounts, s.throttled?.perBucket ?? {});
+    mergeCounts(reachedCounts, s.arrivals);
   }
   const offered = ratesPerSecond(offeredCounts, startEpochMs, bucketMs, buckets);
   const supplier = ratesPerSecond(supplierCounts, startEpochMs, bucketMs, buckets);
   const throttles = inventory.some((s) => s.throttled !== undefined);
+  const reached = ratesPerSecond(reachedCounts, startEpochMs, bucketMs, buckets);
   const busy = new Array<number>(buckets).fill(0);
   const queued = new Array<number>(buckets).fill(0);
   const n = new Array<number>(buckets).fill(0);
@@ -85,15 +90,15 @@ export function stackSeries(raw: StackRaw, bucketMs: number, buckets: number): S
     ...(throttles
       ? {
           throttle: {
-            refusedPct: shareOf(ratesPerSecond(refusedCounts, startEpochMs, bucketMs, buckets), offered),
-            supplierPct: shareOf(supplier, offered),
+            refusedPct: shareOf(ratesPerSecond(refusedCounts, startEpochMs, bucketMs, buckets), reached),
+            supplierPct: shareOf(supplier, reached),
           },
         }
       : {}),
   };
 }
 
-/** `part / whole` per bucket, in %, one decimal; 0 where nothing was offered. */
+/** `part / whole` per bucket, in %, one decimal; 0 where the whole is 0. */
 function shareOf(part: readonly number[], whole: readonly number[]): number[] {
   return part.map((p, i) => {
     const w = whole[i] ?? 0;

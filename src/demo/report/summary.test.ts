@@ -150,7 +150,9 @@ describe('demo summary and verdicts (SPEC X1)', () => {
           s.role === 'inventory'
             ? {
                 ...s,
-                sent: { total: 16, perBucket: { [B]: 5, [B + 1]: 5, [B + 2]: 1, [B + 3]: 5 } },
+                // the checkouts as they reached inventory: 5 per bucket, the third bucket's late
+                arrivals: { [B]: 5, [B + 1]: 5, [B + 2]: 4, [B + 3]: 6 },
+                sent: { total: 16, perBucket: { [B]: 5, [B + 1]: 5, [B + 2]: 0, [B + 3]: 6 } },
                 ...(name === 'prazo' ? { throttled: { total: 4, perBucket: { [B + 2]: 4 } } } : {}),
               }
             : s,
@@ -167,8 +169,8 @@ describe('demo summary and verdicts (SPEC X1)', () => {
     expect(p!.throttled).toEqual({ refused: 4, sharePct: 20 });
     expect(s.series.stacks[0]!.throttle).toBeUndefined(); // naive does not throttle
     expect(s.series.stacks[1]!.throttle).toEqual({
-      refusedPct: [0, 0, 80, 0, 0],
-      supplierPct: [100, 100, 20, 100, 0], // the last bucket: no checkout sent, 0
+      refusedPct: [0, 0, 100, 0, 0], // of the checkouts that reached inventory in the bucket
+      supplierPct: [100, 100, 0, 100, 0], // the last bucket: no checkout, 0
     });
     const html = renderHtml(
       demoResult(s, { stacks: ['naive', 'prazo'], userDeadlineMs: 2_000, poolConnections: 15 }),
@@ -176,9 +178,9 @@ describe('demo summary and verdicts (SPEC X1)', () => {
     expect(html.match(/<svg class="chart"/g)).toHaveLength(5);
     const chart = html.slice(html.indexOf('data-chart="throttle-down"'));
     expect(chart).toMatch(
-      /data-series="prazo · refused" data-stack="prazo" data-kind="refused" data-values="0 0 80 0 0"/,
+      /data-series="prazo · refused" data-stack="prazo" data-kind="refused" data-values="0 0 100 0 0"/,
     );
-    expect(chart).toMatch(/data-series="prazo · to the supplier"[^>]*data-values="100 100 20 100 0"/);
+    expect(chart).toMatch(/data-series="prazo · to the supplier"[^>]*data-values="100 100 0 100 0"/);
     expect(chart).not.toContain('naive ·');
     // Beside the load reaching the supplier: the next chart after it.
     expect(html.indexOf('data-chart="throttle-down"')).toBeGreaterThan(
