@@ -10,7 +10,10 @@ import { prazo } from '../lib/prazo.mjs';
  * second (a budget dries up "in the first instants").
  *
  * - naive: three attempts per request, no budget (the "conservative" classic the seed warns about).
- * - prazo: `createDependency(...).execute` with 3 attempts and the default retry budget (10%, 3/s floor).
+ * - prazo, budget only: `createDependency(...).execute` with 3 attempts and the default retry budget
+ *   (10%, 3/s floor), the adaptive throttle off.
+ * - prazo (defaults): the same with the adaptive throttle on (issue 23): most calls are refused
+ *   locally once the outage is seen; the probe share (10%) and its retries still reach the dependency.
  */
 const HEALTHY_SECONDS = 10;
 const HEALTHY_LATENCY_MS = 10;
@@ -86,15 +89,18 @@ export async function amplification({ rps, outageSeconds }) {
     },
   });
   let withBudget;
+  let throttled;
   try {
-    withBudget = await prazoRun({ FakeClock, rps, outageSeconds });
+    withBudget = await prazoRun({ FakeClock, rps, outageSeconds, throttle: false });
+    throttled = await prazoRun({ FakeClock, rps, outageSeconds, throttle: true });
   } catch (error) {
     withBudget = { skipped: error.message };
+    throttled = { skipped: error.message };
   }
-  return { rps, outageSeconds, attemptsPerRequest: ATTEMPTS, naive, prazo: withBudget };
+  return { rps, outageSeconds, attemptsPerRequest: ATTEMPTS, naive, prazo: withBudget, throttled };
 }
 
-async function prazoRun({ FakeClock, rps, outageSeconds }) {
+async function prazoRun({ FakeClock, rps, outageSeconds, throttle }) {
   const createDependency = await prazo('dependency', 'createDependency');
   const createRetryBudget = await prazo('budget', 'createRetryBudget');
   const clock = new FakeClock();
@@ -105,10 +111,13 @@ async function prazoRun({ FakeClock, rps, outageSeconds }) {
     p99Ms: 20,
     attempts: ATTEMPTS,
     retryBudget,
+    throttle,
   });
   let refused = 0;
+  let throttledCalls = 0;
   dependency.on?.((event) => {
     if (event.type === 'budget-refused') refused += 1;
+    if (event.type === 'throttled') throttledCalls += 1;
   });
   const result = await simulate({
     clock,
@@ -116,5 +125,5 @@ async function prazoRun({ FakeClock, rps, outageSeconds }) {
     outageSeconds,
     call: (operation) => dependency.execute(operation, { idempotent: true }),
   });
-  return { ...result, budgetRefused: refused, budgetState: retryBudget.state() };
+  return { ...result, budgetRefused: refused, throttled: throttledCalls, budgetState: retryBudget.state() };
 }

@@ -90,7 +90,8 @@ function amplificationSection(amp) {
           `${round(v.firstSecondAmplification, 2)}×`,
         ];
   section.rows.push(r(`naive (${amp.attemptsPerRequest} attempts, no budget)`, amp.naive));
-  section.rows.push(r('prazo execute() + retry budget', amp.prazo));
+  section.rows.push(r('prazo execute() + retry budget, throttle off', amp.prazo));
+  if (amp.throttled) section.rows.push(r('prazo execute(), defaults (+ adaptive throttle)', amp.throttled));
   return section;
 }
 

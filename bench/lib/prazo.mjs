@@ -39,6 +39,8 @@ const SOURCES = {
   clock: ['../../dist/clock/index.js'],
   // Internal: the instance set behind prazo/http's origins (what a pick costs, not a public API).
   balance: ['../../dist/balance/instances.js', '../../dist/balance/ejection.js'],
+  // Internal: the adaptive throttle inside the executor (what its decision costs).
+  throttle: ['../../dist/throttle/throttle.js'],
 };
 
 /** The export `name` of prazo's `area`, or throws {@link Unavailable}. */

@@ -46,6 +46,24 @@ async function pickCase(n, settle) {
   };
 }
 
+/**
+ * The adaptive throttle's decision (issue 23: ≤ 50 ns, constant memory): `admit` at an instant 1 µs
+ * later per operation (the window turns over as under a million calls a second), then the attempt's
+ * end counted, accepted or not. Memory is its two rings of 10 counters, whatever the rate.
+ */
+async function throttleCase(healthy) {
+  const AdaptiveThrottle = await prazo('throttle', 'AdaptiveThrottle');
+  const systemClock = await prazo('clock', 'systemClock');
+  const throttle = new AdaptiveThrottle(undefined, systemClock, Math.random);
+  let now = systemClock.now();
+  return () => {
+    now += 0.001;
+    const admitted = throttle.admit(now);
+    if (admitted) throttle.count(now, healthy);
+    return admitted;
+  };
+}
+
 export const MICRO_CASES = [
   {
     name: 'await (bare)',
@@ -90,6 +108,18 @@ export const MICRO_CASES = [
         return budget.tryConsume();
       };
     },
+  },
+  {
+    name: 'throttle decision, healthy',
+    kind: 'prazo',
+    about: 'AdaptiveThrottle.admit + count (defaults: 1 s window, 10 buckets), every attempt accepted',
+    setup: async () => throttleCase(true),
+  },
+  {
+    name: 'throttle decision, refusing 90%',
+    kind: 'prazo',
+    about: 'AdaptiveThrottle.admit + count on a dependency failing every attempt (a random draw each)',
+    setup: async () => throttleCase(false),
   },
   {
     name: 'latency record',
