@@ -252,4 +252,25 @@ describe('DNS discovery through createHttpClient, real undici, the clock faked (
       await c.close();
     }
   });
+
+  it("the client's own discovery.timeoutMs bounds each lookup (not the 5 s default)", async () => {
+    let lookups = 0;
+    const lookup = ((_h: string, _o: unknown, _callback: Callback) => {
+      lookups += 1; // never calls back
+    }) as never;
+    const clock = new FakeClock();
+    const c = createHttpClient({
+      name: 'inventory',
+      origin: 'http://inventory.test:8080',
+      discovery: { intervalMs: 100, timeoutMs: 200, lookup },
+      p99Ms: 200,
+      clock,
+    });
+    try {
+      clock.advance(1_000);
+      expect(lookups).toBeGreaterThanOrEqual(2); // given up at 200 ms: the next lookups went out
+    } finally {
+      await c.close();
+    }
+  });
 });

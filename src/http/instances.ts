@@ -49,7 +49,11 @@ export interface InstanceSettings {
   readonly origins: readonly string[] | undefined;
   /** DNS discovery of the route's origin name. */
   readonly discovery:
-    | { readonly intervalMs: number; readonly lookup: LookupFunction | undefined }
+    | {
+        readonly intervalMs: number;
+        readonly timeoutMs: number;
+        readonly lookup: LookupFunction | undefined;
+      }
     | undefined;
   readonly decayMs: number;
   readonly initialEstimateMs: number;
@@ -121,6 +125,7 @@ export class RouteInstances {
     this.#discovery = new DnsDiscovery({
       hostname: this.hostname,
       intervalMs: discovery.intervalMs,
+      timeoutMs: discovery.timeoutMs,
       clock,
       lookup: discovery.lookup,
       onAddresses: (addresses) => {

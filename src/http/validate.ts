@@ -187,6 +187,7 @@ function readInstances(v: OptionsValidator, raw: Record<string, unknown>): Insta
         ? undefined
         : Object.freeze({
             intervalMs: d.intervalMs ?? DISCOVERY_OPTIONS.defaults.intervalMs,
+            timeoutMs: d.timeoutMs ?? DISCOVERY_OPTIONS.defaults.timeoutMs,
             lookup: d.lookup ?? (raw.lookup as never),
           }),
     decayMs: balance.decayMs ?? PEAK_EWMA_OPTIONS.defaults.decayMs,

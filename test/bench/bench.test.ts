@@ -207,7 +207,9 @@ describe('npm run bench -- --quick', () => {
     expect(amp.prazo.skipped).toBeUndefined();
     expect(amp.prazo.attempts).toBeGreaterThanOrEqual(amp.prazo.originals);
     // Issue 23: with the adaptive throttle (the default) most calls never reach the dependency.
-    const throttled = (amp as unknown as { throttled: typeof amp.prazo & { throttled: number } }).throttled;
+    const throttled = (
+      amp as unknown as { throttled: { amplification: number; throttled: number; originals: number } }
+    ).throttled;
     expect(throttled.amplification).toBeLessThan(0.3);
     expect(throttled.throttled).toBeGreaterThan(0.5 * throttled.originals);
     for (const h of results.effect.hedging) {
