@@ -212,6 +212,12 @@ function callsBySlot(m: Matrix, r: Range, label: string | undefined, notes: stri
       if (outcome === 'success') c.successes += v;
       else if (outcome === 'error') c.errors += v;
       else c.timeouts += v;
+      // Finite counts can add up past every float (1.7e308 twice): not a count of calls either.
+      if (!Number.isFinite(c.count))
+        throw new PrometheusQueryError(
+          'body',
+          `the calls Prometheus answered for the sub-window at ${t} add up past the largest number: not a count`,
+        );
     }
   }
   if (unlabelled > 0)

@@ -308,6 +308,15 @@ describe('prazo calibrate --prometheus', () => {
     expect((await runCli(fleet(p.url, '--strict'), dir)).code).toBe(1);
   });
 
+  it('counts that add up past every float are not a count (was: "at most Infinity call(s)")', async () => {
+    const huge: Slot = { buckets: [[0.1, 10]], success: 1.7e308, error: 1.7e308 };
+    const p = await fakePrometheus(() => Array(6).fill(huge));
+    const dir = dirWith({ 'prazo.config.yaml': CONFIG });
+    const r = await runCli(fleet(p.url), dir);
+    expect(r.out + r.err).not.toMatch(/Infinity/);
+    expect(r.out + r.err).toMatch(/add up past the largest number: not a count/);
+  });
+
   it('bad input is exit 2 with one line', async () => {
     const dir = dirWith({ 'prazo.config.yaml': CONFIG, 'bad.yaml': 'version: 1\ndependencies: [{}]\n' });
     const cases: Array<[string[], RegExp]> = [
