@@ -11,12 +11,13 @@ import { THROTTLE_OPTIONS, type ThrottleOptions } from './options.js';
  *
  *     p = min(maxProbability, max(0, (requests − k × accepts) / (requests + 1)))
  *
- * Why a probability and not a breaker's open/closed switch: the refused share follows the failed
- * share continuously. A dependency failing 30% of its calls loses nothing (k = 2 tolerates up to
- * half); one failing all of them gets `1 − maxProbability` of its calls, never more and never none,
- * so it is never hammered and never forgotten. There is no threshold to cross, hence no cliff where
- * all traffic stops at once, and no half-open state to tune: the probe share is the half-open
- * state, always on, and its answers are what lowers `p` again.
+ * Why a probability and not a breaker's open/closed switch: `p` moves with the window, one call at a
+ * time, never past `maxProbability`. A dependency failing 30% of its calls loses nothing (k = 2
+ * tolerates up to half); one failing most of them converges on `1 − maxProbability` of its calls
+ * (refusals count as requests, so below 1/k accepted `p` settles at its cap), never more and never
+ * none, so it is never hammered and never forgotten. There is no instant where all traffic stops and
+ * no half-open state to tune: the probe share is the half-open state, always on, and its answers are
+ * what lowers `p` again, the share sent growing e-fold every `windowMs / k` (docs/throttling.md).
  *
  * Counting: an attempt is counted when its outcome is known (counting it when it starts would take
  * every burst of concurrent calls to a healthy dependency for failures: fifty requests sent at once
