@@ -6,6 +6,8 @@ export const DeadlineHeaders = Object.freeze({
   grpcTimeout: 'grpc-timeout',
   /** Envoy's relative route timeout in ms, set on requests it forwards. */
   envoyExpected: 'x-envoy-expected-rq-timeout-ms',
+  /** Connect's relative request timeout in ms (1-10 digits), sent by Connect-ES, -Go, -Kotlin, -Swift. */
+  connectTimeout: 'connect-timeout-ms',
 } as const);
 
 /** A deadline header value longer than this is malformed: refused at a bounded cost. */

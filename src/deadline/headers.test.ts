@@ -74,6 +74,41 @@ describe('deadlineFromHeaders', () => {
     expect(deadlineFromHeaders({ 'x-envoy-expected-rq-timeout-ms': '700' }, opts).remainingMs()).toBe(700);
   });
 
+  it("reads Connect's connect-timeout-ms: relative ms, capped, the earliest of the forms wins (#26 item 4)", () => {
+    const { opts } = setup();
+    // Before: the header was not read at all and the request got the 1 s default.
+    const one = readIncomingDeadline({ 'connect-timeout-ms': '450' }, opts);
+    expect(one).toMatchObject({ source: 'connect-timeout-ms', capped: false, expired: false });
+    expect(one.deadline.remainingMs()).toBe(450);
+    // Capped at maxMs like every other form (SPEC D2).
+    const long = readIncomingDeadline({ 'connect-timeout-ms': '60000' }, opts);
+    expect([long.source, long.capped, long.deadline.remainingMs()]).toEqual([
+      'connect-timeout-ms',
+      true,
+      2_000,
+    ]);
+    // Earliest wins, whichever header says it.
+    const earlier = readIncomingDeadline(
+      { 'connect-timeout-ms': '300', 'grpc-timeout': '400m', 'x-deadline-epoch-ms': String(EPOCH + 900) },
+      opts,
+    );
+    expect([earlier.source, earlier.deadline.remainingMs()]).toEqual(['connect-timeout-ms', 300]);
+    const later = readIncomingDeadline({ 'connect-timeout-ms': '700', 'grpc-timeout': '400m' }, opts);
+    expect([later.source, later.deadline.remainingMs()]).toEqual(['grpc-timeout', 400]);
+    // A tie goes to the forms read first (the absolute one, then gRPC's, Envoy's).
+    const tie = readIncomingDeadline({ 'connect-timeout-ms': '400', 'grpc-timeout': '400m' }, opts);
+    expect(tie.source).toBe('grpc-timeout');
+    // Repeated: value by value, the earliest; fetch Headers (a Connect server's) read the same.
+    expect(deadlineFromHeaders({ 'connect-timeout-ms': '900, 250' }, opts).remainingMs()).toBe(250);
+    expect(deadlineFromHeaders(new Headers({ 'Connect-Timeout-Ms': '650' }), opts).remainingMs()).toBe(650);
+    // "0" is a deadline already gone; malformed values are ignored (the default applies).
+    expect(readIncomingDeadline({ 'connect-timeout-ms': '0' }, opts).expired).toBe(true);
+    for (const value of ['', '-5', '1.5', '250m', '1e3', '12345678901', '0x10', ' ']) {
+      const r = readIncomingDeadline({ 'connect-timeout-ms': value }, opts);
+      expect([r.source, r.deadline.remainingMs()], value).toEqual(['default', 1_000]);
+    }
+  });
+
   it('takes the earliest of several valid headers', () => {
     const { opts } = setup();
     const r = readIncomingDeadline(
@@ -138,7 +173,7 @@ describe('deadlineFromHeaders', () => {
       fc.integer().map(String),
       fc.double().map(String),
       fc.bigInt().map(String),
-      fc.constantFrom('250m', '8H', '99999999n', String(EPOCH + 10), String(EPOCH * 10)),
+      fc.constantFrom('250m', '8H', '99999999n', '9999999999', '0', String(EPOCH + 10), String(EPOCH * 10)),
       fc.array(fc.string(), { maxLength: 20 }),
       fc.integer(),
       fc.double(),
@@ -152,6 +187,7 @@ describe('deadlineFromHeaders', () => {
           'x-deadline-epoch-ms': value,
           'grpc-timeout': value,
           'x-envoy-expected-rq-timeout-ms': value,
+          'connect-timeout-ms': value,
         },
         { requiredKeys: [] },
       ),

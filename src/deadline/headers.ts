@@ -4,7 +4,7 @@ import { defineOptions, type OptionsOf, option, type Resolved } from '../options
 import { readOptions } from '../options/validator.js';
 import { DeadlineHeaders, MAX_DEADLINE_HEADER_LENGTH } from './constants.js';
 import { Deadline } from './deadline.js';
-import { parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
+import { parseConnectTimeout, parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
 
 /** Header containers prazo reads: fetch `Headers` (or anything with `get`), or Node's header object. */
 export type HeadersLike =
@@ -81,6 +81,7 @@ export type DeadlineSource =
   | 'x-deadline-epoch-ms'
   | 'grpc-timeout'
   | 'x-envoy-expected-rq-timeout-ms'
+  | 'connect-timeout-ms'
   | 'default';
 
 export interface IncomingDeadline {
@@ -136,8 +137,8 @@ function read(headers: HeadersLike, name: string, parse: Parser): number | undef
  * Builds a reader of incoming deadlines with options validated once (use it on a server's hot path).
  *
  * Precedence: every header present and valid is a limit some hop asserted, so the **earliest** of
- * `x-deadline-epoch-ms` (absolute), `grpc-timeout` and `x-envoy-expected-rq-timeout-ms` (relative)
- * wins; on a tie, that order. None valid → `defaultMs` (SPEC D3). The result is then capped at
+ * `x-deadline-epoch-ms` (absolute), `grpc-timeout`, `x-envoy-expected-rq-timeout-ms` and Connect's
+ * `connect-timeout-ms` (relative) wins; on a tie, that order. None valid → `defaultMs` (SPEC D3). The result is then capped at
  * `now + maxMs` (SPEC D2) and never earlier than now: it always lies in [now, now + maxMs].
  */
 export function createDeadlineReader(
@@ -168,6 +169,11 @@ export function deadlineReader(resolved: ResolvedIncoming): (headers: HeadersLik
       if (envoy !== undefined && envoy < rel) {
         rel = envoy;
         source = DeadlineHeaders.envoyExpected;
+      }
+      const connect = read(headers, DeadlineHeaders.connectTimeout, parseConnectTimeout);
+      if (connect !== undefined && connect < rel) {
+        rel = connect;
+        source = DeadlineHeaders.connectTimeout;
       }
     }
     if (source === 'default') rel = defaultMs;

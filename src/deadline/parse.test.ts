@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatGrpcTimeout, parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
+import {
+  formatGrpcTimeout,
+  parseConnectTimeout,
+  parseEpochMs,
+  parseGrpcTimeout,
+  parseRelativeMs,
+} from './parse.js';
 
 describe('deadline header parsers', () => {
   it('parse strict digits only', () => {
@@ -25,16 +31,27 @@ describe('deadline header parsers', () => {
     }
   });
 
+  it("parse connect-timeout-ms as Connect's own servers do: 1 to 10 ASCII digits, ms (#26 item 4)", () => {
+    expect(parseConnectTimeout('250')).toBe(250);
+    expect(parseConnectTimeout('0')).toBe(0);
+    expect(parseConnectTimeout('9999999999')).toBe(9_999_999_999);
+    expect(parseConnectTimeout(' 30 ')).toBe(30);
+    for (const bad of ['', '+1', '-1', '1.5', '1e3', '0x1', '250m', '12345678901', '١٢']) {
+      expect(parseConnectTimeout(bad), bad).toBeUndefined();
+    }
+  });
+
   it('refuse oversized values at a bounded cost', () => {
     const huge = '1'.repeat(10_000_000);
     expect(parseEpochMs(huge)).toBeUndefined();
     expect(parseGrpcTimeout(huge)).toBeUndefined();
+    expect(parseConnectTimeout(huge)).toBeUndefined();
   });
 
   it('property: parsers return undefined or a finite non-negative number', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 64 }), (s) => {
-        for (const parse of [parseEpochMs, parseRelativeMs, parseGrpcTimeout]) {
+        for (const parse of [parseEpochMs, parseRelativeMs, parseGrpcTimeout, parseConnectTimeout]) {
           const v = parse(s);
           if (v !== undefined) {
             expect(Number.isFinite(v)).toBe(true);

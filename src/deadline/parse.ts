@@ -36,6 +36,18 @@ export function parseRelativeMs(value: string): number | undefined {
   return v !== undefined && RELATIVE_MS.test(v) ? Number(v) : undefined;
 }
 
+/** Connect's `Timeout-Milliseconds` (connectrpc.com/docs/protocol): 1 to 10 ASCII digits. */
+const CONNECT_TIMEOUT = /^[0-9]{1,10}$/;
+
+/**
+ * `connect-timeout-ms` (the Connect protocol's request timeout): relative ms, 1 to 10 ASCII digits,
+ * the grammar Connect's own servers accept. `0` is a deadline already gone. Returns ms.
+ */
+export function parseConnectTimeout(value: string): number | undefined {
+  const v = clean(value);
+  return v !== undefined && CONNECT_TIMEOUT.test(v) ? Number(v) : undefined;
+}
+
 /** `grpc-timeout`, e.g. `250m`, `2S`, `1500000u`. Returns the relative duration in ms. */
 export function parseGrpcTimeout(value: string): number | undefined {
   const v = clean(value);
