@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   generateIdempotencyKey,
+  IDEMPOTENT_METHODS,
   isIdempotentMethod,
   isIdempotentRequest,
   isValidIdempotencyKey,
@@ -11,6 +12,15 @@ describe('idempotency (SPEC R5, H2)', () => {
     for (const m of ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
       expect(isIdempotentMethod(m)).toBe(true);
     for (const m of ['POST', 'PATCH', 'CONNECT', 'get', '']) expect(isIdempotentMethod(m)).toBe(false);
+  });
+
+  it('QUERY (the safe method with a body) is idempotent like GET; the mesh list stays RFC 9110 (#26 item 5)', () => {
+    // Before: QUERY was not idempotent, so prazo/http sent it once and never retried or hedged it.
+    expect(isIdempotentMethod('QUERY')).toBe(true);
+    expect(isIdempotentRequest({ method: 'QUERY' })).toBe(true);
+    expect(isIdempotentMethod('query')).toBe(false);
+    // What the mesh exports name in route matches (Gateway API's HTTPMethod has no QUERY).
+    expect([...IDEMPOTENT_METHODS]).toEqual(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
   });
 
   it('treats a POST with a valid Idempotency-Key as idempotent', () => {

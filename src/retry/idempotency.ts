@@ -9,7 +9,11 @@ import { readHeader } from './retry-after.js';
  * idempotent, or for a request whose key makes the server apply it once.
  */
 
-/** Methods that may run more than once (RFC 9110 §9.2.2). */
+/**
+ * Methods RFC 9110 §9.2.2 defines as idempotent: the list a mesh's retry route names (prazo export).
+ * QUERY is idempotent too (see {@link isIdempotentMethod}) but kept out of this list: Gateway API's
+ * `HTTPMethod` enum cannot name it yet, so an HTTPRoute match on it would be refused.
+ */
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
   'GET',
   'HEAD',
@@ -19,9 +23,19 @@ export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
   'TRACE',
 ]);
 
-/** True for an idempotent HTTP method (method names are case-sensitive; `get` is not `GET`). */
+/**
+ * `QUERY` (IETF httpbis, "The HTTP QUERY Method"): a GET whose query travels in the body, defined
+ * safe and idempotent, so retried and hedged like GET. Its body must be replayable (a string or bytes:
+ * a stream is sent once), as any retried request's.
+ */
+const QUERY = 'QUERY';
+
+/**
+ * True for an idempotent HTTP method: RFC 9110's ({@link IDEMPOTENT_METHODS}) and `QUERY`. Method
+ * names are case-sensitive; `get` is not `GET`.
+ */
 export function isIdempotentMethod(method: string): boolean {
-  return IDEMPOTENT_METHODS.has(method);
+  return IDEMPOTENT_METHODS.has(method) || method === QUERY;
 }
 
 /** A valid key: 1 to 255 visible ASCII characters (a header value that cannot smuggle a line break). */
