@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SCENARIOS } from '../../demo/scenarios.js';
 import { run } from '../main.js';
 
 /** The demo's CLI on bad input: exit 2 with every problem, before any process is started. */
@@ -19,10 +20,10 @@ describe('prazo demo: bad input', () => {
     let out = '';
     await run(['demo', '--help'], { stdout: (s) => (out += s), stderr: (s) => (out += s) });
     const help = out.replace(/\s+/g, ' ');
-    expect(help).toContain(
-      'comma-separated: healthy,slow,down,hung,tail,instance-down,instance-503,overload-hung,overload-slow,recover',
-    );
-    expect(help).toContain('(default: all but overload-hung, overload-slow, recover, run when named)');
+    expect(help).toContain(`comma-separated: ${SCENARIOS.map((s) => s.name).join(',')}`);
+    for (const name of ['overload-hung', 'overload-slow', 'recover']) expect(help).toContain(name);
+    const named = SCENARIOS.filter((s) => s.inDefaultRun === false).map((s) => s.name);
+    expect(help).toContain(`(default: all but ${named.join(', ')}, run when named)`);
   });
 
   it('refuses a non-number duration', async () => {

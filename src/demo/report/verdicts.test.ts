@@ -121,6 +121,16 @@ describe('the verdicts of issue 23: at 5× the load, a slow supplier, recovery',
       expect(said(alone, id)!.text).toContain('run "healthy" too');
     }
     expect(said(run({ healthy: calm }), 'overload-hung')).toBeUndefined();
+    // The healthy supplier at the same 5× rate, when it ran, is the baseline rather than "healthy".
+    const same = run({
+      healthy: calm,
+      'overload-healthy': [incident('prazo', { catalogP99: 30 })],
+      'overload-hung': [incident('prazo', { catalogP99: 50, failedP50: 4 })],
+    });
+    expect(said(same, 'overload-hung')).toMatchObject({ holds: true });
+    expect(said(same, 'overload-hung')!.text).toContain(
+      'catalog p99 50 ms = 1.67× "overload-healthy"\'s 30 ms ✓',
+    );
     expect(OVERLOAD_BARS.failedP50Ms).toBe(20);
   });
 

@@ -211,17 +211,26 @@ export const OVERLOAD_BARS = Object.freeze({
 
 const B = OVERLOAD_BARS;
 
-/** The catalog's p99 against the healthy scenario's, judged only when `healthy` ran. */
-function catalogVsHealthy(get: Pick, m: StackMetrics): { ok: boolean; text: string } {
+/**
+ * The catalog's p99 against a healthy baseline of the same run, judged only when one ran: for the
+ * 5× scenarios the healthy supplier at the same rate (`overload-healthy`) when it ran, else `healthy`.
+ */
+function catalogVsHealthy(
+  get: Pick,
+  m: StackMetrics,
+  baselines: readonly string[] = ['healthy'],
+): { ok: boolean; text: string } {
   const p99 = m.catalog.p99Ms;
-  const healthyP99 = get('healthy', m.stack)?.catalog.p99Ms;
-  if (p99 === undefined || healthyP99 === undefined || !(healthyP99 > 0))
-    return { ok: true, text: `catalog p99 ${ms(p99)} (run "healthy" too to compare it)` };
+  const name = baselines.find((b) => (get(b, m.stack)?.catalog.p99Ms ?? 0) > 0);
+  const healthyP99 = name === undefined ? undefined : get(name, m.stack)!.catalog.p99Ms!;
+  if (p99 === undefined || name === undefined || healthyP99 === undefined)
+    return { ok: true, text: `catalog p99 ${ms(p99)} (run "${baselines.at(-1)}" too to compare it)` };
   const ratio = p99 / healthyP99;
   const ok = ratio <= B.catalogP99VsHealthy;
+  const scenario = name === 'healthy' ? 'the healthy scenario' : `"${name}"`;
   return {
     ok,
-    text: `catalog p99 ${ms(p99)} = ${times(ratio)} the healthy scenario's ${ms(healthyP99)} ${mark(ok)} (≤ ${times(B.catalogP99VsHealthy)})`,
+    text: `catalog p99 ${ms(p99)} = ${times(ratio)} ${scenario}'s ${ms(healthyP99)} ${mark(ok)} (≤ ${times(B.catalogP99VsHealthy)})`,
   };
 }
 
@@ -264,7 +273,7 @@ function overload(
   if (prazo === undefined) return undefined;
   const ok = prazo.catalog.successPct;
   const okCatalog = ok !== undefined && ok >= B.catalogOkPct;
-  const p99 = catalogVsHealthy(get, prazo);
+  const p99 = catalogVsHealthy(get, prazo, ['overload-healthy', 'healthy']);
   const pool = prazo.pool;
   const okPool = pool.connections > 0 && pool.maxBusy < pool.connections;
   const fast = failsFast(prazo);
