@@ -1,5 +1,6 @@
 import { PrazoError } from './base.js';
 import { ErrorCode } from './codes.js';
+import { failureReason } from './reason.js';
 
 export interface DependencyFailedDetails {
   readonly dependency: string;
@@ -38,12 +39,20 @@ export class DependencyFailedError extends PrazoError {
   readonly pushback: boolean;
 
   constructor(details: DependencyFailedDetails) {
+    // Without a status, the failure itself says what happened (its code and a short reason, never
+    // its message: `errors/reason.ts`); `supplier failed` alone sent operators to the logs.
+    const reason =
+      details.httpStatus === undefined && details.cause !== undefined
+        ? failureReason(details.cause)
+        : undefined;
     const what =
       details.httpStatus !== undefined
         ? `answered ${details.httpStatus}`
         : details.grpcCode !== undefined
-          ? `answered gRPC status ${details.grpcCode}`
-          : 'failed';
+          ? `answered gRPC status ${details.grpcCode}${reason === undefined ? '' : ` (${reason})`}`
+          : reason === undefined
+            ? 'failed'
+            : `failed: ${reason}`;
     const pushed = details.pushback === true ? ' and asked not to be retried' : '';
     super(ErrorCode.DEPENDENCY_FAILED, `${details.dependency} ${what}${pushed}`, { cause: details.cause });
     this.dependency = details.dependency;
