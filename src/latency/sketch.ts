@@ -22,10 +22,26 @@ import { DDSketch } from '@datadog/sketches-js';
  *
  * Reuse instead of reallocation: {@link clearSketch} zeroes the bins in place, so after the first
  * windows have sized the store, recording never allocates.
+ *
+ * `Sketch` is prazo's own view of a DDSketch (the members used here), not the library's class: the
+ * declarations prazo publishes then never import `@datadog/sketches-js`, whose types import
+ * `protobufjs` (a consumer compiling with `skipLibCheck: false` failed on them, #26).
  */
-export type Sketch = DDSketch;
+export interface Sketch {
+  /** Adds one value. */
+  accept(value: number): void;
+  /** The value at quantile `q` in [0, 1] (NaN-free only when `count` > 0). */
+  getValueAtQuantile(q: number): number;
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  zeroCount: number;
+  readonly store: { readonly bins: number[]; count: number };
+}
 
 export function createSketch(relativeAccuracy: number): Sketch {
+  // Typed as prazo's view: this stops compiling if the library's class ever stops fitting it.
   return new DDSketch({ relativeAccuracy });
 }
 
