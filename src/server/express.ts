@@ -7,6 +7,27 @@ import { type ResolvedServerOptions, resolveServerOptions, type ServerDeadlineOp
 import { admitRequest } from './request.js';
 import { errorAnswer, isDeadlineError, notifyPushback, writeJson } from './respond.js';
 
+/**
+ * `req.deadline` and `req.prazoSignal` on Express's `Request`, the way passport, express-session and
+ * multer type what their middleware adds: through the global `Express.Request` interface that
+ * `@types/express` merges into every route's request, params or not (#26: the documented cast
+ * `req as Request & DeadlineFields` was refused, TS2352, on a route with params). Declaring a global
+ * interface needs no import of express: a project without it compiles as before.
+ *
+ * Set on every request that passed `deadlineMiddleware` (mount it first: a route before it would see
+ * them unset).
+ */
+declare global {
+  namespace Express {
+    interface Request {
+      /** The request's deadline, capped by the local maximum (SPEC D2). Set by prazo's `deadlineMiddleware`. */
+      deadline: Deadline;
+      /** Aborts at the deadline or when the client disconnects (SPEC D7). Set by prazo's `deadlineMiddleware`. */
+      prazoSignal: AbortSignal;
+    }
+  }
+}
+
 /** A Connect-style middleware; Express 5 accepts it as is (typed on `node:http`, no express import). */
 export type ConnectMiddleware = (
   req: IncomingMessage,

@@ -18,13 +18,19 @@ import { PUSHBACK_OPTIONS, type PushbackSettings } from './pushback.js';
 
 /**
  * Options shared by `deadlineMiddleware`, `fastifyDeadline` and `withIncomingDeadline`, declared once:
- * the incoming-deadline options (`defaultMs`, `maxMs`, `clockSkewMs`, `clock`, the same as the
- * config's `service` section), where the events go, and the pushback of a dependency's failure. Validated once, when the middleware is built;
- * every problem is reported together, an unknown key with a "did you mean" (`maxMS` would otherwise
- * leave the 10 s default cap in force).
+ * the incoming-deadline options (`defaultMs`, `maxMs`, `clockSkewMs`, `clock`) and the service's
+ * `name` — the config's `service` section, so `deadlineMiddleware(config.service)` takes it as it is
+ * (#26) — where the events go, and the pushback of a dependency's failure. Validated once, when the
+ * middleware is built; every problem is reported together, an unknown key with a "did you mean"
+ * (`maxMS` would otherwise leave the 10 s default cap in force).
  */
 export const SERVER_DEADLINE_OPTIONS = defineOptions(
   {
+    /**
+     * The service's name, as the config's `service.name` gives it. Accepted so that the config's
+     * `service` block is these options as it is; the middleware itself does not use it.
+     */
+    name: option.string(),
     ...INCOMING_DEADLINE_OPTIONS.specs,
     /** Called with every event of this middleware (in addition to the hub). Default: none. */
     onEvent: option.fn<ServerEventListener>(),
