@@ -23,3 +23,4 @@ export type {
 export type { HttpRequestOptions } from './request.js';
 export type { CallOptions } from './route.js';
 export { statusOutcome } from './status.js';
+export type {} from './undici-augment.js';
