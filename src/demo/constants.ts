@@ -100,12 +100,12 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
   hedgePercentile: 0.975,
   /**
    * Connections of the gateway's pool the checkout chain leaves to the catalog (capacity-aware
-   * waiting, issue 23): the hops below the gateway hold at most `poolConnections − poolReserve`
-   * calls each, so a slow or hung supplier can never take the pool the catalog shares. Little's law
-   * for the catalog needs 10/s × ~5 ms = 0.05 connections; the other two are for the checkouts
-   * failing fast through the chain (at 100/s, a few ms each on a loaded two-core machine).
+   * waiting, issue 23): each hop of the checkout chain holds at most `poolConnections − poolReserve`
+   * calls, so a slow or hung supplier can never take the pool the catalog shares. Little's law for
+   * the catalog needs 10/s × ~5 ms = 0.05 connections; two absorb its bursts. The checkouts past
+   * the limit are refused by the gateway's own checkout client, before they take a connection.
    */
-  poolReserve: 3,
+  poolReserve: 2,
 });
 
 /** Demo-only accounting headers. Never read by any stack's logic: only by the ledgers. */

@@ -59,7 +59,17 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     // Its bar, 99% within the deadline, is measurable from 100 checkouts (20/s for 6 s: 120).
     loadMs: 6_000,
   },
-  // Issue 23: the incidents at five times the checkout rate (the catalog's unchanged), and a return.
+  // Issue 23: the incidents at five times the checkout rate (the catalog's unchanged), their healthy
+  // baseline at that rate, and a return.
+  {
+    name: 'overload-healthy',
+    title: 'Healthy at 5× load',
+    description:
+      'every supplier instance healthy, at five times the checkout rate: the baseline the overload scenarios are judged against',
+    supplier: [{ kind: 'healthy' }],
+    checkoutRateMultiple: 5,
+    inDefaultRun: false,
+  },
   {
     name: 'overload-hung',
     title: 'Supplier hung at 5× load',

@@ -72,7 +72,7 @@ export type HopSettings =
        * most `maxInFlight` attempts, `maxQueue` calls waiting for a slot; an attempt holding a slot
        * waits up to the deadline instead of its calibrated timeout.
        */
-      readonly capacity: { readonly maxInFlight: number; readonly maxQueue: number };
+      readonly capacity: { readonly maxInFlight: number; readonly maxQueue: number } | undefined;
     };
 
 /** What a service process needs to start. */

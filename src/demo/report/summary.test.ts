@@ -4,7 +4,7 @@ import type { StackRaw } from '../run/scenario.js';
 import { SCENARIOS } from '../scenarios.js';
 import type { ServiceReport, StackName, UserResult } from '../types.js';
 import { renderHtml } from './html.js';
-import { isInstanceIncident, type ScenarioSummary, summarizeScenario } from './summary.js';
+import { isInstanceIncident, recoveryOf, type ScenarioSummary, summarizeScenario } from './summary.js';
 import { renderTable } from './table.js';
 import { verdicts } from './verdicts.js';
 
@@ -326,5 +326,47 @@ describe('demo summary and verdicts (SPEC X1)', () => {
     expect(chart).toContain('<title>Load per supplier instance over time</title>');
     expect(chart).toContain('<desc>Requests per second each supplier instance&#39;s own server received');
     expect(chart).toContain('prazo: #1 received 4, #2 received 27, #3 received 27');
+  });
+});
+
+describe('recoveryOf (issue 23: `recover`)', () => {
+  const T = 1_000_000;
+  const checkouts = (from: number, to: number, ok: (ms: number) => boolean): UserResult[] =>
+    Array.from({ length: (to - from) / 50 }, (_, i) => {
+      const sentMs = from + i * 50;
+      return {
+        route: 'checkout' as const,
+        sentMs,
+        latencyMs: 10,
+        outcome: ok(sentMs) ? ('ok' as const) : ('error' as const),
+        status: 0,
+      };
+    });
+  it('is the time from the return to the first 1 s window with ≥ 99% answered, and the load over it', () => {
+    // Down until 4 s (the reset 20 ms before the load), every call failing until 5.5 s, then all ok.
+    const users = checkouts(0, 10_000, (ms) => ms >= 5_500);
+    const inventory = {
+      role: 'inventory' as const,
+      stack: 'prazo' as const,
+      ledger: { requests: 0, inFlight: 0, wastedMs: 0, wastedRequests: 0, stillRunning: 0 },
+      arrivals: {},
+      sent: { total: 40, perBucket: { [String(Math.floor((T + 4_500) / 250))]: 40 } },
+    };
+    const r = recoveryOf(
+      { resetEpochMs: T - 20, startEpochMs: T, users, services: [inventory] },
+      4_000,
+      10_000,
+      250,
+    );
+    expect(r.returnMs).toBe(3_980);
+    expect(r.recoveryMs).toBe(1_500); // windows slide by 100 ms from the return: [5.48 s, 6.48 s) is all ok
+    expect(r.load).toBeCloseTo(40 / 50, 5); // 40 sent for the 50 checkouts of [3.98 s, 6.48 s)
+    const never = recoveryOf(
+      { resetEpochMs: T, startEpochMs: T, users: checkouts(0, 10_000, () => false), services: [] },
+      4_000,
+      10_000,
+      250,
+    );
+    expect(never.recoveryMs).toBeUndefined();
   });
 });

@@ -163,10 +163,10 @@ const RECOVERY_WINDOW_MS = 1_000;
 const RECOVERY_STEP_MS = 100;
 
 /**
- * How long checkouts took to flow again after an outage ended (`recover`): the first instant from
- * which every 1 s window of checkouts, sent until the load ended, has ≥ 99% answered within the
- * deadline. The return is taken at the reset's instant plus the outage (an upper bound of when the
- * supplier listened again), so the time measured is never shorter than the real one.
+ * How long checkouts took to flow again after an outage ended (`recover`, issue 23's measure): from
+ * the supplier's return until the first 1 s window of checkouts (sliding by 100 ms) with ≥ 99%
+ * answered within the deadline. The return is taken at the reset's instant plus the outage (an upper
+ * bound of when the supplier listened again), so the time measured is never shorter than the real one.
  */
 export function recoveryOf(
   raw: Pick<StackRaw, 'resetEpochMs' | 'startEpochMs' | 'users' | 'services'>,
@@ -183,8 +183,10 @@ export function recoveryOf(
   let recoveredAt: number | undefined;
   for (let t = returnMs; t + RECOVERY_WINDOW_MS <= loadMs; t += RECOVERY_STEP_MS) {
     const share = okShare(t);
-    if (share === undefined || share < RECOVERED_PCT) recoveredAt = undefined;
-    else recoveredAt ??= t;
+    if (share !== undefined && share >= RECOVERED_PCT) {
+      recoveredAt = t;
+      break;
+    }
   }
   if (recoveredAt === undefined) return { returnMs, recoveryMs: undefined, load: undefined };
   const endMs = recoveredAt + RECOVERY_WINDOW_MS;

@@ -70,17 +70,17 @@ export function hopSettings(
 }
 
 /**
- * What each prazo hop may hold in flight (capacity-aware waiting, issue 23). The resource at stake is
- * the gateway's pool: every checkout in flight anywhere below holds one of its connections. The
- * gateway's own client takes the pool's size (a burst waits for a slot as it would for a
- * connection); the hops below hold at most the pool less the catalog's reserve and never queue, so
- * past that a checkout fails at once and its connection goes back to the pool.
+ * What each prazo hop of the checkout chain may hold in flight (capacity-aware waiting, issue 23).
+ * The resource at stake is the gateway's pool: every checkout in flight anywhere below holds one of
+ * its connections. The gateway's checkout client (a bulkhead: the catalog has its own client on the
+ * same pool, `roles.ts`) holds at most the pool less the catalog's reserve and never queues, so past
+ * that a checkout is refused at the gateway itself, before it takes a connection; the hops below
+ * hold as many, so they never refuse what the gateway let through.
  */
 export function hopCapacity(
-  next: HopName,
+  _next: HopName,
   poolConnections: number,
 ): { readonly maxInFlight: number; readonly maxQueue: number } {
-  if (next === 'orders') return { maxInFlight: poolConnections, maxQueue: poolConnections };
   return { maxInFlight: Math.max(1, poolConnections - PRAZO_STACK_DEFAULTS.poolReserve), maxQueue: 0 };
 }
 

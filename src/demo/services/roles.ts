@@ -40,6 +40,11 @@ interface Generation {
   readonly pool: SampledPool | undefined;
   readonly dispatcher: Dispatcher;
   readonly client: HopClient;
+  /**
+   * Gateway only: the catalog's own client on the same pool (a bulkhead: the checkout client's
+   * concurrency limit, under prazo, never refuses a catalog request).
+   */
+  readonly catalogClient: HopClient | undefined;
   readonly latencies: number[];
 }
 
@@ -76,6 +81,16 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
     hop,
     clock,
   });
+  const catalogClient =
+    config.role === 'gateway'
+      ? stack.client({
+          name: NEXT_HOP[config.role],
+          origin: config.downstream[0]!,
+          dispatcher,
+          hop: hop.stack === 'prazo' ? { ...hop, capacity: undefined } : hop,
+          clock,
+        })
+      : undefined;
   return {
     ledger: new WorkLedger(clock, config.bucketMs),
     counter,
@@ -83,12 +98,14 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
     pool,
     dispatcher,
     client,
+    catalogClient,
     latencies: [],
   };
 }
 
 async function retire(generation: Generation): Promise<void> {
   await generation.client.close().catch(() => {});
+  await generation.catalogClient?.close().catch(() => {});
   await generation.pool?.close();
   await generation.dispatcher.destroy().catch(() => {});
 }
@@ -113,7 +130,8 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
       }
       const t0 = clock.now();
       try {
-        const reply = await g.client.get(next, accountingHeaders(req.headers), req);
+        const client = next === '/catalog' ? (g.catalogClient ?? g.client) : g.client;
+        const reply = await client.get(next, accountingHeaders(req.headers), req);
         if (reply.status === 200) {
           if (g.latencies.length < MAX_LATENCY_SAMPLES) g.latencies.push(clock.now() - t0);
           return answer(res, 200, { ok: true, from: config.role });

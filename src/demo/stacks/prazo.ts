@@ -55,7 +55,7 @@ function prazoClient(options: HopClientOptions): HopClient {
     }),
     // Capacity-aware waiting (issue 23): at most `maxInFlight` attempts, each waiting up to the
     // deadline; past that a call fails at once (topology.ts `hopCapacity`).
-    concurrencyLimit: { ...hop.capacity, patience: true },
+    ...(hop.capacity === undefined ? {} : { concurrencyLimit: { ...hop.capacity, patience: true } }),
     dispatcher,
     clock,
   });
