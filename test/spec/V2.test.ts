@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sleep } from '../../src/clock/index.js';
 import { systemClock } from '../../src/clock/system.js';
 import { DependencyFailedError } from '../../src/errors/dependency.js';
-import { createHttpClient, type HttpClientOptions } from '../../src/http/client.js';
+import { createHttpClient } from '../../src/http/client.js';
+import type { HttpClientOptions } from '../../src/http/options.js';
 import { withIncomingDeadline } from '../../src/server/node.js';
 
 /**
