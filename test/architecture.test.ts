@@ -18,7 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['budget', 'retry', 'hedge', 'balance', 'limit', 'throttle'],
   ['dependency'],
   ['config'],
-  ['http', 'server', 'grpc', 'pg', 'mysql', 'redis'],
+  ['http', 'server', 'grpc', 'connect', 'pg', 'mysql', 'redis'],
   ['otel', 'rules', 'mesh'],
   ['demo', 'drill', 'cli'],
 ];

@@ -173,6 +173,9 @@ const CASES: Record<string, readonly [Call, string]> = {
   // prazo/grpc
   deadlineInterceptor: [(m) => m.deadlineInterceptor!({ p99: 10 } as never), 'p99Ms'],
   withGrpcDeadline: [(m) => m.withGrpcDeadline!(grpcHandler as never, { maxMS: 2_000 } as never), 'maxMs'],
+  // prazo/connect
+  connectClientInterceptor: [(m) => m.connectClientInterceptor!({ dependancy: {} } as never), 'dependency'],
+  connectServerInterceptor: [(m) => m.connectServerInterceptor!({ maxMS: 2_000 } as never), 'maxMs'],
   pushbackAnswer: [
     (m) => m.pushbackAnswer!(new Error('x') as never, { retryAfter: 2 } as never),
     'retryAfterS',
@@ -352,6 +355,9 @@ const NO_OPTIONS: Record<string, string> = {
   deadlineStatus: 'an error',
   prazoErrorOf: 'an error',
   toGrpcError: 'an error',
+  isIdempotentProcedure: 'a method descriptor',
+  toConnectError: 'an error',
+  toConnectServerError: 'an error (and whether to push back)',
   isReplayableBody: 'a body',
   statusOutcome: 'a status',
   renderAlertRules: 'a rule file and a name',

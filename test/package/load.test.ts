@@ -81,7 +81,12 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
     expect(grpc).toContain('@grpc/grpc-js');
     const otel = packagesLoadedBy('prazo/otel');
     expect(otel).toContain('@opentelemetry/api');
-    for (const loaded of [grpc, otel])
+    // prazo/connect loads Connect (and its own peer, @bufbuild/protobuf), not a transport of it.
+    const connect = packagesLoadedBy('prazo/connect');
+    expect(connect).toContain('@connectrpc/connect');
+    expect(connect).not.toContain('@connectrpc/connect-node');
+    expect(connect).not.toContain('@grpc/grpc-js');
+    for (const loaded of [grpc, otel, connect])
       for (const other of [
         'yaml',
         'undici',
@@ -98,7 +103,9 @@ describe('what each entry point loads at run time (SPEC P3, P4)', () => {
 
   it('covers every entry point of package.json', () => {
     const all = entryPoints().map((e) => e.specifier);
-    expect([...Object.keys(expected), 'prazo/grpc', 'prazo/otel'].sort()).toEqual([...all].sort());
+    expect([...Object.keys(expected), 'prazo/grpc', 'prazo/otel', 'prazo/connect'].sort()).toEqual(
+      [...all].sort(),
+    );
   });
 });
 
