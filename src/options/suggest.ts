@@ -74,3 +74,63 @@ export function didYouMean(given: string, candidates: Iterable<string>): string 
   const near = closestName(given, candidates);
   return near === undefined ? '' : `; did you mean \`${near}\`?`;
 }
+
+/**
+ * The names other libraries give to what prazo calls something else: what got, ky, axios, undici and
+ * cockatiel users type first. A key among `from` is answered with prazo's concept and one line of
+ * why, rather than "unknown key": these are not typos, they are a different model (one fixed timeout
+ * vs timeouts derived from a measured p99; retries vs attempts; an address in the config vs in code).
+ * An entry applies where its concept lives: the options hold one of `to`, or (for `elsewhere`) a
+ * dependency's `p99Ms`.
+ */
+interface ForeignName {
+  /** Other libraries' names, normalised (lower case, no `_`, `-` or `.`). */
+  readonly from: readonly string[];
+  /** prazo's names for the concept, the first one present in the options is suggested. */
+  readonly to: readonly string[];
+  readonly why: string;
+  /** Said when none of `to` is an option here (the concept lives in code, not in this file). */
+  readonly elsewhere?: string;
+}
+
+const FOREIGN_NAMES: readonly ForeignName[] = Object.freeze([
+  {
+    from: ['timeout', 'timeoutms', 'requesttimeout', 'sockettimeout', 'readtimeout', 'responsetimeout'],
+    to: ['p99Ms'],
+    why: "prazo has no fixed timeout: the connect and response timeouts are derived from the dependency's measured p99 (`p99Ms` × slack), and the whole call is bounded by its deadline (`defaultDeadlineMs`, or the caller's)",
+  },
+  {
+    from: ['connecttimeout', 'connectiontimeout', 'connecttimeoutms', 'connectiontimeoutms'],
+    to: ['connectTimeoutMs', 'connectCapMs'],
+    why: 'the connect timeout is derived (at most half an attempt); `connectCapMs` caps it',
+  },
+  {
+    from: ['retries', 'retry', 'maxretries', 'retrycount', 'retrylimit', 'maxattempts', 'numretries'],
+    to: ['attempts'],
+    why: '`attempts` counts every attempt, the first included (`retries: 2` is `attempts: 3`), and a retry also needs room in the retry budget and in the deadline',
+  },
+  {
+    from: ['origin', 'baseurl', 'prefixurl', 'url', 'host', 'hostname', 'target'],
+    to: ['origin', 'origins'],
+    why: 'prazo calls a dependency at its origin (scheme, host and port, no path); the path goes with each request',
+    elsewhere:
+      "the file holds a dependency's timing, not its address: give `origin` to `createHttpClient` (or the interceptor) in code, with the same `name`",
+  },
+]);
+
+/**
+ * The hint for a key another library would use (`timeout`, `retries`, `origin`, `baseURL`), when
+ * `candidates` are options where that concept lives: `; did you mean \`attempts\`? <why>`, or
+ * `; <elsewhere>` when the concept is not an option here. Undefined for any other key.
+ */
+export function foreignNameHint(given: string, candidates: readonly string[]): string | undefined {
+  if (given.length === 0 || given.length > MAX_LENGTH) return undefined;
+  const key = normalise(given);
+  const entry = FOREIGN_NAMES.find((e) => e.from.includes(key));
+  if (entry === undefined) return undefined;
+  if (candidates.includes(given)) return undefined; // it is an option here after all
+  const to = entry.to.find((name) => candidates.includes(name));
+  if (to !== undefined) return `; did you mean \`${to}\`? ${entry.why}`;
+  if (entry.elsewhere !== undefined && candidates.includes('p99Ms')) return `; ${entry.elsewhere}`;
+  return undefined;
+}

@@ -8,7 +8,7 @@ import {
   type Resolved,
   type Specs,
 } from './declare.js';
-import { closestName } from './suggest.js';
+import { closestName, foreignNameHint } from './suggest.js';
 
 /** One problem: where (a key path below the options) and what (a predicate: "must be ...", "is required"). */
 export interface OptionIssue {
@@ -166,14 +166,17 @@ export class OptionsValidator {
   }
 
   #unknown(schema: OptionsSchema<Specs>, key: string, at: OptionPath): void {
-    const near = closestName(key, schema.keys) ?? nestedName(key, nestedKeys(schema, '', [], 0));
     const known = this.#mode === 'data' ? schema.keys.filter((k) => !schema.specs[k]!.codeOnly) : schema.keys;
+    const foreign = foreignNameHint(key, known); // `timeout`, `retries`, `origin`: another library's model
+    const near = closestName(key, schema.keys) ?? nestedName(key, nestedKeys(schema, '', [], 0));
     const hint =
-      near !== undefined
-        ? `; did you mean \`${near}\`?`
-        : known.length <= 16
-          ? ` (${this.#mode === 'data' ? 'keys' : 'options'} here: ${known.join(', ')})`
-          : '';
+      foreign !== undefined
+        ? foreign
+        : near !== undefined
+          ? `; did you mean \`${near}\`?`
+          : known.length <= 16
+            ? ` (${this.#mode === 'data' ? 'keys' : 'options'} here: ${known.join(', ')})`
+            : '';
     this.#issues.push({ path: [...at, key], message: hint, unknown: true });
   }
 
