@@ -72,7 +72,9 @@ describe('prazo calibrate', () => {
       'lat.csv': `ts,duration_seconds,status\n${Array.from(samples, (v, i) => `${i},${v / 1000},200`).join('\n')}\n`,
     });
     for (const file of ['lat.txt', 'lat.csv']) {
-      const r = await runCli(['calibrate', '--histogram', file, '--json'], dir);
+      // A sample list has no name to say its unit: it is given (issue 27); the CSV column's name says it.
+      const unit = file === 'lat.txt' ? ['--unit', 'ms'] : [];
+      const r = await runCli(['calibrate', '--histogram', file, ...unit, '--json'], dir);
       expect(r.code).toBe(0);
       const report = JSON.parse(r.out);
       expect(report.source.p99).toBeCloseTo(p99, 6);
@@ -83,7 +85,10 @@ describe('prazo calibrate', () => {
 
   it('flags a window too small to judge, and checks the pool (SPEC C6)', async () => {
     const dir = tmp({ 'few.txt': '10\n20\n30\n' });
-    const r = await runCli(['calibrate', '--histogram', 'few.txt', '--pool-size', '50', '--rps', '100'], dir);
+    const r = await runCli(
+      ['calibrate', '--histogram', 'few.txt', '--unit', 'ms', '--pool-size', '50', '--rps', '100'],
+      dir,
+    );
     expect(r.code).toBe(0);
     expect(r.out).toContain('fewer than the 100 needed');
     const pool = await runCli([

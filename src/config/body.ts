@@ -74,16 +74,21 @@ function readDependencies(
   thresholds: ResolvedHealthThresholds,
 ): Map<string, DependencyConfig> {
   const out = new Map<string, DependencyConfig>();
+  // Names as written, valid entries or not: a duplicate is said in the same pass as the entries'
+  // other problems, not only once they are fixed (issue 27).
+  const names = new Set<string>();
   for (const [i, entry] of entries.entries()) {
     const at = ['dependencies', i];
     if (!isOptionsObject(entry)) {
-      v.problem('a dependency must be a mapping with at least `name` and `p99Ms`', at);
+      v.problem('a dependency must be a mapping with at least `name` and `p99Ms` (or `kind`)', at);
       continue;
     }
+    const name = typeof entry.name === 'string' ? entry.name.trim() : undefined;
+    const duplicate = name !== undefined && name !== '' && names.has(name);
+    if (duplicate) v.problem(`duplicate dependency ${name}`, [...at, 'name']);
+    else if (name !== undefined) names.add(name);
     const dep = readDependency(v, warnings, entry, at, readText, thresholds);
-    if (dep === undefined) continue;
-    if (out.has(dep.options.name)) v.problem(`duplicate dependency ${dep.options.name}`, [...at, 'name']);
-    else out.set(dep.options.name, dep);
+    if (dep !== undefined && !duplicate) out.set(dep.options.name, dep);
   }
   return out;
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { DEPENDENCY_KINDS } from '../calibrate/kinds.js';
 import { createDependency } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/index.js';
 import { jsonErrorOffset } from './document.js';
@@ -52,7 +53,7 @@ describe('the central config (SPEC C7)', () => {
       'prazo.config.yaml:3:5: error: dependencies[0].p99Ms: must be a finite number in (0, 86400000], got -3',
       'prazo.config.yaml:4:5: error: dependencies[0].attempts: must be an integer in [1, 10], got 0',
       'prazo.config.yaml:5:20: error: dependencies[0].retryBudget.maxRatio: must be a finite number in [0, 10], got 20',
-      'prazo.config.yaml:6:5: error: dependencies[1]: needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)',
+      'prazo.config.yaml:6:5: error: dependencies[1]: needs `p99Ms` (the healthy p99 in ms), `histogram` (a file to measure it from), or `kind` (a starting value per kind of call until it is measured: in-process, same-zone-cache, same-zone-database, same-zone-service, cross-zone, cross-region, third-party-api)',
       'prazo.config.yaml:7:5: error: dependencies[1].p99ms: unknown key; did you mean `p99Ms`?',
       'prazo.config.yaml:11:5: error: endpoints[0].components: slices fall short of total_slo_ms by 20 ms: a 80 = 80, SLO 100',
     ]);
@@ -60,12 +61,12 @@ describe('the central config (SPEC C7)', () => {
 
   it('refuses prototype keys, duplicate keys and YAML syntax errors with their lines', () => {
     expect(lines('dependencies:\n  - name: x\n    p99Ms: 5\n    __proto__: { polluted: true }\n')).toEqual([
-      'prazo.config.yaml:4:1: error: key `__proto__` is not allowed (prototype pollution)',
+      'prazo.config.yaml:4:5: error: key `__proto__` is not allowed (prototype pollution)',
     ]);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(lines('constructor: 1\n')[0]).toContain('`constructor` is not allowed');
     expect(lines('a: 1\na: 2\n')[0]).toMatch(/^prazo\.config\.yaml:2:1: error: Map keys must be unique/);
-    expect(lines('dependencies: [\n')[0]).toMatch(/^prazo\.config\.yaml:\d+:1: error: /);
+    expect(lines('dependencies: [\n')[0]).toMatch(/^prazo\.config\.yaml:1:\d+: error: /);
     expect(lines('- just\n- a list\n')[0]).toContain('must hold a mapping');
   });
 
@@ -105,7 +106,7 @@ describe('the central config (SPEC C7)', () => {
       checkConfigText(text, { ...noFiles, file: 'x.json' }).problems.map(formatProblem);
     // Before: YAML read these as valid config (unquoted keys, a trailing comma, a comment).
     expect(json('{\n  dependencies: [ { "name": "a", "p99Ms": 10 } ]\n}\n')[0]).toMatch(
-      /^x\.json:2:1: error: not valid JSON: /,
+      /^x\.json:2:3: error: not valid JSON: /,
     );
     expect(json('{"dependencies": [\n  {"name": "a", "p99Ms": 10},\n]}')[0]).toMatch(
       /^x\.json:3:1: error: not valid JSON/,
@@ -113,7 +114,7 @@ describe('the central config (SPEC C7)', () => {
     expect(json('# comment\n{"dependencies": []}')[0]).toMatch(/^x\.json:1:1: error: not valid JSON/);
     expect(json('{"dependencies": [{"name": "a", "p99Ms": 10}]}')).toEqual([]);
     expect(json('{"dependencies": [],\n "dependencies": []}')).toEqual([
-      'x.json:2:1: error: Map keys must be unique: `dependencies` is given twice',
+      'x.json:2:2: error: Map keys must be unique: `dependencies` is given twice',
     ]);
     expect(json('{"__proto__": {"polluted": 1}}')[0]).toContain('`__proto__` is not allowed');
     // The format can be forced, and a YAML file name stays YAML.
@@ -217,8 +218,13 @@ describe('the central config (SPEC C7)', () => {
       expect.unreachable();
     } catch (error) {
       expect(error).toBeInstanceOf(InvalidOptionsError);
-      expect((error as InvalidOptionsError).problems).toHaveLength(2);
+      // Both duplicates, in the same pass as the first entry's own problem (issue 27: before, a
+      // duplicate of an entry with errors was said only once those were fixed).
+      expect((error as InvalidOptionsError).problems).toHaveLength(3);
       expect((error as InvalidOptionsError).problems[1]).toContain(
+        ':3:7: error: dependencies[1].name: duplicate dependency a',
+      );
+      expect((error as InvalidOptionsError).problems[2]).toContain(
         ':4:7: error: dependencies[2].name: duplicate dependency a',
       );
     }
@@ -303,6 +309,8 @@ describe('the central config (SPEC C7)', () => {
       {
         name: fc.constantFrom('a', 'inventory'),
         p99Ms: num(-1, 2000),
+        kind: fc.constantFrom(...DEPENDENCY_KINDS),
+        unusualP99: fc.boolean(),
         attempts: num(0, 11),
         slack: num(1.2, 1.6),
         forceSlack: fc.boolean(),

@@ -1,4 +1,5 @@
 import { assessWindow, type ResolvedHealthThresholds } from '../calibrate/health.js';
+import { type DependencyKind, implausibleP99, KIND_PROFILES } from '../calibrate/kinds.js';
 import type { PrometheusSeries } from '../calibrate/options.js';
 import {
   type ConcurrencySuggestion,
@@ -32,8 +33,22 @@ export interface DependencyConfig {
   readonly options: DependencyOptions;
   /** `calibrateTimeout` against the dependency's `defaultDeadlineMs` (what `createDependency` computes). */
   readonly calibration: TimeoutCalibration;
-  /** Where p99Ms came from: the file, or a histogram file. */
+  /**
+   * Where p99Ms came from: the file (a number written there, or, with {@link assumed}, the starting
+   * value of its `kind`), or a histogram file.
+   */
   readonly p99Source: 'config' | HistogramRef;
+  /** The kind of call it is (`kind:`), when the file says. */
+  readonly kind?: DependencyKind;
+  /**
+   * Set when nothing measured its p99 yet (SPEC C8): the entry gives a `kind` and no `p99Ms` or
+   * histogram file, so `options.p99Ms` is the kind's starting value, and everything that shows it
+   * says so (`prazo check` warns, prazo/otel marks the configured timeout, `prazo rules` alerts while
+   * traffic flows). `prazo calibrate --write` replaces it with a measured one.
+   */
+  readonly assumed?: AssumedP99;
+  /** `unusualP99: true`: a measured p99 outside its kind's plausible range is real. */
+  readonly unusualP99?: true;
   readonly pool?: { readonly size: number; readonly rps: number };
   /**
    * Little's law on the concurrency limit (SPEC C6, X7), when the file gives the rate (`pool.rps`):
@@ -67,6 +82,15 @@ export type MeshPlacement = OptionsOf<typeof MESH_IN_FILE>;
 /** Reads a histogram file named in the config (paths relative to the config's directory). */
 export type ReadText = (file: string) => string;
 
+/** An assumed p99: the starting value of a kind of call, not a measurement. */
+export interface AssumedP99 {
+  readonly kind: DependencyKind;
+  /** The kind's starting p99, in ms (docs/calibration.md: its published sources). */
+  readonly p99Ms: number;
+  /** How that value is made, in words. */
+  readonly basis: string;
+}
+
 export interface HistogramRef {
   readonly file: string;
   readonly distribution: LatencyDistribution;
@@ -76,7 +100,7 @@ type Entry = OptionsOf<typeof DEPENDENCY_IN_FILE>;
 
 /** What the file-only keys leave for the executor: `hedge.enabled: false` becomes `hedge: false`. */
 function executorOptions(entry: Entry, p99Ms: number): DependencyOptions {
-  const { histogram: _h, pool: _p, mesh: _m, store: _s, hedge, ...rest } = entry;
+  const { histogram: _h, pool: _p, mesh: _m, store: _s, kind: _k, unusualP99: _u, hedge, ...rest } = entry;
   const options: Record<string, unknown> = { ...rest, p99Ms };
   if (hedge !== undefined) {
     if (typeof hedge === 'boolean') options.hedge = hedge;
@@ -127,7 +151,27 @@ function readHistogram(
   return { file, distribution };
 }
 
-/** Reads one entry at `at`; problems go to `v` (errors) and `warnings`. Undefined when it has errors. */
+/** The keys whose values the timeouts are calibrated from: a bad one leaves nothing to calibrate. */
+const CALIBRATION_KEYS: ReadonlySet<string> = new Set([
+  'p99Ms',
+  'kind',
+  'unusualP99',
+  'histogram',
+  'attempts',
+  'slack',
+  'forceSlack',
+  'connectCapMs',
+  'overheadMs',
+  'defaultDeadlineMs',
+]);
+
+/**
+ * Reads one entry at `at`; problems go to `v` (errors) and `warnings`. Undefined when it has errors.
+ *
+ * Every problem of the entry is reported in one pass: an unknown key, or a bad value of a key the
+ * timeouts do not depend on, does not hide the calibration's own problems (an infeasible deadline,
+ * an implausible p99), as it did when the first problem ended the entry's checks (issue 27).
+ */
 export function readDependency(
   v: OptionsValidator,
   warnings: RawProblem[],
@@ -137,18 +181,43 @@ export function readDependency(
   thresholds: ResolvedHealthThresholds,
 ): DependencyConfig | undefined {
   const before = v.issues.length;
-  const { name } = v.read(DEPENDENCY_IN_FILE, raw, at);
-  if (v.issues.length > before) return undefined;
+  const { name, kind, unusualP99 } = v.read(DEPENDENCY_IN_FILE, raw, at);
+  // The entry's keys whose values failed (an unknown key fails nothing); the entry itself: ''.
+  const failed = new Set(
+    v.issues
+      .slice(before)
+      .filter((i) => !i.unknown)
+      .map((i) => (i.path.length > at.length ? String(i.path[at.length]) : '')),
+  );
+  const clean = (...keys: string[]): boolean => !failed.has('') && keys.every((k) => !failed.has(k));
   const entry = { ...(raw as Entry), name }; // the name as read: trimmed
+  if (!clean(...CALIBRATION_KEYS)) return undefined;
   const histogram =
     entry.histogram?.file === undefined
       ? undefined
       : readHistogram(v, entry.histogram, [...at, 'histogram'], readText, thresholds);
-  const p99Ms = histogram?.distribution.p99 ?? entry.p99Ms;
+  const measured = histogram?.distribution.p99 ?? entry.p99Ms;
+  const assumed: AssumedP99 | undefined =
+    measured === undefined && entry.histogram?.file === undefined && kind !== undefined
+      ? Object.freeze({ kind, p99Ms: KIND_PROFILES[kind].startingP99Ms, basis: KIND_PROFILES[kind].basis })
+      : undefined;
+  const p99Ms = measured ?? assumed?.p99Ms;
   if (p99Ms === undefined) return undefined;
-  const options = executorOptions(entry, p99Ms);
   const warn = (key: string, message: string) =>
     warnings.push({ path: [...at, key], message, severity: 'warning' });
+  if (measured !== undefined && !unusualP99) {
+    // A p99 no network call has (0.13 "ms": a column in seconds read as ms) is refused, not used.
+    const why = implausibleP99(measured, kind);
+    if (why !== undefined) v.problem(why, [...at, histogram === undefined ? 'p99Ms' : 'histogram']);
+  }
+  if (assumed !== undefined) {
+    warn(
+      'kind',
+      `p99 assumed: ${assumed.p99Ms} ms, the starting value of a ${assumed.kind} call (${assumed.basis}), not a measurement; ` +
+        `measure it and write it here: \`prazo calibrate --histogram FILE --unit ms --config CONFIG --dependency ${name} --write\`, or \`--prometheus URL --write\` (docs/calibration.md)`,
+    );
+  }
+  const options = executorOptions(entry, p99Ms);
   // What createDependency computes, from the same inputs.
   const calibration = calibrateTimeout({
     p99Ms,
@@ -165,7 +234,7 @@ export function readDependency(
     else v.problem(calibration.warning, [...at, where]);
   }
   const hedge = options.hedge;
-  if (hedge !== undefined && hedge !== false) {
+  if (clean('hedge') && hedge !== undefined && hedge !== false) {
     // The executor caps the hedge delay at the response timeout unless maxDelayMs is given.
     const settings = hedge === true ? {} : hedge;
     const floor = settings.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
@@ -176,12 +245,13 @@ export function readDependency(
       );
     }
   }
-  const pool = entry.pool as { size: number; rps: number } | undefined;
+  const pool = clean('pool') ? (entry.pool as { size: number; rps: number } | undefined) : undefined;
   if (pool !== undefined) {
     const check = checkPool({ poolSize: pool.size, rps: pool.rps, timeoutMs: calibration.responseMs });
     if (check.warning !== null) warn('pool', check.warning);
   }
-  const concurrency = pool === undefined ? undefined : concurrencyCheck(options, pool.rps, p99Ms);
+  const concurrency =
+    pool === undefined || !clean('concurrencyLimit') ? undefined : concurrencyCheck(options, pool.rps, p99Ms);
   if (concurrency !== undefined && typeof concurrency.limit === 'number') {
     if (concurrency.limit < concurrency.suggested) warn('concurrencyLimit', littleWarning(concurrency));
     else if (pool !== undefined && concurrency.limit > pool.size) {
@@ -213,13 +283,19 @@ export function readDependency(
             ...(baseline === undefined ? {} : { baselineP99Ms: baseline }),
           }),
         };
+  const declared = {
+    ...(kind === undefined ? {} : { kind }),
+    ...(assumed === undefined ? {} : { assumed }),
+    ...(unusualP99 ? { unusualP99: true as const } : {}),
+  };
   return Object.freeze(
     pool === undefined
-      ? { options, calibration, p99Source, ...mesh, ...prometheus }
+      ? { options, calibration, p99Source, ...declared, ...mesh, ...prometheus }
       : {
           options,
           calibration,
           p99Source,
+          ...declared,
           pool,
           ...(concurrency === undefined ? {} : { concurrency }),
           ...mesh,

@@ -67,14 +67,12 @@ export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): Pa
     prettyErrors: true,
     logLevel: 'silent',
   });
-  const located: Array<{ line: number; message: string }> = [];
+  const located: Located[] = [];
   let json: { data: unknown } | undefined;
   if (format === 'json') {
     json = parseJson(text, located);
   } else {
-    for (const e of [...doc.errors, ...doc.warnings]) {
-      located.push({ line: e.linePos?.[0]?.line ?? 0, message: e.message.split('\n')[0]! });
-    }
+    for (const e of [...doc.errors, ...doc.warnings]) located.push(yamlProblem(text, e.pos[0], e.message));
   }
   const forbidden = new Set<string>(CONFIG_LIMITS.forbiddenKeys);
   visit(doc, {
@@ -87,18 +85,23 @@ export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): Pa
           seen.add(key);
           continue;
         }
-        const { line } = atOffset(pair.key.range?.[0]);
-        located.push({ line, message: `Map keys must be unique: \`${key.slice(0, 64)}\` is given twice` });
+        const { line, col } = atOffset(pair.key.range?.[0]);
+        located.push({
+          line,
+          col,
+          message: `Map keys must be unique: \`${key.slice(0, 64)}\` is given twice`,
+        });
       }
     },
     Pair(_, pair) {
       if (pair.key !== null && !isScalar(pair.key)) {
-        const { line } = atOffset((pair.key as Node).range?.[0]);
-        located.push({ line, message: 'keys must be plain scalars, not lists or mappings' });
+        const { line, col } = atOffset((pair.key as Node).range?.[0]);
+        located.push({ line, col, message: 'keys must be plain scalars, not lists or mappings' });
       } else if (isScalar(pair.key) && forbidden.has(String(pair.key.value))) {
-        const { line } = atOffset(pair.key.range?.[0]);
+        const { line, col } = atOffset(pair.key.range?.[0]);
         located.push({
           line,
+          col,
           message: `key \`${String(pair.key.value)}\` is not allowed (prototype pollution)`,
         });
       }
@@ -106,7 +109,11 @@ export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): Pa
   });
   const locate = (path: Path) => atOffset(nodeAt(doc.contents as Node | null, path));
   if (located.length > 0) {
-    for (const l of located) problems.push({ path: [], line: l.line, message: l.message, severity: 'error' });
+    for (const l of located) {
+      const at = l.col === undefined ? {} : { col: l.col };
+      const frame = l.frame === undefined ? {} : { frame: l.frame };
+      problems.push({ path: [], line: l.line, ...at, message: l.message, severity: 'error', ...frame });
+    }
     return { data: undefined, problems, locate };
   }
   if (json !== undefined) return { data: json.data, problems, locate };
@@ -124,17 +131,73 @@ export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): Pa
 }
 
 /** JSON.parse's verdict: the data, or the syntax error at its line (undefined then). */
-function parseJson(
-  text: string,
-  located: Array<{ line: number; message: string }>,
-): { data: unknown } | undefined {
+function parseJson(text: string, located: Located[]): { data: unknown } | undefined {
   try {
     return { data: JSON.parse(text) as unknown };
   } catch (error) {
     const message = (error as Error).message.split('\n')[0]!.slice(0, 200);
-    located.push({ line: lineOf(text, jsonErrorOffset(text)), message: `not valid JSON: ${message}` });
+    located.push(yamlProblem(text, jsonErrorOffset(text), `not valid JSON: ${message}`));
     return undefined;
   }
+}
+
+/** A problem the parser found at a line (and column), with the lines around it to show. */
+interface Located {
+  readonly line: number;
+  readonly col?: number;
+  readonly message: string;
+  readonly frame?: string;
+}
+
+/**
+ * A parser's problem at `offset`, at a line that exists and with its code frame. The `yaml` parser's
+ * own message ends in ` at line 5, column 1:` followed by its frame: cut at the first line, that left
+ * a sentence ending on a colon and no frame. And a problem at the very end of a file that ends with
+ * a newline (an unclosed quote) sits on the empty line after the last one: line 8 of a 7-line file.
+ * Both are fixed here: the position is moved back onto the last character of the file, and the frame
+ * is built from the text (at most 120 characters of a line, the line before when the caret is at the
+ * start of one).
+ */
+function yamlProblem(text: string, offset: number | undefined, raw: string): Located {
+  const message = raw
+    .split('\n')[0]!
+    .replace(/ at line \d+, column \d+:?$/, '')
+    .slice(0, 300);
+  if (offset === undefined || offset < 0) return { line: 0, message };
+  let at = Math.min(offset, text.length);
+  if (/^[\r\n]*$/.test(text.slice(at))) {
+    // At the end, or on the line breaks that end the file: back onto its last character.
+    at = text.length;
+    while (at > 0 && (text[at - 1] === '\n' || text[at - 1] === '\r')) at -= 1;
+    at = Math.max(0, at - 1);
+  }
+  const start = text.lastIndexOf('\n', at - 1) + 1;
+  const line = lineOf(text, start);
+  const col = at - start + 1;
+  return { line, col, message, frame: frameAt(text, start, col, line) };
+}
+
+const FRAME_WIDTH = 120;
+
+/** `  5 | p99Ms: 40` and a caret line under column `col`; the line before too when `col` is its start. */
+function frameAt(text: string, start: number, col: number, line: number): string {
+  const lineText = (from: number): string => {
+    const end = text.indexOf('\n', from);
+    const raw = text.slice(from, end < 0 ? text.length : end).replace(/\r$/, '');
+    return raw.length > FRAME_WIDTH ? `${raw.slice(0, FRAME_WIDTH)}…` : raw;
+  };
+  const width = String(line).length;
+  const gutter = (n: number | ''): string => `${String(n).padStart(width)} | `;
+  const current = lineText(start);
+  const out: string[] = [];
+  if (line > 1 && /^\s*$/.test(current.slice(0, col - 1))) {
+    const before = text.lastIndexOf('\n', start - 2) + 1;
+    out.push(`${gutter(line - 1)}${lineText(before)}`);
+  }
+  out.push(`${gutter(line)}${current}`);
+  const caretCol = Math.min(col, FRAME_WIDTH + 1);
+  out.push(`${gutter('')}${' '.repeat(caretCol - 1)}^`);
+  return out.join('\n');
 }
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type { ResolvedHealthThresholds } from '../calibrate/health.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { didYouMean } from '../options/suggest.js';
 import { readOptions } from '../options/validator.js';
 import { type EndpointConfig, type MeshDefaults, readBody, type ServiceConfig } from './body.js';
 import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from './constants.js';
@@ -25,6 +26,11 @@ export interface PrazoConfig {
   readonly mesh?: MeshDefaults;
   /** The healthy-window guard's thresholds (`calibration:`, defaults applied): what histogram sources are judged by. */
   readonly calibration?: ResolvedHealthThresholds;
+  /**
+   * The dependency named `name`, or an `InvalidOptionsError` naming the file, the closest name ("did
+   * you mean") and the names there are: `dependencies.get(name)!` fails later, as a bare `TypeError`.
+   */
+  dependency(name: string): DependencyConfig;
 }
 
 export interface ConfigCheck {
@@ -89,13 +95,35 @@ export function checkConfigText(text: string, options: CheckOptions = {}): Confi
   const body = doc.data === undefined ? undefined : readBody(doc.data, raw, readText);
   const problems = raw
     .map((p): ConfigProblem => {
-      const pos = p.line !== undefined ? { line: p.line, col: 1 } : doc.locate(p.path);
-      return { file, ...pos, key: formatPath(p.path), message: p.message, severity: p.severity };
+      const pos = p.line !== undefined ? { line: p.line, col: p.col || 1 } : doc.locate(p.path);
+      const frame = p.frame === undefined ? {} : { frame: p.frame };
+      return { file, ...pos, key: formatPath(p.path), message: p.message, severity: p.severity, ...frame };
     })
     .sort((a, b) => a.line - b.line || a.col - b.col);
   const failed = problems.some((p) => p.severity === 'error');
-  const config = failed || body === undefined ? undefined : Object.freeze({ file, ...body });
+  const config =
+    failed || body === undefined
+      ? undefined
+      : Object.freeze({ file, ...body, dependency: dependencyLookup(file, body.dependencies) });
   return Object.freeze({ config, problems: Object.freeze(problems) });
+}
+
+/** `config.dependency(name)`: the entry, or a problem that says which names there are. */
+function dependencyLookup(
+  file: string,
+  dependencies: ReadonlyMap<string, DependencyConfig>,
+): (name: string) => DependencyConfig {
+  return (name) => {
+    const found = typeof name === 'string' ? dependencies.get(name) : undefined;
+    if (found !== undefined) return found;
+    const names = [...dependencies.keys()];
+    const listed = names.length <= 16 ? names.join(', ') : `${names.slice(0, 16).join(', ')}, ...`;
+    const near = typeof name === 'string' ? didYouMean(name, names) : '';
+    throw new InvalidOptionsError(`${file}: config.dependency`, [
+      `no dependency ${JSON.stringify(typeof name === 'string' ? name.slice(0, 100) : name)}${near}` +
+        (names.length === 0 ? ' (the file declares none)' : ` (the file declares: ${listed})`),
+    ]);
+  };
 }
 
 /** Validates a config file; histogram files are read relative to it. An unreadable file is a problem. */

@@ -10,6 +10,11 @@ export interface ConfigProblem {
   readonly key: string;
   readonly message: string;
   readonly severity: Severity;
+  /**
+   * The lines around a syntax error, the column marked (`  5 | p99Ms: 40` / `    | ^`), as the
+   * parser would show them; absent for the other problems (their key path says where).
+   */
+  readonly frame?: string;
 }
 
 export type Path = readonly (string | number)[];
@@ -21,11 +26,15 @@ export function formatPath(path: Path): string {
   return out;
 }
 
-/** `prazo.config.yaml:12:5: error: dependencies[2].attempts: must be ...` (compiler style). */
+/**
+ * `prazo.config.yaml:12:5: error: dependencies[2].attempts: must be ...` (compiler style), and under
+ * a syntax error its code frame, indented.
+ */
 export function formatProblem(p: ConfigProblem): string {
   const where = p.line > 0 ? `${p.file}:${p.line}:${p.col}` : p.file;
   const key = p.key === '' ? '' : `${p.key}: `;
-  return `${where}: ${p.severity}: ${key}${p.message}`;
+  const frame = p.frame === undefined ? '' : `\n${p.frame.replace(/^/gm, '    ')}`;
+  return `${where}: ${p.severity}: ${key}${p.message}${frame}`;
 }
 
 /** A problem before it is located in the file. */
@@ -33,6 +42,10 @@ export interface RawProblem {
   readonly path: Path;
   /** Set when the parser already knows the line (syntax errors); otherwise located from `path`. */
   readonly line?: number;
+  /** The column, with `line`; 1 when not given. */
+  readonly col?: number;
   readonly message: string;
   readonly severity: Severity;
+  /** A syntax error's code frame. */
+  readonly frame?: string;
 }

@@ -1,3 +1,4 @@
+import { DEPENDENCY_KINDS } from '../calibrate/kinds.js';
 import {
   HEALTH_THRESHOLD_OPTIONS,
   POOL_CHECK_OPTIONS,
@@ -186,8 +187,24 @@ export const MESH_DEFAULTS_IN_FILE = defineOptions({
 export const DEPENDENCY_IN_FILE = defineOptions(
   {
     ...DEPENDENCY_OPTIONS.specs,
-    /** The healthy p99 in ms, (0, 86400000] — or `histogram`, a file to measure it from. */
+    /**
+     * The healthy p99 in ms, (0, 86400000] — or `histogram`, a file to measure it from, or `kind`
+     * alone, a starting value until it is measured.
+     */
     p99Ms: option.optional(DEPENDENCY_OPTIONS.specs.p99Ms),
+    /**
+     * What kind of call it is: `in-process`, `same-zone-cache`, `same-zone-database`,
+     * `same-zone-service`, `cross-zone`, `cross-region` or `third-party-api` (SPEC C8). Without a
+     * measured p99 (`p99Ms`, `histogram.file`), the dependency starts from the kind's published
+     * starting p99 (docs/calibration.md) and is marked *assumed* until it is measured. With one, the
+     * kind says which p99s are plausible (below 1 ms only `in-process` and `same-zone-cache`).
+     */
+    kind: option.oneOf(DEPENDENCY_KINDS),
+    /**
+     * True accepts a measured p99 outside what its kind makes plausible (below 1 ms over a network,
+     * above 10 minutes): one that is real, not a unit read wrong. Default false.
+     */
+    unusualP99: option.boolean({ default: false }),
     hedge: option.toggle(HEDGE_IN_FILE),
     histogram: option.nested(HISTOGRAM_IN_FILE),
     pool: option.nested(POOL_IN_FILE),
@@ -199,12 +216,12 @@ export const DEPENDENCY_IN_FILE = defineOptions(
     const fromFile = histogram !== null && typeof histogram === 'object' && histogram.file !== undefined;
     if (given.p99Ms !== undefined && fromFile) {
       report('histogram', 'give either `p99Ms` or a histogram `file`, not both');
-    } else if (given.p99Ms === undefined && given.histogram === undefined) {
-      report([], 'needs `p99Ms` (the healthy p99 in ms) or `histogram` (a file to measure it from)');
-    } else if (given.p99Ms === undefined && !fromFile && typeof histogram === 'object') {
+    } else if (given.p99Ms === undefined && !fromFile && given.kind === undefined) {
       report(
         [],
-        'needs `p99Ms`: `histogram.prometheus` says where the fleet measures it, `prazo calibrate --prometheus URL --write` keeps it current',
+        typeof histogram === 'object' && histogram !== null
+          ? 'needs `p99Ms`: `histogram.prometheus` says where the fleet measures it, `prazo calibrate --prometheus URL --write` writes it (until then, `kind` gives a starting value)'
+          : 'needs `p99Ms` (the healthy p99 in ms), `histogram` (a file to measure it from), or `kind` (a starting value per kind of call until it is measured: in-process, same-zone-cache, same-zone-database, same-zone-service, cross-zone, cross-region, third-party-api)',
       );
     }
   },
@@ -226,7 +243,7 @@ export const CONFIG_FILE = defineOptions({
   version: option.matching<1>('1', (v) => v === 1),
   service: option.nested(SERVICE_IN_FILE),
   calibration: option.nested(HEALTH_THRESHOLD_OPTIONS),
-  /** The dependencies, each with at least `name` and `p99Ms` (or `histogram`). */
+  /** The dependencies, each with at least `name` and `p99Ms` (or `histogram`, or `kind`). */
   dependencies: list(CONFIG_LIMITS.maxDependencies),
   /** Latency budgets of the endpoints (SPEC B1, B2). */
   endpoints: list(CONFIG_LIMITS.maxEndpoints),

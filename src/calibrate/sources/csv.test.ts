@@ -20,9 +20,15 @@ describe('sample lists and CSV', () => {
     const d = parseCsv(['id,duration_seconds,status', ...rows].join('\n'));
     expect(d).toMatchObject({ successes: 990, errors: 10, timeouts: 0 });
     expect(d.p99).toBeCloseTo(991, 9);
-    const quoted = parseCsv('"name","latency"\n"a, b",12\n"c ""d""",30\n');
+    const quoted = parseCsv('"name","latency"\n"a, b",12\n"c ""d""",30\n', { unit: 'ms' });
     expect(quoted).toMatchObject({ p99: 30, successes: 2 });
-    expect(quoted.notes[0]).toContain('(assumed)');
+    expect(quoted.notes[0]).toBe('column latency in ms (as given)');
+    // A name without a unit and no `unit`: refused, never assumed (issue 27: `took` in seconds read
+    // as ms gave a p99 of 0.13 ms, `· column took in ms (assumed)`).
+    expect(() => parseCsv('ts,took\n1,0.12\n')).toThrow(
+      'line 1: column took does not say its unit (a name ending in _ms, _s, _seconds or _us would): give it, --unit s|ms|us',
+    );
+    expect(parseCsv('ts,took\n1,0.12\n', { unit: 's' }).p99).toBe(120);
     expect(parseCsv('t;took_ms;outcome\n1;5;success\n2;9;timeout\n')).toMatchObject({
       successes: 1,
       timeouts: 1,
@@ -34,7 +40,7 @@ describe('sample lists and CSV', () => {
     const d = parseCsv('latency_ms,note\n12,"first line\nsecond line"\n30,"a ""quote"", a comma"\n7,plain\n');
     expect(d).toMatchObject({ successes: 3, p99: 30 });
     expect(parseCsv('latency_ms,note\r\n5,"a\r\nb\r\n\r\nc"\r\n6,x\r\n')).toMatchObject({ successes: 2 });
-    expect(parseCsv('"latency\nms",x\n5,1\n', { column: 'latency\nms' }).successes).toBe(1);
+    expect(parseCsv('"latency\nms",x\n5,1\n', { column: 'latency\nms', unit: 'ms' }).successes).toBe(1);
     expect(() => parseCsv('latency_ms,note\n12,"never\nends\n')).toThrow('line 2: unbalanced quote');
     expect(() => parseCsv('latency_ms,note\n12,ok\nfast,"a\nb"\n')).toThrow(/^line 3: column latency_ms/);
   });
@@ -45,7 +51,7 @@ describe('sample lists and CSV', () => {
       'line 3: column latency_ms is not a latency: "fast"',
     );
     expect(() => parseCsv('x,y\n1,2\n', { column: 'z' })).toThrow(/no column named "z"/);
-    expect(parseCsv('x,y\n1,2\n', { column: 'y' }).p50).toBe(2);
+    expect(parseCsv('x,y\n1,2\n', { column: 'y', unit: 'ms' }).p50).toBe(2);
   });
 
   it('detects the format', () => {

@@ -17,8 +17,10 @@ import {
  * A CSV export (a load-test report, a log query) with a header row and a latency column, plus an
  * optional outcome/status column for the healthy-window guard. The latency column is `column` when
  * given, else the first header that names a latency; its unit comes from the name (`_ms`, `_s`,
- * `_seconds`, `_us`), else from `unit` (default ms). Comma, semicolon or tab separated; RFC 4180
- * quoting: a quoted field may hold the separator, `""` and line breaks.
+ * `_seconds`, `_us`), else from `unit`, and is never guessed: a column `took` in seconds read as ms
+ * gave a p99 of 0.13 ms and a 1 ms production timeout (issue 27), so a name without a unit and no
+ * `unit` is an error. Comma, semicolon or tab separated; RFC 4180 quoting: a quoted field may hold
+ * the separator, `""` and line breaks.
  */
 export const CSV_OPTIONS = pickOptions(SOURCE_OPTIONS, ['column', 'unit']);
 
@@ -123,9 +125,15 @@ export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistrib
   const outcomeKey = OUTCOME_KEYS.find((k) => header.includes(k));
   const outcomeCol = outcomeKey === undefined ? -1 : header.indexOf(outcomeKey);
   const named = unitOf(header[col]!);
-  const unit = named ?? options.unit ?? 'ms';
+  const unit = named ?? options.unit;
+  if (unit === undefined) {
+    throw new SourceError(
+      headerIndex + 1,
+      `column ${header[col]} does not say its unit (a name ending in _ms, _s, _seconds or _us would): give it, --unit s|ms|us (or \`unit:\` under the config's \`histogram\`)`,
+    );
+  }
   const notes = [
-    `column ${header[col]} in ${unit}${named === undefined && options.unit === undefined ? ' (assumed)' : ''}`,
+    `column ${header[col]} in ${unit}${named === undefined ? ' (as given)' : ' (from its name)'}`,
   ];
   if (outcomeKey !== undefined) notes.push(`outcome from column ${outcomeKey}`);
 

@@ -3,7 +3,7 @@ import { readOptions } from '../../options/validator.js';
 import { type CsvOptions, parseCsv } from './csv.js';
 import { type PrometheusOptions, parsePrometheus } from './prometheus.js';
 import { parseSampleList } from './samples.js';
-import { type LatencyDistribution, SOURCE_OPTIONS, type SourceFormat } from './types.js';
+import { type LatencyDistribution, SOURCE_OPTIONS, SourceError, type SourceFormat } from './types.js';
 
 export type ReadSourceOptions = OptionsOf<typeof SOURCE_OPTIONS>;
 
@@ -28,7 +28,11 @@ export function detectFormat(text: string): SourceFormat {
   return /[a-zA-Z_]/.test(first) && /[,;\t]|^[a-zA-Z_]+$/.test(first.trim()) ? 'csv' : 'samples';
 }
 
-/** Parses a latency source in any supported format; throws `SourceError` on bad input. */
+/**
+ * Parses a latency source in any supported format; throws `SourceError` on bad input, and when the
+ * unit is nowhere to be read: a histogram's or a CSV column's name without one, or a sample list, with
+ * no `unit` given.
+ */
 export function readLatencySource(text: string, options: ReadSourceOptions = {}): LatencyDistribution {
   readOptions('readLatencySource', SOURCE_OPTIONS, options);
   const format = options.format ?? detectFormat(text);
@@ -40,5 +44,13 @@ export function readLatencySource(text: string, options: ReadSourceOptions = {})
     const o: CsvOptions = { column: options.column, unit: options.unit };
     return parseCsv(text, o);
   }
-  return parseSampleList(text, options.unit ?? 'ms');
+  // A list of numbers has no name to carry its unit: it must be given, never assumed (issue 27).
+  const read = parseSampleList(text, options.unit ?? 'ms');
+  if (options.unit === undefined) {
+    throw new SourceError(
+      0,
+      `a list of ${read.count} latencies does not say its unit: give it, --unit s|ms|us (or \`unit:\` under the config's \`histogram\`)`,
+    );
+  }
+  return read;
 }

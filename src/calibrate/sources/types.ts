@@ -32,7 +32,7 @@ export const SOURCE_OPTIONS = defineOptions({
   format: option.oneOf<SourceFormat, object>(['prometheus', 'samples', 'csv']),
   /**
    * Unit of the latencies (`le` of a histogram, a CSV column, samples). Default: from the name
-   * (`_seconds` → s, `_ms` → ms, `_us` → µs), else ms.
+   * (`_seconds` → s, `_ms` → ms, `_us` → µs); a name without a unit, or a sample list, needs it.
    */
   unit: option.oneOf<LatencyUnit, object>(['s', 'ms', 'us']),
   /** Prometheus: the histogram to read (base name, without `_bucket`); required when the file holds several. */

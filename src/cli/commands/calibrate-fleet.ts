@@ -8,6 +8,7 @@ import {
   type FleetWindow,
 } from '../../calibrate/fleet.js';
 import { resolveHealthThresholds } from '../../calibrate/health.js';
+import { implausibleP99 } from '../../calibrate/kinds.js';
 import { CALIBRATE_TIMEOUT_OPTIONS } from '../../calibrate/options.js';
 import { parseDuration } from '../../calibrate/promql.js';
 import {
@@ -61,6 +62,8 @@ export interface P99Change {
   readonly dependency: string;
   readonly fromMs: number;
   readonly toMs: number;
+  /** Set when `fromMs` was never measured: the kind whose starting value it was (the key is added). */
+  readonly assumed?: string;
 }
 
 /** What `prazo calibrate --prometheus` found, as printed with `--json`. */
@@ -136,7 +139,7 @@ export function p99ToWrite(p99Ms: number, slack: number, responseMs: number): nu
 }
 
 /** Writes `text` to `path` through a temporary file and a rename: a reader never sees half a file. */
-function replaceFile(path: string, text: string): void {
+export function replaceFile(path: string, text: string): void {
   const real = realpathSync(path); // a symlinked config (a mounted ConfigMap's target) is written where it lives
   const mode = statSync(real).mode & 0o7777;
   const temporary = join(dirname(real), `.${basename(real)}.prazo-${process.pid}.tmp`);
@@ -274,21 +277,31 @@ export async function fleetCommand(flags: FleetFlags, cwd: string): Promise<Flee
   const changes: P99Change[] = [];
   for (const r of results) {
     const rec = r.recommendation;
-    if (rec === undefined || r.measured?.p99 === undefined || rec.responseMs === r.current.responseMs)
-      continue;
+    if (rec === undefined || r.measured?.p99 === undefined) continue;
     const d = config.dependencies.get(r.name)!;
+    // An assumed p99 (a `kind` only, SPEC C8) is replaced by the first measurement, even one that
+    // gives the same timeout: the file then says it was measured.
+    if (d.assumed === undefined && rec.responseMs === r.current.responseMs) continue;
+    const implausible = d.unusualP99 === true ? undefined : implausibleP99(r.measured.p99, d.kind);
+    if (implausible !== undefined) {
+      failures.push(`${r.name}: ${implausible}`); // a unit read wrong: nothing is written
+      continue;
+    }
     const slack = d.options.slack ?? CALIBRATE_TIMEOUT_OPTIONS.defaults.slack;
     changes.push({
       dependency: r.name,
       fromMs: r.current.p99Ms,
       toMs: p99ToWrite(r.measured.p99, slack, rec.responseMs),
+      ...(d.assumed === undefined ? {} : { assumed: d.assumed.kind }),
     });
   }
   let written = false;
   if (flags.write && changes.length > 0 && failures.length === 0) {
+    // A dependency declared with `kind:` only has no p99Ms yet: the key is added under its name.
     const edits: NumberEdit[] = changes.map((c) => ({
       path: ['dependencies', index.get(c.dependency)!, 'p99Ms'],
       value: c.toMs,
+      add: true,
     }));
     let updated: string;
     try {

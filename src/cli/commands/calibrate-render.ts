@@ -5,6 +5,19 @@ import type { TimeoutCalibration } from '../../calibrate/timeout.js';
 import { civilOf } from '../../retry/http-date.js';
 import type { FleetReport } from './calibrate-fleet.js';
 
+/** `--dependency` (and `--write`): the config entry the measurement is for, before and after. */
+export interface ConfigWrite {
+  readonly file: string;
+  readonly dependency: string;
+  /** Its p99Ms now (measured, or assumed from its kind). */
+  readonly fromMs: number;
+  /** The kind whose starting value it is, when it was never measured; else null. */
+  readonly assumed: string | null;
+  /** The p99Ms written, or null (no `--write`, or a refused window). */
+  readonly toMs: number | null;
+  readonly written: boolean;
+}
+
 /** What `prazo calibrate` found: printed as a table, or as this very object with `--json`. */
 export interface CalibrateReport {
   readonly source: { kind: 'p99'; p99Ms: number } | ({ kind: 'file'; file: string } & LatencyDistribution);
@@ -14,6 +27,13 @@ export interface CalibrateReport {
   readonly recommendation: TimeoutCalibration | null;
   readonly deadlineMs: number | null;
   readonly warnings: readonly string[];
+  /**
+   * The line the config needs, from a measurement: the p99 (to 0–3 decimals) that loads back into
+   * exactly the recommended response timeout. Null for a given `--p99` or a refused window.
+   */
+  readonly configLine: { readonly p99Ms: number } | null;
+  /** The `--dependency` entry, and what `--write` did to it; null without `--dependency`. */
+  readonly config: ConfigWrite | null;
 }
 
 const ms = (v: number | undefined): string => (v === undefined ? '-' : `${Math.round(v * 10) / 10} ms`);
@@ -66,6 +86,16 @@ export function renderCalibrateTable(r: CalibrateReport): string {
   if (r.warnings.length > 0) {
     out += '\nwarnings\n';
     for (const w of r.warnings) out += `  - ${w}\n`;
+  }
+  if (r.configLine !== null) {
+    const w = r.config;
+    const where =
+      w === null
+        ? 'under the dependency in prazo.config.yaml (--dependency NAME --write puts it there)'
+        : w.written
+          ? `written to ${w.file}, ${w.dependency} (was ${w.fromMs}${w.assumed === null ? '' : `, assumed from kind ${w.assumed}`})`
+          : `for ${w.dependency} in ${w.file} (now ${w.fromMs}${w.assumed === null ? '' : `, assumed from kind ${w.assumed}`}; --write puts it there)`;
+    out += `\nconfig\n  p99Ms: ${r.configLine.p99Ms}    # ${where}\n`;
   }
   return out;
 }
@@ -127,7 +157,10 @@ export function renderFleetTable(r: FleetReport): string {
     const rec = d.recommendation;
     if (rec !== undefined) {
       const change = r.changes.find((x) => x.dependency === d.name);
-      const p99 = change === undefined ? '(unchanged)' : `p99Ms ${ms(change.toMs)}`;
+      const p99 =
+        change === undefined
+          ? '(unchanged)'
+          : `p99Ms ${ms(change.toMs)}${change.assumed === undefined ? '' : ` (measured; was assumed from kind ${change.assumed})`}`;
       pairs.push([
         'recommended',
         `${p99} → response ${ms(rec.responseMs)}, connect ${ms(rec.connectMs)}, ${rec.attempts} attempt(s)`,

@@ -9,9 +9,10 @@ import { cliContext, ExitCode } from '../context.js';
 /**
  * `prazo check [file]`: validates the central config (SPEC C7) and its budgets (SPEC B1, B2), printing
  * every problem as `file:line:col: severity: key: message`, then what the file yields: each
- * dependency's calibrated timeouts and each endpoint's slices. Problems go to stderr, what the file
- * yields to stdout (`--json`: the whole report on stdout). Exit 2 on errors, 1 on warnings with
- * `--strict`, else 0.
+ * dependency's calibrated timeouts and each endpoint's slices; a p99 assumed from a `kind` (never
+ * measured, SPEC C8) is marked ASSUMED and warned about. Problems go to stderr, what the file yields
+ * to stdout (`--json`: the whole report on stdout). Exit 2 on errors, 1 on warnings with `--strict`,
+ * else 0.
  */
 export function register(program: Command): void {
   program
@@ -49,6 +50,9 @@ function summary(result: ConfigCheck) {
     dependencies: [...result.config.dependencies.values()].map((d) => ({
       name: d.options.name,
       p99Ms: d.options.p99Ms,
+      ...(d.kind === undefined ? {} : { kind: d.kind }),
+      // SPEC C8: a starting value of its kind, not a measurement.
+      p99Assumed: d.assumed !== undefined,
       ...d.calibration,
       ...(d.concurrency === undefined ? {} : { concurrency: d.concurrency }),
     })),
@@ -66,7 +70,12 @@ function render(file: string, result: ConfigCheck, counts: string): string {
     out += `${file}: ok\n\ndependencies (p99 → connect / response × attempts)\n`;
     for (const d of result.config.dependencies.values()) {
       const c = d.calibration;
-      const from = d.p99Source === 'config' ? '' : ` (from ${d.p99Source.file})`;
+      const from =
+        d.assumed !== undefined
+          ? ` ASSUMED (${d.assumed.kind}, not measured)`
+          : d.p99Source === 'config'
+            ? ''
+            : ` (from ${d.p99Source.file})`;
       out += `  ${d.options.name.padEnd(16)} p99 ${round(d.options.p99Ms)} ms${from} → ${c.connectMs} / ${c.responseMs} ms × ${c.attempts}\n`;
       if (d.concurrency !== undefined)
         out += `  ${''.padEnd(16)} ${concurrencyLine(d.concurrency, d.pool?.size)}\n`;
