@@ -6,6 +6,18 @@ import { gaugeSourceOf, type InstrumentableDependency } from './dependency.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /**
+ * The attribute that marks a configured timeout derived from an *assumed* p99 (SPEC C8): the starting
+ * value of the dependency's `kind`, never measured. Set only while it is assumed (a dependency whose
+ * p99 was measured keeps the series it always had), read from the source's `p99Assumed` (true until
+ * live calibration or a measured config replaces the assumption).
+ */
+export const P99_ASSUMED_ATTRIBUTE = 'prazo.p99.assumed';
+
+/** Whether `source` says its p99 is assumed: `p99Assumed === true` (a getter, read per collection). */
+const isAssumed = (source: object): boolean =>
+  (source as { readonly p99Assumed?: unknown }).p99Assumed === true;
+
+/**
  * The observable gauges (retry ratio, configured timeout, live p99, config generation, instances by
  * state, the throttle's refusal probability), read from the dependencies only when a reader collects (every scrape, or every export
  * interval): nothing on the request path.
@@ -20,6 +32,8 @@ export class DependencyGauges implements Disposable {
     InstrumentableDependency,
     { readonly hash: string; readonly attributes: Attributes }
   >();
+  /** The configured-timeout attributes with the assumed mark, per dependency, built once. */
+  readonly #assumed = new Map<InstrumentableDependency, { connect: Attributes; response: Attributes }>();
   readonly #callback = (result: BatchObservableResult): void => this.#observe(result);
   #disposed = false;
 
@@ -36,6 +50,7 @@ export class DependencyGauges implements Disposable {
       dispose: () => {
         this.#entries.delete(dependency);
         this.#versions.delete(dependency);
+        this.#assumed.delete(dependency);
       },
     };
   }
@@ -57,6 +72,7 @@ export class DependencyGauges implements Disposable {
     this.#disposed = true;
     this.#entries.clear();
     this.#versions.clear();
+    this.#assumed.clear();
     this.#meter.removeBatchObservableCallback(this.#callback, this.#gauges());
   }
 
@@ -72,6 +88,21 @@ export class DependencyGauges implements Disposable {
     return attributes;
   }
 
+  #assumedAttributes(
+    instrumented: InstrumentableDependency,
+    a: DependencyAttributes,
+  ): { connect: Attributes; response: Attributes } {
+    let sets = this.#assumed.get(instrumented);
+    if (sets === undefined) {
+      sets = {
+        connect: Object.freeze({ ...a.byPhase.connect, [P99_ASSUMED_ATTRIBUTE]: true }),
+        response: Object.freeze({ ...a.byPhase.response, [P99_ASSUMED_ATTRIBUTE]: true }),
+      };
+      this.#assumed.set(instrumented, sets);
+    }
+    return sets;
+  }
+
   #observe(result: BatchObservableResult): void {
     const I = this.#instruments;
     for (const [instrumented, a] of this.#entries) {
@@ -81,11 +112,13 @@ export class DependencyGauges implements Disposable {
         const ratio = dependency.budget?.state().ratio;
         if (isGaugeValue(ratio)) result.observe(I.retryRatio, ratio, a.base);
         const timeouts = dependency.timeouts;
+        // A timeout derived from an assumed p99 says so on its series (SPEC C8).
+        const phase = isAssumed(dependency) ? this.#assumedAttributes(instrumented, a) : a.byPhase;
         const connect = timeouts?.connectMs;
-        if (isGaugeValue(connect)) result.observe(I.timeoutConfigured, connect / MS_PER_S, a.byPhase.connect);
+        if (isGaugeValue(connect)) result.observe(I.timeoutConfigured, connect / MS_PER_S, phase.connect);
         const response = timeouts?.responseMs;
         if (isGaugeValue(response)) {
-          result.observe(I.timeoutConfigured, response / MS_PER_S, a.byPhase.response);
+          result.observe(I.timeoutConfigured, response / MS_PER_S, phase.response);
         }
         // No p99 until the recorder has a full window with enough samples: no point rather than a guess.
         const p99 = dependency.recorder?.quantile(0.99);

@@ -3,6 +3,7 @@ import { num, rate, sumBy } from '../calibrate/promql.js';
 import { ATTR } from '../otel/constants.js';
 import { ALERTS, RULE_DEFAULTS as R } from './constants.js';
 import {
+  type ResolvedDependency,
   type ResolvedInput,
   type RulesEndpoint,
   type RulesInput,
@@ -38,6 +39,29 @@ function sliceRule(endpoint: RulesEndpoint, naming: NamingScheme): AlertRule {
   };
 }
 
+/**
+ * A dependency whose timeouts derive from an assumed p99 (its `kind`'s starting value, SPEC C8) while
+ * it serves traffic: the drift check has nothing measured to compare with (C5), so the assumption
+ * itself is the drift to fix. It clears when the file holds a measured `p99Ms` and the rules are
+ * generated again (`prazo calibrate --write` does the first, `prazo rules` the second).
+ */
+function assumedRule(dep: ResolvedDependency, naming: NamingScheme): AlertRule {
+  const N = familyNames(naming);
+  const d = [labelName(ATTR.dependency), '=', dep.name] as const;
+  const traffic = sumBy(['job', labelName(ATTR.dependency)], rate(N.attempts, [d], R.rateWindow));
+  return {
+    alert: ALERTS.p99Assumed,
+    expr: `${traffic} > 0`,
+    for: R.assumedFor,
+    labels: { severity: 'warning', [labelName(ATTR.dependency)]: dep.name },
+    annotations: {
+      summary: `The timeouts of ${dep.name} come from an assumed p99, never measured`,
+      description: `${dep.name} is declared with a kind of call and no measured p99: its timeouts derive from the kind's starting p99 (${num(dep.assumedP99Ms!)} ms, docs/calibration.md), while it serves {{ $value | humanize }} attempts/s. Its own healthy p99 is the number to plan with (SPEC C1, C8).`,
+      runbook: `Measure ${dep.name} and write its p99 into prazo.config.yaml: prazo calibrate --prometheus URL --write (or --histogram FILE --unit ms --dependency ${dep.name} --write), then run prazo rules again.`,
+    },
+  };
+}
+
 function build(input: ResolvedInput): RuleFile {
   const groups = [];
   const deps = input.dependencies;
@@ -54,6 +78,8 @@ function build(input: ResolvedInput): RuleFile {
     );
     const throttling = rules.filter(throttle);
     if (throttling.length > 0) groups.push({ name: 'prazo-throttling', rules: throttling });
+    const assumed = deps.filter((d) => d.assumedP99Ms !== undefined).map((d) => assumedRule(d, input.naming));
+    if (assumed.length > 0) groups.push({ name: 'prazo-calibration', rules: assumed });
   }
   if (input.endpoints.length > 0) {
     groups.push({

@@ -76,6 +76,12 @@ export const RULE_DEFAULTS = Object.freeze({
   throttledFor: '2m',
   /** Refusals per second (over `rateWindow`, over the fleet) below which a share is not worth a page. */
   throttledMinPerSecond: 0.05,
+  /**
+   * A dependency whose p99 is assumed (a `kind`'s starting value, SPEC C8) and that serves traffic:
+   * its timeouts rest on a number nobody measured. Held 15 minutes, so a deploy that is measured and
+   * written back within the hour never pages; a warning, since nothing is failing yet.
+   */
+  assumedFor: '15m',
 });
 
 /** Alert names: stable, so silences and routes keep matching across regenerations. */
@@ -88,6 +94,7 @@ export const ALERTS = Object.freeze({
   sliceOverrun: 'PrazoSliceOverrun',
   instanceEjectedRepeatedly: 'PrazoInstanceEjectedRepeatedly',
   dependencyThrottled: 'PrazoDependencyThrottled',
+  p99Assumed: 'PrazoDependencyP99Assumed',
 });
 
 /** Dashboard identity: a fixed uid so re-importing replaces the dashboard instead of duplicating it. */

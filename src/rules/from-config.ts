@@ -12,20 +12,23 @@ const seriesOf = ({ baselineP99Ms: _, ...series }: PrometheusSeries & { baseline
  * A dependency given a shared budget *object* (in code, not in the file) keeps the budget defaults.
  */
 export function rulesInputFromConfig(config: Pick<PrazoConfig, 'dependencies' | 'endpoints'>): RulesInput {
-  const dependencies = [...config.dependencies.values()].map(({ options, prometheus }): RulesDependency => {
-    const budget = isRetryBudget(options.retryBudget)
-      ? undefined
-      : (options.retryBudget as RetryBudgetOptions | undefined);
-    return {
-      name: options.name,
-      maxRatio: budget?.maxRatio,
-      minPerSecond: budget?.minPerSecond,
-      hedging: options.hedge !== undefined && options.hedge !== false,
-      attempts: options.attempts,
-      throttle: options.throttle !== false,
-      ...(prometheus === undefined ? {} : { prometheus: seriesOf(prometheus) }),
-    };
-  });
+  const dependencies = [...config.dependencies.values()].map(
+    ({ options, prometheus, assumed }): RulesDependency => {
+      const budget = isRetryBudget(options.retryBudget)
+        ? undefined
+        : (options.retryBudget as RetryBudgetOptions | undefined);
+      return {
+        name: options.name,
+        maxRatio: budget?.maxRatio,
+        minPerSecond: budget?.minPerSecond,
+        hedging: options.hedge !== undefined && options.hedge !== false,
+        attempts: options.attempts,
+        throttle: options.throttle !== false,
+        ...(prometheus === undefined ? {} : { prometheus: seriesOf(prometheus) }),
+        ...(assumed === undefined ? {} : { assumedP99Ms: assumed.p99Ms }),
+      };
+    },
+  );
   const endpoints = [...config.endpoints.values()].map(({ budget }) => ({
     name: budget.endpoint,
     components: budget.components.map((c) => c.name),

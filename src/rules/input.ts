@@ -44,6 +44,12 @@ export const RULES_DEPENDENCY = defineOptions({
    * p99. Default: prazo/otel's own attempt-duration histogram of the dependency.
    */
   prometheus: option.nested(PROMETHEUS_SERIES_OPTIONS),
+  /**
+   * The p99 its timeouts derive from when it was never measured, in ms: the starting value of its
+   * `kind` (SPEC C8). Given, an alert fires while it serves traffic on that assumption. Default: none
+   * (measured); (0, 86400000].
+   */
+  assumedP99Ms: option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
 });
 
 export type RulesDependency = OptionsOf<typeof RULES_DEPENDENCY>;
@@ -91,6 +97,8 @@ export interface ResolvedDependency {
   readonly throttle: boolean;
   /** The latency histogram's series in the fleet's Prometheus, resolved under the naming scheme. */
   readonly series: FleetSeries;
+  /** Set when its p99 is assumed (a `kind`'s starting value, SPEC C8), in ms. */
+  readonly assumedP99Ms?: number | undefined;
 }
 
 export interface ResolvedInput {
