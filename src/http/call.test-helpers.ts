@@ -1,11 +1,12 @@
 import { FakeClock } from '../clock/fake.js';
-import { Deadline } from '../deadline/deadline.js';
+import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
 import { coreOf } from '../dependency/core.js';
 import { createDependency } from '../dependency/dependency.js';
 import type { PrazoError } from '../errors/base.js';
 import type { HttpAttempt } from './attempt.js';
 import type { DispatchController, DispatchHandler, DispatchOptions } from './handler.js';
-import { type CallOptions, callOn, type Route, routeHeaders } from './route.js';
+import type { CallOptions } from './request.js';
+import { callOn, type Route, routeHeaders } from './route.js';
 
 /**
  * A call driven by hand, the way undici drives a handler: the real call and attempt (executor,
@@ -72,6 +73,8 @@ export interface DrivenCallOptions {
   attempts?: number;
   call?: CallOptions;
   method?: DispatchOptions['method'];
+  /** Which deadline headers the route writes. Default: the epoch header alone. */
+  deadlineHeaders?: HeaderFormat;
 }
 
 /** Starts one call on a fake clock; `attempts` are the handlers the fake dispatcher was handed. */
@@ -96,7 +99,7 @@ export function driveCall(options: DrivenCallOptions = {}) {
         defaultDeadlineMs: 1_000,
       },
     },
-    ...routeHeaders({}),
+    ...routeHeaders(options.deadlineHeaders ?? {}),
     defaultDeadlineMs: 1_000,
     generateIdempotencyKey: false,
     managed: true,

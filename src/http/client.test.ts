@@ -279,4 +279,48 @@ describe('per-call input', () => {
     }
     expect(server.connections).toBe(0);
   });
+
+  it('refuses a misspelt per-call option on request() and fetch() with a did-you-mean, nothing sent (#25)', async () => {
+    const { server, client } = await setup(faults.ok());
+    const typo = /unknown option `(prazo\.)?deadlnie`; did you mean `deadline`\?/;
+    for (const sent of [
+      client.request('/', { deadlnie: 100 } as never),
+      client.request({ path: '/', deadlnie: 100 } as never),
+      client.fetch('/', { prazo: { deadlnie: 100 } } as never),
+      client.fetch('/', { deadlnie: 100 } as never),
+    ]) {
+      const error = await rejection(sent);
+      expect(error).toMatchObject({ code: 'INVALID_OPTIONS' });
+      expect(String(error.message)).toMatch(typo);
+    }
+    expect(await rejection(client.fetch('/', { prazo: { deadline: -1 } }))).toMatchObject({
+      code: 'INVALID_OPTIONS',
+    });
+    expect(server.connections).toBe(0);
+  });
+
+  it("takes undici's own request options, and hands them to undici (#25)", async () => {
+    const { server, client } = await setup(faults.ok());
+    const infos: number[] = [];
+    const opaque = { mine: true };
+    const res = await client.request('/', {
+      opaque,
+      onInfo: (info) => infos.push(info.statusCode),
+      reset: true,
+      blocking: false,
+      expectContinue: false,
+      deadline: 1_500,
+    });
+    await res.body.text();
+    expect(res.statusCode).toBe(200);
+    expect(res.opaque).toBe(opaque);
+    const viaFetch = await client.fetch('/', {
+      prazo: { deadline: 1_500 },
+      redirect: 'manual',
+      cache: 'no-store',
+    });
+    expect(viaFetch.status).toBe(200);
+    await viaFetch.text();
+    expect(server.seen).toHaveLength(2);
+  });
 });

@@ -10,7 +10,14 @@ import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import type { CurrentPlan } from './plan.js';
 import { createTrackedPool, type TrackedPool } from './pool.js';
-import { callOptions, callPath, checkCallOptions, type HttpRequestOptions } from './request.js';
+import {
+  callOptions,
+  callPath,
+  checkCallOptions,
+  HTTP_REQUEST_OPTIONS,
+  type HttpRequestOptions,
+  UNDICI_REQUEST_OPTIONS,
+} from './request.js';
 import { buildRoute, type CallInput, callOn } from './route.js';
 import { resolveHttpClientOptions } from './validate.js';
 
@@ -148,11 +155,13 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     },
   };
 
+  const context = `${o.name}.request`;
+
   function request(input: string | HttpRequestOptions, more?: HttpRequestOptions): Promise<HttpResponse> {
     try {
-      const call = callOptions(input, more);
+      let call = callOptions(input, more);
+      checkCallOptions(context, HTTP_REQUEST_OPTIONS, call);
       const path = callPath(input, call, o.origin);
-      checkCallOptions(call, 'request');
       const dispatched: Dispatcher.RequestOptions = {
         origin: o.origin,
         path,
@@ -165,8 +174,16 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       if (call.responseTimeoutMs !== undefined)
         dispatched.headersTimeout = call.responseTimeoutMs + BACKSTOP_MS;
       if (call.bodyTimeoutMs !== undefined) dispatched.bodyTimeout = call.bodyTimeoutMs + BACKSTOP_MS;
+      // undici's own options, as given (its request() above the call, or the pool below, reads them).
+      for (const key in call) {
+        if (Object.hasOwn(UNDICI_REQUEST_OPTIONS.specs, key)) {
+          const value = (call as Record<string, unknown>)[key];
+          if (value !== undefined) (dispatched as unknown as Record<string, unknown>)[key] = value;
+        }
+      }
       if (backstops !== undefined) backstopsOf(plan, backstops, dispatched);
-      given = call;
+      if (call.signal === null) call = { ...call, signal: undefined };
+      given = call as CallInput;
       return requestApi.call(face, dispatched);
     } catch (error) {
       return Promise.reject(error);

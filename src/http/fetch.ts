@@ -1,13 +1,14 @@
 import { pipeline, Readable, type Transform } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import zlib from 'node:zlib';
-import { Headers, Response } from 'undici';
+import { Headers, type RequestInit, Response } from 'undici';
 import type { Clock } from '../clock/clock.js';
 import { isPrazoError } from '../errors/base.js';
 import { ConnectFailedError } from '../errors/timeout.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { classifyFailure } from '../retry/classify.js';
 import type { HttpResponse } from './client.js';
-import type { HttpRequestOptions } from './request.js';
+import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS, type HttpRequestOptions } from './request.js';
 
 /**
  * A `fetch()`-compatible face on the client's `request()`, for code written against fetch. Same
@@ -22,23 +23,6 @@ import type { HttpRequestOptions } from './request.js';
  * - the URL must be on the client's origin (or a path), and `response.url` is empty.
  */
 
-/** `RequestInit` plus prazo's per-call options. */
-export interface HttpFetchInit
-  extends Pick<
-    HttpRequestOptions,
-    | 'deadline'
-    | 'idempotent'
-    | 'idempotencyKey'
-    | 'responseTimeoutMs'
-    | 'bodyTimeoutMs'
-    | 'retryResponseTimeout'
-  > {
-  readonly method?: string;
-  readonly headers?: HeadersLikeInit;
-  readonly body?: FetchBody;
-  readonly signal?: AbortSignal | null;
-}
-
 type HeadersLikeInit = Iterable<readonly [string, string]> | Readonly<Record<string, string>>;
 type FetchBody =
   | string
@@ -49,6 +33,46 @@ type FetchBody =
   | Blob
   | WebReadableStream
   | null;
+
+/** One of `RequestInit`'s own keys, typed as undici's: accepted, and without effect on a dependency's fetch. */
+const fetchOwn = <K extends keyof RequestInit>() =>
+  option.value<RequestInit[K]>("fetch's own value", () => true);
+
+/**
+ * What `fetch`'s init may hold, declared once: prazo's per-call options (beside fetch's keys, or in a
+ * `prazo` member as the interceptor takes them: `{ prazo: { deadline: 800 } }`, which wins where both
+ * give one), the keys it reads (`method`, `headers`, `body`, `signal`) and the rest of `RequestInit`
+ * (WHATWG's, and undici's `dispatcher`), accepted and ignored as a fetch on one origin does: redirects
+ * are returned, there is no cache, CORS or credentials mode, the dispatcher is the client's. Anything
+ * else is refused with a "did you mean" (`{ deadlnie: 100 }` is a typo, not a RequestInit key).
+ */
+const HTTP_FETCH_OPTIONS = defineOptions({
+  ...HTTP_CALL_OPTIONS.specs,
+  /** prazo's per-call options, as the interceptor reads them from dispatch options. */
+  prazo: option.nested(HTTP_CALL_OPTIONS),
+  /** Default `GET`; DELETE, GET, HEAD, OPTIONS, POST and PUT are upper-cased, as fetch does. */
+  method: option.value<string>('an HTTP method', (v) => typeof v === 'string'),
+  headers: option.value<HeadersLikeInit>('headers', () => true),
+  /** A stream is sent once (it cannot be replayed by a retry or a hedge). */
+  body: option.value<FetchBody>('a body', () => true),
+  /** The caller's own cancellation. */
+  signal: option.value<AbortSignal | null>('an AbortSignal', (v) => v === null || v instanceof AbortSignal),
+  cache: fetchOwn<'cache'>(),
+  credentials: fetchOwn<'credentials'>(),
+  integrity: fetchOwn<'integrity'>(),
+  keepalive: fetchOwn<'keepalive'>(),
+  mode: fetchOwn<'mode'>(),
+  redirect: fetchOwn<'redirect'>(),
+  referrer: fetchOwn<'referrer'>(),
+  referrerPolicy: fetchOwn<'referrerPolicy'>(),
+  window: fetchOwn<'window'>(),
+  duplex: fetchOwn<'duplex'>(),
+  dispatcher: fetchOwn<'dispatcher'>(),
+  priority: option.value<string>("fetch's own value", () => true),
+});
+
+/** `RequestInit` plus prazo's per-call options (`{ deadline }`, or `{ prazo: { deadline } }`). */
+export type HttpFetchInit = OptionsOf<typeof HTTP_FETCH_OPTIONS>;
 
 /** What `fetch` accepts as input: a path, a URL, or a Request-like object (`url`, `method`, ...). */
 export type HttpFetchInput =
@@ -133,6 +157,8 @@ function toResponse(res: HttpResponse, method: string): Response {
 
 const ignore = (): void => {};
 
+const EMPTY: CallOptions = Object.freeze({});
+
 /** fetch upper-cases these six methods only (Fetch standard, "normalize a method"). */
 const NORMALIZED = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
 const normalizeMethod = (method: string): string => {
@@ -150,8 +176,10 @@ function typedConnectFailure(error: unknown, dependency: string, elapsedMs: numb
 
 /** Builds the client's `fetch` on top of its `request`. */
 export function createFetch(request: Request, dependency: string, clock: Clock): HttpFetch {
+  const context = `${dependency}.fetch`;
   return async (input, init = {}) => {
     const started = clock.now();
+    checkCallOptions(context, HTTP_FETCH_OPTIONS, init);
     const isObject = typeof input === 'object' && !(input instanceof URL);
     const url = isObject ? input.url : String(input);
     const method = normalizeMethod(init.method ?? (isObject ? input.method : undefined) ?? 'GET');
@@ -160,6 +188,7 @@ export function createFetch(request: Request, dependency: string, clock: Clock):
     );
     const body = await toBody(init.body ?? (isObject ? input.body : undefined), headers);
     const signal = init.signal ?? (isObject ? input.signal : undefined) ?? undefined;
+    const own = init.prazo ?? EMPTY;
     let res: HttpResponse;
     try {
       res = await request(url, {
@@ -167,12 +196,12 @@ export function createFetch(request: Request, dependency: string, clock: Clock):
         headers,
         body,
         signal,
-        deadline: init.deadline,
-        idempotent: init.idempotent,
-        idempotencyKey: init.idempotencyKey,
-        responseTimeoutMs: init.responseTimeoutMs,
-        bodyTimeoutMs: init.bodyTimeoutMs,
-        retryResponseTimeout: init.retryResponseTimeout,
+        deadline: own.deadline ?? init.deadline,
+        idempotent: own.idempotent ?? init.idempotent,
+        idempotencyKey: own.idempotencyKey ?? init.idempotencyKey,
+        responseTimeoutMs: own.responseTimeoutMs ?? init.responseTimeoutMs,
+        bodyTimeoutMs: own.bodyTimeoutMs ?? init.bodyTimeoutMs,
+        retryResponseTimeout: own.retryResponseTimeout ?? init.retryResponseTimeout,
       });
     } catch (error) {
       throw typedConnectFailure(error, dependency, clock.now() - started);

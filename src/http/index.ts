@@ -20,7 +20,6 @@ export type {
   InterceptorOptions,
   ResolvedHttpClientOptions,
 } from './options.js';
-export type { HttpRequestOptions } from './request.js';
-export type { CallOptions } from './route.js';
+export type { CallOptions, HttpRequestOptions } from './request.js';
 export { statusOutcome } from './status.js';
 export type {} from './undici-augment.js';

@@ -241,7 +241,12 @@ describe('undici.request through agent.compose(interceptor(...))', () => {
   it('rejects an unknown per-call option and a bad value, before any socket', async () => {
     const { dispatcher } = await setup(faults.ok());
     const bad = (prazo: object) => request(`${server.origin}/`, { dispatcher, prazo } as never);
-    await expect(bad({ dedline: 100 })).rejects.toThrow(/unknown per-call option `dedline`/);
+    await expect(bad({ dedline: 100 })).rejects.toThrow(
+      /unknown option `dedline`; did you mean `deadline`\?/,
+    );
+    await expect(bad({ deadlnie: 100 })).rejects.toThrow(
+      /unknown option `deadlnie`; did you mean `deadline`\?/,
+    );
     await expect(bad({ deadline: -1 })).rejects.toBeInstanceOf(InvalidOptionsError);
     expect(server.connections).toBe(0);
   });

@@ -14,10 +14,9 @@ import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
 import type { CurrentPlan } from './plan.js';
-import { checkCallOptions } from './request.js';
+import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS } from './request.js';
 import {
   buildRoute,
-  type CallOptions,
   callOn,
   fail,
   passThroughPlan,
@@ -86,16 +85,6 @@ interface Managed {
   readonly plan: CurrentPlan;
   readonly origin: string;
 }
-
-/** Per-call keys of `{ prazo: {...} }`. */
-const CALL_KEYS = new Set<string>([
-  'deadline',
-  'idempotent',
-  'idempotencyKey',
-  'responseTimeoutMs',
-  'bodyTimeoutMs',
-  'retryResponseTimeout',
-]);
 
 /** `http(s)://host:port` of an origin as undici passes it (a string or a URL), or undefined. */
 function originOf(value: unknown): string | undefined {
@@ -310,16 +299,8 @@ function callOptionsOf(given: unknown): CallOptions | Error {
   if (given === null || typeof given !== 'object') {
     return new InvalidOptionsError('prazo', ['`prazo` (per-call options) must be an object']);
   }
-  const unknown = Object.keys(given).filter((key) => !CALL_KEYS.has(key));
-  if (unknown.length > 0) {
-    const known = [...CALL_KEYS].join(', ');
-    return new InvalidOptionsError(
-      'prazo',
-      unknown.map((key) => `unknown per-call option \`${key}\` (known: ${known})`),
-    );
-  }
   try {
-    checkCallOptions(given as CallOptions, 'prazo');
+    checkCallOptions('prazo', HTTP_CALL_OPTIONS, given);
   } catch (error) {
     return error as Error;
   }

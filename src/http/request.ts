@@ -1,72 +1,168 @@
 import type { Dispatcher } from 'undici';
-import { Deadline } from '../deadline/deadline.js';
+import { EXECUTE_OPTIONS } from '../dependency/options.js';
 import { InvalidOptionsError } from '../errors/options.js';
-import { isValidIdempotencyKey } from '../retry/idempotency.js';
+import {
+  type AnySpec,
+  defineOptions,
+  isOptionsObject,
+  type OptionsOf,
+  type OptionsSchema,
+  option,
+  type Specs,
+} from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { RequestHeaders } from './headers.js';
-import type { CallOptions } from './route.js';
+
+/** A per-call timeout: (0, 2^31-1] ms. */
+const callMs = () => option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: HTTP_LIMITS.maxMs });
+
+/**
+ * prazo's per-call options, the one declaration every HTTP entry reads them with (#25):
+ * `client.request(path, { ... })`, `client.fetch(url, { prazo: { ... } })` and the interceptor's
+ * `{ prazo: { ... } }` in the dispatch options. A misspelt key is refused with a "did you mean" on
+ * each of them, before any socket; the values are checked against the same specs.
+ */
+export const HTTP_CALL_OPTIONS = defineOptions({
+  /**
+   * This call's deadline: a {@link Deadline}, or ms from now ([0, 2^31-1]). Never later than the
+   * ambient deadline (a callee cannot extend its caller). Default: the ambient one, else the route's
+   * default.
+   */
+  deadline: EXECUTE_OPTIONS.specs.deadline,
+  /**
+   * Whether the request may be sent more than once (SPEC R5). Default: its method is idempotent
+   * (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) or it carries an idempotency key. A body that is a
+   * stream is sent once whatever this says.
+   */
+  idempotent: option.optional(EXECUTE_OPTIONS.specs.idempotent),
+  /**
+   * The idempotency key this request carries end to end (SPEC R5), or `true` to generate one. Every
+   * retry and hedge of the call carries the same key. 1 to 255 visible ASCII characters.
+   */
+  idempotencyKey: EXECUTE_OPTIONS.specs.idempotencyKey,
+  /** Tightens the response timeout for this call (the attempt timeout stays the ceiling), in ms. */
+  responseTimeoutMs: callMs(),
+  /** Overrides the body timeout for this call, in ms. */
+  bodyTimeoutMs: callMs(),
+  /** Retry this call's response timeouts (idempotent calls only; SPEC R4). Default: the route's. */
+  retryResponseTimeout: EXECUTE_OPTIONS.specs.retryResponseTimeout,
+});
+
+/** Per-call choices a caller passes along (`{ prazo: { ... } }` in dispatch options, or `request()`'s). */
+export type CallOptions = OptionsOf<typeof HTTP_CALL_OPTIONS>;
+
+/** A value undici checks itself: prazo passes it on as given. */
+const undici = <T>() => option.value<T>("undici's own value", () => true);
+
+/**
+ * undici's request options that `client.request()` hands to undici as given: undici reads and checks
+ * them (its `request()` above the call, or the pool below it). Its `origin` (the client's own),
+ * `upgrade`, `throwOnError` and `maxRedirections` (which undici 7's `request()` refuses) are not
+ * among them.
+ */
+export const UNDICI_REQUEST_OPTIONS = defineOptions({
+  /** undici's `opaque`: handed back on the response. */
+  opaque: undici<unknown>(),
+  /** undici's `onInfo`: each informational (1xx) response. */
+  onInfo: undici<Dispatcher.RequestOptions['onInfo']>(),
+  /** undici's `responseHeaders`: `'raw'` for the headers as a flat list. */
+  responseHeaders: undici<Dispatcher.RequestOptions['responseHeaders']>(),
+  /**
+   * undici's own head timer, in ms: a backstop only (prazo's is `responseTimeoutMs`, bounded by the
+   * attempt and the deadline). Default: a second past prazo's.
+   */
+  headersTimeout: undici<number | null>(),
+  /** undici's own body timer, in ms: a backstop only (prazo's is `bodyTimeoutMs`). Default: past prazo's. */
+  bodyTimeout: undici<number | null>(),
+  /** undici's `reset`: close the connection after this request. */
+  reset: undici<boolean>(),
+  /** undici's `blocking`: no other request on the connection until this one's head arrives. */
+  blocking: undici<boolean>(),
+  /** undici's `expectContinue`: send `expect: 100-continue` and wait for it. */
+  expectContinue: undici<boolean>(),
+  /** undici's `typeOfService` (the socket's IP TOS byte), where undici supports it. */
+  typeOfService: undici<number | null>(),
+});
+
+/**
+ * The options of `client.request()`, declared once: prazo's per-call ones ({@link HTTP_CALL_OPTIONS}),
+ * the undici request options the client reads itself, and the rest of undici's
+ * ({@link UNDICI_REQUEST_OPTIONS}), handed on as given. Anything else is refused with a "did you mean".
+ */
+export const HTTP_REQUEST_OPTIONS = defineOptions({
+  ...HTTP_CALL_OPTIONS.specs,
+  /** Path (and query) on the origin, e.g. `/users/7?full=1`, or a URL on it. Default `/`. */
+  path: option.value<string>("a path or a URL on the client's origin", (v) => typeof v === 'string'),
+  /** Default `GET`. */
+  method: undici<Dispatcher.HttpMethod>(),
+  /** The request's headers (a record, flat pairs or an iterable of pairs). */
+  headers: undici<RequestHeaders>(),
+  /** A stream body is sent once (it cannot be replayed by a retry or a hedge). */
+  body: undici<Dispatcher.DispatchOptions['body']>(),
+  /** Query parameters appended to the path (undici's `query`). */
+  query: undici<Record<string, unknown>>(),
+  /** The caller's own cancellation: the call rejects with the signal's reason. `null`: none. */
+  signal: option.value<AbortSignal | null>('an AbortSignal', (v) => v === null || v instanceof AbortSignal),
+  /** undici's `highWaterMark` of the response body stream. */
+  highWaterMark: undici<number>(),
+  ...UNDICI_REQUEST_OPTIONS.specs,
+});
 
 /** Per-call options of `request()` (undici.request's, plus prazo's {@link CallOptions}). All optional. */
-export interface HttpRequestOptions extends CallOptions {
-  /** Path (and query) on the origin, e.g. `/users/7?full=1`. Default `/`. */
-  readonly path?: string;
-  /** Default `GET`. */
-  readonly method?: Dispatcher.HttpMethod;
-  readonly headers?: RequestHeaders;
-  /** A stream body is sent once (it cannot be replayed by a retry or a hedge). */
-  readonly body?: Dispatcher.DispatchOptions['body'];
-  /** Query parameters appended to the path (undici's `query`). */
-  readonly query?: Record<string, unknown>;
-  /** The caller's own cancellation: the call rejects with the signal's reason. */
-  readonly signal?: AbortSignal;
-  /** undici's `highWaterMark` of the response body stream. */
-  readonly highWaterMark?: number;
+export type HttpRequestOptions = OptionsOf<typeof HTTP_REQUEST_OPTIONS>;
+
+/**
+ * Whether `value` passes `spec` (given, not undefined): the same rules as the validator's, for the
+ * kinds per-call options use, without allocating. A nested spec passes when its object does.
+ */
+function accepts(spec: AnySpec, value: unknown): boolean {
+  switch (spec.kind) {
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'number':
+      return (
+        typeof value === 'number' &&
+        Number.isFinite(value) &&
+        (spec.integer !== true || Number.isInteger(value)) &&
+        (spec.min === undefined || (spec.exclusiveMin ? value > spec.min : value >= spec.min)) &&
+        (spec.max === undefined || value <= spec.max)
+      );
+    case 'value':
+      return spec.value!.test(value);
+    case 'nested':
+      return isOptionsObject(value) && clean(spec.schema!, value);
+    default:
+      return false; // read in full by the validator
+  }
 }
 
-const msProblem = (name: string, value: unknown): string | undefined =>
-  value === undefined ||
-  (typeof value === 'number' && value > 0 && value <= HTTP_LIMITS.maxMs && Number.isFinite(value))
-    ? undefined
-    : `\`${name}\` must be a finite number in (0, ${HTTP_LIMITS.maxMs}], got ${String(value)}`;
+/** True when every key of `raw` is declared by `schema` and every value given passes its spec. */
+function clean(schema: OptionsSchema<Specs>, raw: Record<string, unknown>): boolean {
+  const specs = schema.specs;
+  for (const key in raw) {
+    if (!Object.hasOwn(specs, key)) return false;
+    const value = raw[key];
+    if (value !== undefined && !accepts(specs[key]!, value)) return false;
+  }
+  return true;
+}
 
-const booleanProblem = (name: string, value: unknown): string | undefined =>
-  value === undefined || typeof value === 'boolean' ? undefined : `\`${name}\` must be a boolean`;
-
-/** Checks prazo's per-call options (cheap: only what was given). Throws one InvalidOptionsError. */
-export function checkCallOptions(options: CallOptions, where: string): void {
-  const { deadline, responseTimeoutMs, bodyTimeoutMs, idempotencyKey, idempotent, retryResponseTimeout } =
-    options;
-  if (
-    deadline === undefined &&
-    responseTimeoutMs === undefined &&
-    bodyTimeoutMs === undefined &&
-    idempotencyKey === undefined &&
-    idempotent === undefined &&
-    retryResponseTimeout === undefined
-  ) {
-    return;
-  }
-  const problems: string[] = [];
-  const add = (p: string | undefined): void => {
-    if (p !== undefined) problems.push(p);
-  };
-  if (typeof deadline === 'number') {
-    if (!(deadline >= 0 && deadline <= HTTP_LIMITS.maxMs)) {
-      problems.push(
-        `\`deadline\` in ms must be a finite number in [0, ${HTTP_LIMITS.maxMs}], got ${deadline}`,
-      );
-    }
-  } else if (deadline !== undefined && !(deadline instanceof Deadline)) {
-    problems.push('`deadline` must be a Deadline or a number of ms from now');
-  }
-  add(msProblem('responseTimeoutMs', responseTimeoutMs));
-  add(msProblem('bodyTimeoutMs', bodyTimeoutMs));
-  add(booleanProblem('idempotent', idempotent));
-  add(booleanProblem('retryResponseTimeout', retryResponseTimeout));
-  if (idempotencyKey !== undefined && idempotencyKey !== true && !isValidIdempotencyKey(idempotencyKey)) {
-    problems.push('`idempotencyKey` must be true or 1 to 255 visible ASCII characters');
-  }
-  if (problems.length > 0) throw new InvalidOptionsError(where, problems);
+/**
+ * Checks per-call options against their declaration (`HTTP_CALL_OPTIONS`, or an entry's schema that
+ * spreads it) on the hot path: one loop over the given keys that allocates nothing while every key is
+ * declared and every value passes; otherwise the validator reads the whole object and throws one
+ * `InvalidOptionsError` listing every problem (an unknown key with its "did you mean"). As
+ * `checkOptionKeys` does for `dependency.execute`, with the values checked too.
+ */
+export function checkCallOptions<S extends Specs>(
+  context: string,
+  schema: OptionsSchema<S>,
+  raw: unknown,
+): void {
+  if (raw === undefined) return;
+  if (isOptionsObject(raw) && clean(schema as unknown as OptionsSchema<Specs>, raw)) return;
+  readOptions(context, schema, raw);
 }
 
 /** The options of `request(path | options, options?)`. */

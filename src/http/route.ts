@@ -14,6 +14,7 @@ import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './head
 import { isReplayableBody } from './idempotency.js';
 import { RouteInstances, type Target } from './instances.js';
 import { CurrentPlan } from './plan.js';
+import type { CallOptions } from './request.js';
 import type { ResolvedRoute } from './validate.js';
 
 /**
@@ -39,32 +40,6 @@ export interface Route {
   readonly managed: boolean;
   /** The dependency's instances, when it is several (SPEC X5): each attempt is sent to one of them. */
   readonly instances: RouteInstances | undefined;
-}
-
-/** Per-call choices a caller passes along (`{ prazo: { ... } }` in dispatch options, or `request()`'s). */
-export interface CallOptions {
-  /**
-   * This call's deadline: a {@link Deadline}, or ms from now. Never later than the ambient deadline
-   * (a callee cannot extend its caller). Default: the ambient one, else the route's default.
-   */
-  readonly deadline?: Deadline | number;
-  /**
-   * Whether the request may be sent more than once (SPEC R5). Default: its method is idempotent
-   * (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) or it carries an idempotency key. A body that is a
-   * stream is sent once whatever this says.
-   */
-  readonly idempotent?: boolean;
-  /**
-   * The idempotency key this request carries end to end (SPEC R5), or `true` to generate one. Every
-   * retry and hedge of the call carries the same key.
-   */
-  readonly idempotencyKey?: string | true;
-  /** Tightens the response timeout for this call (the attempt timeout stays the ceiling), in ms. */
-  readonly responseTimeoutMs?: number;
-  /** Overrides the body timeout for this call, in ms. */
-  readonly bodyTimeoutMs?: number;
-  /** Retry this call's response timeouts (idempotent calls only; SPEC R4). Default: the route's. */
-  readonly retryResponseTimeout?: boolean;
 }
 
 /** What a call is started with: the per-call options, and the caller's signal when prazo holds it. */

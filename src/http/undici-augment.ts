@@ -1,4 +1,4 @@
-import type { CallOptions } from './route.js';
+import type { CallOptions } from './request.js';
 
 /**
  * Types the per-call options of prazo's interceptor where undici users write them (#26): every
