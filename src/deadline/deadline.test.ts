@@ -1,10 +1,11 @@
 import { getEventListeners } from 'node:events';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { FakeClock } from '../clock/fake.js';
 import { systemClock } from '../clock/system.js';
 import { isDeadlineExceeded } from '../errors/guards.js';
-import { Deadline } from './deadline.js';
+import { Deadline, writeDeadlineHeaders } from './deadline.js';
 
 const EPOCH = 1_700_000_000_000;
 
@@ -194,3 +195,57 @@ describe('Deadline', () => {
     });
   });
 });
+
+describe('writeDeadlineHeaders: the one writer of every outgoing form (#25)', () => {
+  const all = { grpcTimeout: true, envoy: true } as const;
+
+  it('never says "no time" or "no limit" for a finite limit, and writes nothing for an endless one', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.double({ min: -1e6, max: 5, noNaN: true }),
+          fc.double({ min: 0, max: 1e12, noNaN: true }),
+          fc.constantFrom(0, -0, Number.MIN_VALUE, 0.999, 1, Number.POSITIVE_INFINITY, Number.NaN),
+        ),
+        (leftMs) => {
+          const pairs: string[] = [];
+          const record: Record<string, string> = {};
+          writeDeadlineHeaders(pairs, all, leftMs, EPOCH);
+          writeDeadlineHeaders(record, all, leftMs, EPOCH);
+          expect(Object.fromEntries(fromPairs(pairs))).toEqual(record);
+          if (!(leftMs < Number.POSITIVE_INFINITY)) {
+            expect(pairs).toEqual([]);
+            return;
+          }
+          expect(Number(record['x-envoy-expected-rq-timeout-ms'])).toBeGreaterThanOrEqual(1);
+          expect(record['x-envoy-expected-rq-timeout-ms']).toMatch(/^[1-9]\d*$/);
+          expect(record['grpc-timeout']).toMatch(/^[1-9]\d{0,7}[HMSmun]$/);
+          expect(record['x-deadline-epoch-ms']).toMatch(/^\d+$/);
+        },
+      ),
+    );
+  });
+
+  it('writes the absolute and the relative forms apart, as prazo/http does (dispatch, then write)', () => {
+    const both: string[] = [];
+    writeDeadlineHeaders(both, all, 0.4, EPOCH, 'absolute');
+    writeDeadlineHeaders(both, all, 0.4, EPOCH, 'relative');
+    const once: string[] = [];
+    writeDeadlineHeaders(once, all, 0.4, EPOCH);
+    expect(both).toEqual(once);
+    expect(once).toEqual([
+      'x-deadline-epoch-ms',
+      String(EPOCH),
+      'grpc-timeout',
+      '400u',
+      'x-envoy-expected-rq-timeout-ms',
+      '1',
+    ]);
+  });
+});
+
+function fromPairs(pairs: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < pairs.length; i += 2) out.push([pairs[i]!, pairs[i + 1]!]);
+  return out;
+}

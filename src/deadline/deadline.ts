@@ -32,12 +32,59 @@ export const HEADER_FORMAT_OPTIONS = defineOptions({
 
 export type HeaderFormat = OptionsOf<typeof HEADER_FORMAT_OPTIONS>;
 
+const hasDeadlineMethods = option.hasMethods('remainingMs', 'remainingMsAt', 'epochMs', 'min', 'toHeaders');
+
 /**
  * True for a {@link Deadline}, also one made by another installed copy of prazo (read through its
  * methods, never by `instanceof`).
  */
 export function isDeadline(value: unknown): value is Deadline {
-  return option.hasMethods('remainingMs', 'remainingMsAt', 'epochMs', 'min', 'toHeaders')(value);
+  return hasDeadlineMethods(value);
+}
+
+/** Which of a format's headers one write covers: all, the absolute one, or the relative ones. */
+export type DeadlineHeaderForms = 'all' | 'absolute' | 'relative';
+
+/**
+ * The one writer of outgoing deadline headers (SPEC D1, D5): every form, for every integration —
+ * {@link Deadline.toHeaders}, and prazo/http, which writes the absolute header when it dispatches an
+ * attempt and the relative ones when the request is written. It writes the headers `format` asks for,
+ * of a limit `leftMs` from now whose wall-clock instant is `epochNow + leftMs`, into `out`: a record,
+ * or undici's flat `[name, value, ...]` list. The rules live here alone, so no two forms disagree:
+ *
+ * - the absolute `x-deadline-epoch-ms` (or `format.epochMs`'s name) is whole epoch ms, rounded down;
+ * - `grpc-timeout` is never `0m`, which says "expired" (`formatGrpcTimeout`: `1n` at the least);
+ * - `x-envoy-expected-rq-timeout-ms` is whole ms, never below 1: Envoy reads 0 as "no timeout" (its
+ *   own router writes 1);
+ * - an endless limit (`Infinity`, or NaN) writes **nothing**: there is no limit to carry, and the next
+ *   hop treats the request as one without a deadline (its own default and cap apply);
+ * - a finite limit further away than a timer can hold (2^31-1 ms, about 24.8 days) is written as that
+ *   far: still a limit, never `Infinity` or an exponent.
+ */
+export function writeDeadlineHeaders(
+  out: Record<string, string> | string[],
+  format: HeaderFormat,
+  leftMs: number,
+  epochNow: number,
+  forms: DeadlineHeaderForms = 'all',
+): void {
+  if (!(leftMs < Number.POSITIVE_INFINITY)) return;
+  const ahead = leftMs > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : leftMs;
+  if (forms !== 'relative') {
+    const name = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
+    if (name) put(out, name, String(Math.floor(epochNow + ahead)));
+  }
+  if (forms === 'absolute') return;
+  const relative = ahead > 0 ? ahead : 0;
+  if (format.grpcTimeout) put(out, DeadlineHeaders.grpcTimeout, formatGrpcTimeout(relative));
+  if (format.envoy) {
+    put(out, DeadlineHeaders.envoyExpected, relative >= 1 ? String(Math.floor(relative)) : '1');
+  }
+}
+
+function put(out: Record<string, string> | string[], name: string, value: string): void {
+  if (Array.isArray(out)) out.push(name, value);
+  else out[name] = value;
 }
 
 /**
@@ -158,26 +205,14 @@ export class Deadline {
   /**
    * The outgoing header(s) that carry this deadline on (SPEC D1, D5), from one reading of the clock:
    * the absolute `x-deadline-epoch-ms` (or the name `format.epochMs` gives) and, on request, the
-   * relative `grpc-timeout` (see `formatGrpcTimeout`: never `0m`) and `x-envoy-expected-rq-timeout-ms`
-   * (whole ms, never below 1: Envoy reads 0 as "no timeout", its own router writes 1).
-   *
-   * An endless deadline (`Deadline.after(Infinity)`) sends **no header**: there is no limit to carry,
-   * and the next hop treats the request as one without a deadline (its own default and cap apply).
-   * A finite deadline further away than a timer can hold (2^31-1 ms, about 24.8 days) is written as
-   * that far: still a limit, never `Infinity` or an exponent.
+   * relative `grpc-timeout` (never `0m`) and `x-envoy-expected-rq-timeout-ms` (whole ms, never below
+   * 1), written by {@link writeDeadlineHeaders}. An endless deadline (`Deadline.after(Infinity)`)
+   * sends **no header**; one further away than a timer can hold is written as that far.
    */
   toHeaders(format: HeaderFormat = {}): Record<string, string> {
     const headers: Record<string, string> = {};
     const left = this.at - this.clock.now();
-    if (!(left < Number.POSITIVE_INFINITY)) return headers;
-    const ahead = left > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : left;
-    const relative = ahead > 0 ? ahead : 0;
-    const epochName = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
-    if (epochName) headers[epochName] = String(Math.floor(this.clock.epochNow() + ahead));
-    if (format.grpcTimeout) headers[DeadlineHeaders.grpcTimeout] = formatGrpcTimeout(relative);
-    if (format.envoy) {
-      headers[DeadlineHeaders.envoyExpected] = String(relative >= 1 ? Math.floor(relative) : 1);
-    }
+    if (left < Number.POSITIVE_INFINITY) writeDeadlineHeaders(headers, format, left, this.clock.epochNow());
     return headers;
   }
 

@@ -198,3 +198,52 @@ describe('HttpCall: what the caller sees of several attempts', () => {
     expect(handler.events).toEqual(['headers 503', 'data', 'complete']);
   });
 });
+
+describe('deadline headers out: one writer for every form (SPEC D1, D5; #25)', () => {
+  /** The headers one attempt hands undici, read as undici reads them (an iterable of pairs, or flat). */
+  const written = (headers: unknown): Record<string, string> => {
+    const out: Record<string, string> = {};
+    if (Array.isArray(headers))
+      for (let i = 0; i + 1 < headers.length; i += 2) out[headers[i]] = headers[i + 1];
+    else for (const [name, value] of headers as Iterable<[string, string]>) out[name] = value;
+    return out;
+  };
+
+  it('never writes a zero timeout: with under 1 ms left, every form still says some time is left', () => {
+    for (const leftMs of [0.9, 0.5, 0.01]) {
+      const { clock, dispatched } = driveCall({
+        deadlineMs: 10,
+        deadlineHeaders: { grpcTimeout: true, envoy: true },
+      });
+      const endEpoch = clock.epochNow() + 10;
+      clock.advance(10 - leftMs); // the request waited for a connection: written with < 1 ms left
+      const headers = written(dispatched[0]!.headers);
+      // Envoy reads 0 as "no timeout": its own router writes 1 for less than a millisecond.
+      expect(headers['x-envoy-expected-rq-timeout-ms'], `${leftMs} ms left`).toBe('1');
+      expect(headers['grpc-timeout'], `${leftMs} ms left`).not.toMatch(/^0[HMSmun]$/);
+      expect(headers['grpc-timeout']).toMatch(/^[1-9]\d*[un]$/);
+      expect(Number(headers['x-deadline-epoch-ms'])).toBe(Math.floor(endEpoch));
+    }
+  });
+
+  it('writes the same values as Deadline.toHeaders for the same limit and instant', () => {
+    for (const deadlineMs of [10, 250, 1_000]) {
+      const { clock, dispatched, deadline } = driveCall({
+        deadlineMs,
+        deadlineHeaders: { epochMs: 'x-my-deadline', grpcTimeout: true, envoy: true },
+      });
+      clock.advance(deadlineMs / 3);
+      expect(written(dispatched[0]!.headers)).toEqual(
+        deadline.toHeaders({ epochMs: 'x-my-deadline', grpcTimeout: true, envoy: true }),
+      );
+    }
+  });
+
+  it('writes no deadline header for an endless deadline (as Deadline.toHeaders), never "Infinity"', () => {
+    const { dispatched } = driveCall({
+      deadlineMs: Number.POSITIVE_INFINITY,
+      deadlineHeaders: { grpcTimeout: true, envoy: true },
+    });
+    expect(written(dispatched[0]!.headers)).toEqual({});
+  });
+});

@@ -1,7 +1,5 @@
 import type { InstanceVerdict } from '../balance/instances.js';
-import { DeadlineHeaders } from '../deadline/constants.js';
-import type { Deadline } from '../deadline/deadline.js';
-import { formatGrpcTimeout } from '../deadline/parse.js';
+import { type Deadline, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { DependencyCore } from '../dependency/core.js';
 import { Execution } from '../dependency/execution.js';
 import type { AttemptKind, ResultVerdict } from '../dependency/types.js';
@@ -288,13 +286,25 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     }
   }
 
-  /** The caller's headers, then this attempt's deadline (and the idempotency key) (SPEC D1, D5, R5). */
+  /**
+   * The caller's headers, then this attempt's deadline (and the idempotency key) (SPEC D1, D5, R5).
+   * The deadline is the attempt's own limit (the earlier of the call's deadline and the attempt's
+   * end), written by the deadline's one writer: the absolute header now, the relative ones when the
+   * request is written (see `written.ts`).
+   */
   #headersOf(attempt: HttpAttempt): string[] | WrittenHeaders {
     // The first attempt extends the caller's list; later ones (retries, hedge) copy its base.
     const own = attempt.attempt === 1 ? this.#base : this.#base.slice(0, this.#baseLength);
     const route = this.route;
     if (route.epochHeader !== undefined) {
-      own.push(route.epochHeader, String(Math.floor(attempt.limitAt + this.#epochOffset)));
+      const started = attempt.started;
+      writeDeadlineHeaders(
+        own,
+        route.headerFormat,
+        attempt.limitAt - started,
+        started + this.#epochOffset,
+        'absolute',
+      );
     }
     if (this.idempotencyKey !== undefined) own.push(IDEMPOTENCY_KEY_HEADER, this.idempotencyKey);
     return route.relative ? new WrittenHeaders(own, attempt) : own;
@@ -302,12 +312,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 
   /** `grpc-timeout` / `x-envoy-expected-rq-timeout-ms` for `attempt` at `now` (flat pairs). */
   relativeHeaders(attempt: HttpAttempt, now: number): readonly string[] {
-    const left = attempt.limitAt - now;
-    const remainingMs = left > 0 ? left : 0;
-    const format = this.route.headerFormat;
     const out: string[] = [];
-    if (format.grpcTimeout) out.push(DeadlineHeaders.grpcTimeout, formatGrpcTimeout(remainingMs));
-    if (format.envoy) out.push(DeadlineHeaders.envoyExpected, String(Math.floor(remainingMs)));
+    writeDeadlineHeaders(out, this.route.headerFormat, attempt.limitAt - now, 0, 'relative');
     return out;
   }
 
