@@ -230,6 +230,46 @@ describe('prazo calibrate --prometheus', () => {
     expect((await runCli(['check', 'prazo.config.yaml'], dir)).code).toBe(0);
   });
 
+  it('--write fills in a missing p99Ms: an entry declared with kind only gets its measured p99 (#27)', async () => {
+    const p = await fakePrometheus(() => Array(6).fill(healthy));
+    const config = [
+      'dependencies:',
+      '  - name: inventory # new: not measured yet',
+      '    kind: same-zone-service',
+      '    histogram: { prometheus: {} }',
+      '',
+    ].join('\n');
+    // Before: `needs p99Ms: histogram.prometheus says where the fleet measures it ...`, exit 2,
+    // refused before anything was measured. Without a kind it still cannot load (nothing to plan
+    // with until measured), and says how to get one.
+    const dir = dirWith({ 'prazo.config.yaml': config.replace('    kind: same-zone-service\n', '') });
+    const bare = await runCli(fleet(p.url, '--write'), dir);
+    expect(bare.code).toBe(2);
+    expect(bare.err).toContain('(until then, `kind` gives a starting value)');
+    writeFileSync(join(dir, 'prazo.config.yaml'), config);
+    const r = await runCli(fleet(p.url, '--write'), dir);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('p99Ms 95 ms (measured; was assumed from kind same-zone-service)');
+    expect(readFileSync(join(dir, 'prazo.config.yaml'), 'utf8')).toBe(
+      config.replace('    kind:', '    p99Ms: 95\n    kind:'),
+    );
+    const check = await runCli(['check', 'prazo.config.yaml'], dir);
+    expect([check.code, check.err]).toEqual([0, '']);
+  });
+
+  it('--write refuses a measured p99 no network call has (a unit read wrong), and writes nothing', async () => {
+    // le in ms read as seconds by a wrong `unit`: the fleet p99 comes out 0.095 ms.
+    const p = await fakePrometheus(() => Array(6).fill(healthy));
+    const dir = dirWith({
+      'prazo.config.yaml': CONFIG.replace('{ prometheus: {} }', '{ prometheus: { unit: ms } }'),
+    });
+    const r = await runCli(fleet(p.url, '--write'), dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('prazo calibrate: supplier: p99 0.095 ms is below 1 ms');
+    expect(readFileSync(join(dir, 'prazo.config.yaml'), 'utf8')).toContain('p99Ms: 95\n');
+  });
+
   it('sends the bearer token or basic auth from their files', async () => {
     const p = await fakePrometheus(() => Array(6).fill(healthy));
     const dir = dirWith({ 'prazo.config.yaml': CONFIG, token: 's3cret\n', basic: 'ops:pa:ss\n' });
