@@ -2,8 +2,9 @@
  * `prazo/calibrate`: where the numbers come from (SPEC C1, C4-C6, B1-B3). Latency sources (Prometheus
  * histograms, CSV, sample lists) read into a distribution and calibrated; the healthy-window check that
  * refuses a degraded window; the drift check and monitor that alarm when a timeout falls below the
- * measured p99; the pool check against Little's law; and latency budgets per endpoint, from which the
- * timeouts of its components derive. `calibrateTimeout` itself is in the root entry.
+ * measured p99; the pool check against Little's law; the starting p99 per kind of call before anything
+ * is measured (SPEC C8), and the range a measured one must fall in; and latency budgets per endpoint,
+ * from which the timeouts of its components derive. `calibrateTimeout` itself is in the root entry.
  *
  * @module prazo/calibrate
  */
@@ -51,6 +52,15 @@ export {
   type HealthyWindowTracker,
   type HealthyWindowTrackerOptions,
 } from './health-tracker.js';
+export {
+  DEPENDENCY_KINDS,
+  type DeclaredIn,
+  type DependencyKind,
+  implausibleP99,
+  KIND_PROFILES,
+  type KindProfile,
+  startingP99Ms,
+} from './kinds.js';
 export type { PrometheusSeries } from './options.js';
 export {
   type ConcurrencySuggestion,

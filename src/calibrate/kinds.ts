@@ -126,7 +126,7 @@ export type DeclaredIn = 'config' | 'flags';
  * Why a measured `p99Ms` is not believable for a dependency of `kind` (undefined: no kind given, a
  * call over the network), or undefined when it is: below the kind's floor (1 ms over a network) or
  * above 10 minutes. The sentence says what to check first (the unit) and how to declare it real, in
- * the config's words or the CLI's (`in`).
+ * the config's words or the CLI's (`declaredIn`).
  */
 export function implausibleP99(
   p99Ms: number,

@@ -11,6 +11,7 @@ export type { ConfigVersion } from '../dependency/types.js';
 export type { EndpointConfig, MeshDefaults, ServiceConfig } from './body.js';
 export { DEFAULT_CONFIG_FILE } from './constants.js';
 export type {
+  AssumedP99,
   ConcurrencyCheck,
   DependencyConfig,
   HistogramRef,
