@@ -335,6 +335,8 @@ const NO_OPTIONS: Record<string, string> = {
   assessWindow: 'judges a window with thresholds already resolved by resolveHealthThresholds (row above)',
   validateBudget: 'a parsed budget (parseBudget, row above)',
   parseSampleList: 'a text and a unit',
+  startingP99Ms: 'a kind of call',
+  implausibleP99: 'a p99, a kind of call and which words to use',
   checkConfigFile: 'a path',
   loadConfig: 'a path',
   formatProblem: 'a problem',
