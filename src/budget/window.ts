@@ -47,7 +47,6 @@ export class BucketWindow {
     for (; steps > 0; steps -= 1) {
       // The slot after the head is the oldest (its originals already left the sum): recycle it.
       const reused = this.#head + 1 === slots ? 0 : this.#head + 1;
-      this.#sumOriginals -= 0;
       this.#sumExtras -= this.#extras[reused]!;
       this.#extras[reused] = 0;
       this.#originals[reused] = 0;

@@ -1,17 +1,24 @@
+import { DEPENDENCY_OPTIONS } from '../dependency/options.js';
+
 /**
- * Defaults and bounds of `prazo/http`, in one place (each option's TSDoc points here).
+ * Defaults and bounds of `prazo/http`, in one place (each option's TSDoc points here). The defaults
+ * prazo/http shares with the executor are read from the executor's declaration (`DEPENDENCY_OPTIONS`),
+ * never written twice.
  */
 
 /** Defaults of {@link createHttpClient}'s options. */
 export const HTTP_DEFAULTS = Object.freeze({
   /**
-   * Cap of the connect timeout in ms (SPEC C2): establishing TCP/TLS on the same network takes a few
-   * ms; 400 ms without a connection means the instance is down and the call must fail fast. The
-   * default is also at most half the attempt timeout (see `validate.ts`).
+   * Cap of the connect timeout in ms (SPEC C2), the executor's `connectCapMs`: establishing TCP/TLS
+   * on the same network takes a few ms; 400 ms without a connection means the instance is down and
+   * the call must fail fast. The default is also at most half the attempt timeout (see `validate.ts`).
    */
-  connectTimeoutMs: 400,
-  /** Deadline given to a call that has none (no per-call and no ambient deadline), in ms (SPEC D3). */
-  defaultDeadlineMs: 2_000,
+  connectTimeoutMs: DEPENDENCY_OPTIONS.defaults.connectCapMs,
+  /**
+   * Deadline given to a call that has none (no per-call and no ambient deadline), in ms (SPEC D3): the
+   * executor's `defaultDeadlineMs`, 2000.
+   */
+  defaultDeadlineMs: DEPENDENCY_OPTIONS.defaults.defaultDeadlineMs,
   /** Happy-eyeballs: try the origin's other addresses when one does not connect (SPEC R4). */
   autoSelectFamily: true,
   /** Per-address connect attempt when the origin has several addresses, at most this, in ms. */
@@ -28,8 +35,6 @@ export const HTTP_LIMITS = Object.freeze({
   maxConnectTimeoutMs: 60_000,
   /** Node's floor for a per-address attempt (`autoSelectFamilyAttemptTimeout`), in ms. */
   minAddressAttemptMs: 10,
-  /** Bounds of `attempts`, including the original (passed to the executor). */
-  maxAttempts: 10,
   /** Largest pool size accepted. */
   maxConnections: 65_536,
   /**

@@ -54,11 +54,6 @@ export function fitsDeadline(remainingMs: number, p99Ms: number): boolean {
   return remainingMs >= neededMs(p99Ms);
 }
 
-/** The time limit of one attempt: its calibrated timeout, cut to what is left of the deadline. */
-export function attemptTimeoutMs(timeoutMs: number, remainingMs: number): number {
-  return remainingMs < timeoutMs ? remainingMs : timeoutMs;
-}
-
 const stop = (reason: StopReason, waitMs?: number): RetryDecision =>
   waitMs === undefined ? { action: 'stop', reason } : { action: 'stop', reason, waitMs };
 
