@@ -16,9 +16,9 @@ import { BALANCE_LIMITS, DISCOVERY_OPTIONS } from './options.js';
  * a DNS blip into an outage); the second too, for the same reason, and both are reported
  * (`onError`). A lookup that takes longer than the interval is not overlapped by another one.
  *
- * A lookup that never answers must not stop discovery (#24: one lookup whose callback never came
- * kept every later one from starting, and a set that was empty stayed empty after the resolver was
- * back). So each lookup has its own timeout (`timeoutMs`, on the clock): unanswered by then, it is
+ * A lookup that never answers must not stop discovery: waited for, one lookup whose callback never
+ * comes would keep every later one from starting, and a set that is empty would stay empty after the
+ * resolver is back. So each lookup has its own timeout (`timeoutMs`, on the clock): unanswered by then, it is
  * given up — reported as a failed lookup (`ETIMEOUT`), the instances kept — and the next one goes at
  * the interval. A given-up lookup may still answer: its addresses are taken only when no newer
  * lookup has answered since (sequence numbers), so a late answer never replaces a newer one, and a

@@ -30,13 +30,12 @@ import { PeakEwma } from './peak-ewma.js';
  * hedge delay later, to another instance) and cancelled; with a deadline from upstream shorter than
  * the stall, the attempt is cut by the deadline. All that is known is that it would have taken longer
  * than it ran — about the hedge delay plus the winner's time, or the deadline — which is also what a
- * healthy instance's slowest answers take. Recorded as an answer of that length (a hedge's loser
- * was), or not at all (a deadline cut was, as nobody's fault), the stalling instance looks no slower
- * than its peers and keeps its share of picks: the bench measured a fifth of the traffic on an
- * instance slow on 5% of its answers (1% without hedging), each stall costing a hedge from the
- * budget; in the demo's "one slow instance" every stall was cut by the per-try deadline the hop above
- * sends, 5% of the checkouts failed, and the picker never heard of it. The cut attempts are not all
- * the same evidence:
+ * healthy instance's slowest answers take. Recorded as an answer of that length, or not at all (as
+ * nobody's fault), the stalling instance looks no slower than its peers and keeps its share of picks:
+ * the bench measures a fifth of the traffic on an instance slow on 5% of its answers (1% without
+ * hedging), each stall costing a hedge from the budget; in the demo's "one slow instance", where every
+ * stall is cut by the per-try deadline the hop above sends, 5% of the checkouts fail and the picker
+ * never hears of it. The cut attempts are not all the same evidence:
  *
  * - `unanswered`: overtaken by a copy that started *later* (its hedge), or cut by the deadline after
  *   running past the dependency's p99 (prazo/http decides which, `call.ts`). The instance had not
@@ -47,16 +46,16 @@ import { PeakEwma } from './peak-ewma.js';
  *   repeated cuts reach in a few steps the cost of a failure (`penaltyMs`, the bound: an unanswered
  *   attempt is never worse than a failure). Doubled from the *previous charge* when the last cut was
  *   less than a decay ago, whatever answers came between: an instance fast on most answers and
- *   stalling on some (the demo's, 15%) had its estimate pulled back by the fast ones, so each stall
- *   was charged as a first one and it was probed again within ~3 s (23 picks of 210 in 10 s; 15 with
- *   the doubling kept), while a healthy instance whose rare tail answer lost one
+ *   stalling on some (the demo's, 15%) has its estimate pulled back by the fast ones: charged each
+ *   stall as a first one, it is probed again within ~3 s (23 picks of 210 in 10 s; 15 with the
+ *   doubling kept), while a healthy instance whose rare tail answer lost one
  *   race pays as for one answer of twice its estimate. Why not charge a failure at once: with a
  *   heavy-tailed healthy latency (the demo's log-normal) a healthy instance loses a race on about one
- *   attempt in a hundred, and charging each loss as a failure kept every instance penalised in turn in
- *   a simulation of the demo's supplier, herding the traffic onto whichever had lost longest ago, while
- *   the stalling one kept more of its share than with doubling. Why not the time it ran: that is the
+ *   attempt in a hundred, and charging each loss as a failure keeps every instance penalised in turn
+ *   in a simulation of the demo's supplier, herding the traffic onto whichever lost longest ago, while
+ *   the stalling one keeps more of its share than with doubling. Why not the time it ran: that is the
  *   lower bound, about what a healthy instance's slowest answers take, so the picker cannot tell the
- *   two apart (the bug this replaces). Not a failure for ejection's streak either (it is not one);
+ *   two apart. Not a failure for ejection's streak either (it is not one);
  *   latency ejection counts these attempts instead: an instance whose share of them is far above its
  *   peers' is slow, whatever the p99 of the answers it did give (`ejection.ts`).
  * - `lost`: a hedge beaten by the attempt it hedged (it started a hedge delay later), or an attempt cut

@@ -24,8 +24,8 @@ export type { HedgeOptions } from './options.js';
  * hedge delay, and wins whenever it answers before the deadline. Requiring the p99 of it would forbid
  * nearly every hedge under the deadlines real chains send: a hop calling with a per-try timeout of
  * `1.4 × p99` leaves its callee `0.4 × p99` beyond the p99, so at the hedge delay (the p95) less than
- * the p99 is left — the demo's "one slow instance" lost every stall it could have hedged that way
- * (issue 15). The rule is the live `timeLeftPercentile` instead (the median by default): a copy with
+ * the p99 is left, and the stalls of a slow instance, the very ones a hedge is for, would never be
+ * hedged. The rule is the live `timeLeftPercentile` instead (the median by default): a copy with
  * the median left answers in time at least half the time a fresh call would, and one with less is
  * load with poor odds, not sent (the executor emits `hedge-skipped`).
  */

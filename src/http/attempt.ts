@@ -127,7 +127,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
    * Started again before any answer reached it: a dispatcher below sends the request once more
    * (undici's retry after a 503 it kept to itself, its redirect following a 302, its dns interceptor
    * trying the other address family). The same attempt goes on, within its own limit; only the head's
-   * wait restarts from this write. Refused, as it was, the request failed with an untyped `aborted`.
+   * wait restarts from this write. Refused, the request would fail with an untyped `aborted`.
    */
   #restart(controller: DispatchController): void {
     this.#controller = controller;
@@ -322,9 +322,9 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
    * Reads again once the current callback has returned. A held answer is released or delivered from
    * inside the callback of the attempt that decided the race (its hedge's head, on another
    * connection), and undici's HTTP/1.1 parser cannot be resumed from inside another parser's callback
-   * (it asserts that none is executing). Resumed there, it threw into the deciding attempt's
-   * callback: the call was never finished, and with every attempt over no timer was left to end it —
-   * the caller waited forever (the demo's "one instance failing half its calls").
+   * (it asserts that none is executing). Resumed there, it would throw into the deciding attempt's
+   * callback: the call would never finish, and with every attempt over no timer would be left to end
+   * it — the caller would wait forever.
    */
   #resumeLater(): void {
     if (this.phase === DONE) return;

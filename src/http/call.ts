@@ -220,9 +220,9 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * written, it is censored like a deadline cut: past the dependency's p99 unanswered, before it a
    * lower bound. That is most often the same event seen from the other side: the deadline the hop
    * above sent and that caller's own timer fire at one instant, and whichever runs first decides.
-   * Counted as nobody's fault, as it was, an instance stalling past that deadline was seen as slow
-   * only when this process's timer happened to win the race (the demo's "one slow instance": half
-   * its stalls taught the picker nothing). Cancelled by a pushback, or never written: nobody's.
+   * Counted as nobody's fault, an instance stalling past that deadline would be seen as slow only
+   * when this process's timer happened to win the race: half of its stalls would teach the picker
+   * nothing. Cancelled by a pushback, or never written: nobody's.
    */
   override cancelled(attempt: HttpAttempt): void {
     if (attempt.target !== undefined) {
@@ -261,8 +261,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * limit was the call's deadline, shorter than the attempt timeout) is censored: past the
    * dependency's p99 it is unanswered — evidence against the instance, as a hedge's loser is —
    * before it a lower bound only (`balance/instances.ts`); still queued for a connection, nobody's.
-   * Left out, as it was, an instance stalling longer than the deadline the hop above sends (its
-   * per-try timeout) was never seen as slow.
+   * Left out, an instance stalling longer than the deadline the hop above sends (its per-try
+   * timeout) would never be seen as slow.
    */
   #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): InstanceVerdict {
     if (!ok && timedOut && attempt.byDeadline) {
@@ -385,7 +385,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   /**
    * The response's end. A handler that throws in it hears its own error through its error callback,
    * as undici's own request reports it (undici's retry interceptor above prazo throws there to say
-   * "retry this 503"): swallowed, as it was, the handler above never ended and neither did its caller.
+   * "retry this 503"): swallowed, the handler above would never end, nor would its caller.
    */
   forwardEnd(trailers: ResponseHeaders): void {
     this.#over();
@@ -478,8 +478,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 /**
  * The options one attempt is dispatched with: the caller's, without `prazo` (the dispatchers below
  * never see it), with this attempt's headers. One copy per attempt: a plain spread (V8's fast clone)
- * when there is no `prazo`, else a loop (a spread with a rest pattern takes V8's slow path; the hot
- * path used to pay it and a spread on every call).
+ * when there is no `prazo`, else a loop (a spread with a rest pattern takes V8's slow path).
  */
 function attemptOptions(given: DispatchOptions, headers: DispatchOptions['headers']): DispatchOptions {
   if ((given as { prazo?: unknown }).prazo === undefined) return { ...given, headers };

@@ -94,7 +94,7 @@ function readLive(
       try {
         // The same executor, recalibrated in place: whoever holds `client.dependency` (prazo/otel's
         // instrumentation, a second client sharing it) keeps hearing its events and reading its
-        // timeouts (#14).
+        // timeouts.
         current.recalibrate(p99Ms);
         return current;
       } catch (error) {

@@ -18,7 +18,7 @@ import type { RequestHeaders } from './headers.js';
 const callMs = () => option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: HTTP_LIMITS.maxMs });
 
 /**
- * prazo's per-call options, the one declaration every HTTP entry reads them with (#25):
+ * prazo's per-call options, the one declaration every HTTP entry reads them with:
  * `client.request(path, { ... })`, `client.fetch(url, { prazo: { ... } })` and the interceptor's
  * `{ prazo: { ... } }` in the dispatch options. A misspelt key is refused with a "did you mean" on
  * each of them, before any socket; the values are checked against the same specs.

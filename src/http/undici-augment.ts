@@ -1,12 +1,12 @@
 import type { CallOptions } from './request.js';
 
 /**
- * Types the per-call options of prazo's interceptor where undici users write them (#26): every
- * dispatch option object (`request`, `stream`, `pipeline`, `dispatch` and their `RequestOptions`)
- * takes `prazo: { deadline, idempotent, idempotencyKey, responseTimeoutMs, bodyTimeoutMs,
- * retryResponseTimeout }`. Without it, `request(url, { dispatcher, prazo: { deadline: 800 } })` was
- * refused by tsc (TS2353) and users reached for `as any`, which let a typo through silently (the
- * interceptor refuses it only at run time); now a typo is a compile error with tsc's "did you mean".
+ * Types the per-call options of prazo's interceptor where undici users write them: every dispatch
+ * option object (`request`, `stream`, `pipeline`, `dispatch` and their `RequestOptions`) takes
+ * `prazo: { deadline, idempotent, idempotencyKey, responseTimeoutMs, bodyTimeoutMs,
+ * retryResponseTimeout }`. Without it, tsc refuses `request(url, { dispatcher, prazo: { deadline: 800 } })`
+ * (TS2353), and the `as any` that gets past it lets a typo through to run time; with it, a typo is a
+ * compile error with tsc's "did you mean".
  *
  * An augmentation, as undici's own ecosystem does it (and as prazo/fastify types `request.deadline`):
  * it applies once `prazo/http` is imported, to the undici the project resolves (7 or 8). Types only:
