@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO } from './api-report.js';
+import { entryPoints, REPO } from './api-report.js';
 
 /**
  * A new user's first hour, in CI (SPEC P2, P3): the package as `npm pack` makes it, installed with
@@ -13,7 +13,10 @@ import { REPO } from './api-report.js';
  * project is compiled by `tsc` with `skipLibCheck: false` for `node16`, `nodenext` and `bundler`, in
  * ESM (`.mts`) and CommonJS (`.cts`, through require(esm)), and run: a real request through prazo's
  * middleware on loopback answers with the deadline it read. The Express projects have no fastify
- * installed: prazo/server's types must not need it.
+ * installed: prazo/server's types must not need it. Their routes read `req.deadline` typed through
+ * `Express.Request`, without a cast, and take the config's `service` block as it is; one more project
+ * (types only) imports every entry point next to every peer the declarations name, with prazo/http's
+ * typed per-call option, and a misspelt per-call option must fail to compile (#26).
  *
  * `PRAZO_CONSUMER_NODES` (paths of node binaries, `:`-separated) runs the built projects on other
  * Node lines too; by default, on the Node running the tests.
@@ -29,6 +32,8 @@ interface Variant {
   readonly dependencies: readonly string[];
   /** The TypeScript module modes it is compiled for. */
   readonly configs: readonly (keyof typeof CONFIGS)[];
+  /** Types only: every entry point with every peer its declarations name; nothing is run. */
+  readonly typesOnly?: boolean;
 }
 
 /**
@@ -85,15 +90,20 @@ function core(): Record<string, unknown> {
 void createServer;
 `;
   const express = `import express from 'express';
-import type { Request } from 'express';
-import { deadlineErrorHandler, deadlineMiddleware, type DeadlineFields } from 'prazo/server';
+import { deadlineErrorHandler, deadlineMiddleware } from 'prazo/server';
 
 async function main(): Promise<void> {
   const app = express();
-  app.use(deadlineMiddleware({ defaultMs: 1500, maxMs: 5000 }));
+  // The config's service block as it is (name included).
+  const service = { name: 'checkout', defaultMs: 1500, maxMs: 5000 };
+  app.use(deadlineMiddleware(service));
+  // req.deadline and req.prazoSignal are typed through Express.Request (prazo/server), params or not.
   app.get('/deadline', (req, res) => {
-    const { deadline } = req as Request & DeadlineFields;
+    const { deadline } = req;
     res.json({ remainingMs: deadline.remainingMs(), ambient: currentDeadline() === deadline });
+  });
+  app.get('/orders/:id', (req, res) => {
+    res.json({ id: req.params.id, aborted: req.prazoSignal.aborted, remainingMs: req.deadline.remainingMs() });
   });
   app.get('/fail', () => {
     throw new DeadlineExceededError({ dependency: 'inventory' });
@@ -134,6 +144,31 @@ main().catch((error: unknown) => { console.error(error); process.exitCode = 1; }
   return common + (framework === 'express' ? express : fastify);
 }
 
+/**
+ * Every entry point imported in one file, with prazo/http's per-call option typed by its undici
+ * augmentation (#26): compiled with `skipLibCheck: false` in a project that has every peer whose
+ * types the declarations name, so no dependency's types may leak into them.
+ */
+function everyEntry(specifiers: readonly string[]): string {
+  return `${specifiers.map((e, i) => `import * as e${i} from '${e}';`).join('\n')}
+import { Agent, request } from 'undici';
+import express from 'express';
+export const all = [${specifiers.map((_, i) => `e${i}`).join(', ')}];
+const dispatcher = new Agent();
+export const call = request('http://127.0.0.1:1/', { dispatcher, prazo: { deadline: 800, idempotencyKey: true } });
+const app = express();
+app.get('/orders/:id', (req, res) => {
+  res.json({ id: req.params.id, left: req.deadline.remainingMs(), aborted: req.prazoSignal.aborted });
+});
+`;
+}
+
+/** A per-call option misspelt: must not compile (TS2561, tsc's "did you mean"). */
+const TYPO = `import { request } from 'undici';
+import 'prazo/http';
+export const call = request('http://127.0.0.1:1/', { prazo: { dedline: 800 } });
+`;
+
 /** Plain JavaScript, no compiler: what `require('prazo')` gives a CommonJS file. */
 const PLAIN_CJS = `const prazo = require('prazo');
 const server = require('prazo/server');
@@ -165,7 +200,14 @@ const CONFIGS = {
   bundler: tsconfig({ module: 'preserve', moduleResolution: 'bundler', noEmit: true }, ['app.mts']),
   // Documented limitation (README): TypeScript's node16 mode refuses require() of an ES module.
   node16cjs: tsconfig({ module: 'node16', moduleResolution: 'node16', noEmit: true }, ['app.cts']),
+  /** Every entry point at once (#26). */
+  entries: tsconfig({ module: 'nodenext', moduleResolution: 'nodenext', noEmit: true }, ['entries.mts']),
+  /** Must fail: a misspelt per-call option (#26). */
+  typo: tsconfig({ module: 'nodenext', moduleResolution: 'nodenext', noEmit: true }, ['typo.mts']),
 } as const;
+
+/** The configs whose compile is expected to fail. */
+const FAILING: ReadonlySet<keyof typeof CONFIGS> = new Set(['node16cjs', 'typo']);
 
 const ALL_MODES = ['node16', 'nodenext', 'bundler'] as const;
 const VARIANTS: readonly Variant[] = [
@@ -179,7 +221,24 @@ const VARIANTS: readonly Variant[] = [
     name: 'express5',
     framework: 'express',
     dependencies: ['express@^5.0.0', '@types/express@^5.0.0', 'undici@^7.0.0'],
-    configs: [...ALL_MODES, 'node16cjs'],
+    configs: [...ALL_MODES, 'node16cjs', 'typo'],
+  },
+  // Every entry point, next to every peer its declarations name (#26).
+  {
+    name: 'every-entry',
+    framework: 'express',
+    dependencies: [
+      'express@^5.0.0',
+      '@types/express@^5.0.0',
+      'undici@^7.0.0',
+      'fastify@^5.0.0',
+      '@grpc/grpc-js@^1.10.0',
+      '@opentelemetry/api@^1.9.0',
+      '@types/pg@^8.11.0',
+      '@connectrpc/connect@^2.0.0',
+    ],
+    configs: ['entries'],
+    typesOnly: true,
   },
   // Fastify's own types are checked in both formats (nodenext); the resolution modes are the Express ones'.
   { name: 'fastify4', framework: 'fastify', dependencies: ['fastify@^4.0.0'], configs: ['nodenext'] },
@@ -230,6 +289,8 @@ beforeAll(async () => {
       writeFileSync(join(dir, 'app.mts'), program(v.framework, 'esm'));
       writeFileSync(join(dir, 'app.cts'), program(v.framework, 'cjs'));
       writeFileSync(join(dir, 'plain.cjs'), PLAIN_CJS);
+      writeFileSync(join(dir, 'entries.mts'), everyEntry(entryPoints().map((e) => e.specifier)));
+      writeFileSync(join(dir, 'typo.mts'), TYPO);
       for (const [name, text] of Object.entries(CONFIGS))
         writeFileSync(join(dir, `tsconfig.${name}.json`), text);
       try {
@@ -283,11 +344,13 @@ for (const v of VARIANTS) {
       const major = Number(/@\^(\d+)/.exec(v.dependencies[0]!)![1]);
       expect(Number(lock.packages[`node_modules/${v.framework}`]!.version!.split('.')[0])).toBe(major);
       // The Express projects do not have fastify at all: prazo/server's types must not need it.
-      if (v.framework === 'express') expect(existsSync(join(dir, 'node_modules', 'fastify'))).toBe(false);
+      if (v.framework === 'express' && v.typesOnly !== true)
+        expect(existsSync(join(dir, 'node_modules', 'fastify'))).toBe(false);
     });
 
-    for (const config of v.configs.filter((c) => c !== 'node16cjs')) {
-      const files = config === 'nodenext' ? 'ESM and CommonJS' : 'ESM';
+    for (const config of v.configs.filter((c) => !FAILING.has(c))) {
+      const files =
+        config === 'nodenext' ? 'ESM and CommonJS' : config === 'entries' ? 'every entry point' : 'ESM';
       it(`compiles (${files}) with tsc, module ${config}, skipLibCheck false`, async () => {
         const result = await compiled.get(`${v.name}/${config}`)!;
         expect(result.output).toBe('');
@@ -308,6 +371,15 @@ for (const v of VARIANTS) {
       }, 60_000);
     }
 
+    if (v.configs.includes('typo')) {
+      it("a misspelt per-call option of prazo/http does not compile: TS2561 with tsc's did-you-mean", async () => {
+        const result = await compiled.get(`${v.name}/typo`)!;
+        expect(result.code).not.toBe(0);
+        expect(result.output).toContain('TS2561');
+        expect(result.output).toContain("Did you mean to write 'deadline'?");
+      }, 300_000);
+    }
+
     if (v.configs.includes('node16cjs')) {
       it('CommonJS under TypeScript node16 is refused (TS1479), as the README says: nodenext is needed', async () => {
         const result = await compiled.get(`${v.name}/node16cjs`)!;
@@ -316,7 +388,7 @@ for (const v of VARIANTS) {
       }, 300_000);
     }
 
-    for (const node of NODES) {
+    for (const node of v.typesOnly === true ? [] : NODES) {
       const label = NODES.length > 1 ? ` (${node})` : '';
       for (const [format, file] of [
         ['ESM', 'app.mjs'],
