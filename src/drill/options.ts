@@ -43,7 +43,7 @@ export interface DrillOptions {
   readonly load?: number;
   /**
    * Seconds of the healthy phase run first (the same loads, the double answering at once): the
-   * independent routes' p99 is then bounded by 2× their healthy p99 (at least 25 ms). Default 3;
+   * independent routes' p99 is then bounded by 2× their healthy p99 (at least 60 ms). Default 3;
    * [0, 600], 0 skips it.
    */
   readonly healthyS?: number;

@@ -11,7 +11,7 @@ import type { DrillPlan } from './options.js';
  * the calibration is wrong", read from what the run measured (issue 23):
  * - the independent routes succeed ≥ `minSuccessPct` (99.9%);
  * - their p99 stays within 2× what the same routes measured in the healthy phase of the same run
- *   (the same loads, the double answering at once), never below 25 ms: a flat bound (it was 1 s)
+ *   (the same loads, the double answering at once), never below 60 ms: a flat bound (it was 1 s)
  *   passed a service whose catalog p50 went from ~5 ms to 138 ms behind a full pool;
  * - the pool they share never ran dry, when the drill can see it (the demo target): a sample with
  *   every connection busy, or a request waiting for one while none was free (`isDry`), fails the

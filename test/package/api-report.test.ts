@@ -46,11 +46,13 @@ describe('API reports (SPEC P4)', () => {
     expect(readdirSync(API_DIR).sort()).toEqual(expected);
   });
 
-  it('keeps the root entry small enough to hold in mind: at most 63 names, no internals', () => {
+  it('keeps the root entry small enough to hold in mind: at most 65 names, no internals', () => {
     const root = surfaces.find((s) => s.entry.specifier === 'prazo')!;
     // 61: the executor's concurrency limit (SPEC X7) brought its own failure, ConcurrencyLimitError.
     // 63: the guards of the root's two failures that had none, isConcurrencyLimited and isConnectFailed.
-    expect(root.names.length).toBeLessThanOrEqual(63);
+    // 65: the executor's adaptive throttle (issue 23, on by default) brought its failure,
+    // ThrottledError, and its guard, isThrottled: what a caller catches must be where it calls.
+    expect(root.names.length).toBeLessThanOrEqual(65);
     const names = root.names.map((n) => n.name);
     for (const core of [
       'Deadline',
