@@ -171,6 +171,43 @@ for (const protocol of PROTOCOLS) {
       expect(calls.n).toBe(5); // sent once, not retried
     });
 
+    it('hedges an idempotent procedure after the live p95 (first answer wins), never a non-idempotent one', async () => {
+      let calls = 0;
+      const cancelled: number[] = [];
+      const server = await serve(async (request, context) => {
+        calls += 1;
+        const n = calls;
+        // The first copy is slow (2 s, or until its caller gives up on it), and so is every Charge.
+        if (n === 1) await sleep(2_000, context.signal).catch(() => cancelled.push(n));
+        if (request.text === 'charge') await sleep(250);
+        return { text: request.text, attempt: n };
+      });
+      // A latency source pinned at 40 ms for every quantile: hedge after 40 ms, while 40 ms are left.
+      const recorder = {
+        record: () => {},
+        quantile: () => 40,
+        lastWindow: () => undefined,
+        currentWindow: () => {
+          throw new Error('unused');
+        },
+      };
+      const dependency = createDependency({ name: 'echo', p99Ms: 300, attempts: 1, hedge: true, recorder });
+      const events: DependencyEvent[] = [];
+      dependency.on((e) => events.push(e));
+      const client = clientOf(protocol, server.url, [connectClientInterceptor({ dependency })]);
+      const answer = await client.get({ text: 'get' });
+      expect(answer.attempt).toBe(2); // the hedge's answer, well before the first copy's 2 s
+      expect(events.filter((e) => e.type === 'attempt').map((e) => e.type === 'attempt' && e.kind)).toEqual([
+        'original',
+        'hedge',
+      ]);
+      for (let i = 0; i < 150 && cancelled.length === 0; i += 1) await sleep(10);
+      expect(cancelled).toEqual([1]); // the losing copy was cancelled on the server
+      // Charge has no idempotency level: one copy, however slow.
+      expect((await client.charge({ text: 'charge' })).attempt).toBe(3);
+      expect(calls).toBe(3);
+    });
+
     it('a pushback (grpc-retry-pushback-ms: -1 in the error metadata) is not retried', async () => {
       let calls = 0;
       const server = await serve(async () => {
