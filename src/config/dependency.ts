@@ -99,9 +99,9 @@ export interface HistogramRef {
 type Entry = OptionsOf<typeof DEPENDENCY_IN_FILE>;
 
 /** What the file-only keys leave for the executor: `hedge.enabled: false` becomes `hedge: false`. */
-function executorOptions(entry: Entry, p99Ms: number): DependencyOptions {
+function executorOptions(entry: Entry, p99Ms: number, assumed: boolean): DependencyOptions {
   const { histogram: _h, pool: _p, mesh: _m, store: _s, kind: _k, unusualP99: _u, hedge, ...rest } = entry;
-  const options: Record<string, unknown> = { ...rest, p99Ms };
+  const options: Record<string, unknown> = { ...rest, p99Ms, ...(assumed ? { p99Assumed: true } : {}) };
   if (hedge !== undefined) {
     if (typeof hedge === 'boolean') options.hedge = hedge;
     else {
@@ -217,7 +217,7 @@ export function readDependency(
         `measure it and write it here: \`prazo calibrate --histogram FILE --unit ms --config CONFIG --dependency ${name} --write\`, or \`--prometheus URL --write\` (docs/calibration.md)`,
     );
   }
-  const options = executorOptions(entry, p99Ms);
+  const options = executorOptions(entry, p99Ms, assumed !== undefined);
   // What createDependency computes, from the same inputs.
   const calibration = calibrateTimeout({
     p99Ms,

@@ -35,6 +35,9 @@ describe('starting values per kind of call (SPEC C8, issue 27)', () => {
       expect(d.options.p99Ms).toBe(startingP99Ms(kind));
       expect(d.options).not.toHaveProperty('kind');
       expect(createDependency(d.options).timeouts).toEqual(d.calibration);
+      // The executor carries the mark until a measured p99 replaces it (a p99-measured event).
+      expect(d.options.p99Assumed).toBe(true);
+      expect(createDependency(d.options).p99Assumed).toBe(true);
     }
   });
 
@@ -43,6 +46,7 @@ describe('starting values per kind of call (SPEC C8, issue 27)', () => {
     const measured = load('{ name: x, kind: cross-region, p99Ms: 95 }');
     expect(measured.problems).toEqual([]);
     expect(measured.config!.dependency('x').assumed).toBeUndefined();
+    expect(measured.config!.dependency('x').options.p99Assumed).toBeUndefined();
     expect(measured.config!.dependency('x').kind).toBe('cross-region');
     const fast = (extra: string) => load(`{ name: x, p99Ms: 0.4${extra} }`).problems.map(formatProblem);
     expect(fast('')[0]).toContain('dependencies[0].p99Ms: p99 0.4 ms is below 1 ms');

@@ -184,9 +184,12 @@ export const MESH_DEFAULTS_IN_FILE = defineOptions({
 });
 
 /** One `dependencies` entry. */
+// `p99Assumed` is not written in a file: an entry with `kind` and no measured p99 is assumed.
+const { p99Assumed: _assumedInCode, ...EXECUTOR_SPECS_IN_FILE } = DEPENDENCY_OPTIONS.specs;
+
 export const DEPENDENCY_IN_FILE = defineOptions(
   {
-    ...DEPENDENCY_OPTIONS.specs,
+    ...EXECUTOR_SPECS_IN_FILE,
     /**
      * The healthy p99 in ms, (0, 86400000] — or `histogram`, a file to measure it from, or `kind`
      * alone, a starting value until it is measured.

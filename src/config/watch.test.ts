@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startingP99Ms } from '../calibrate/kinds.js';
 import { FakeClock } from '../clock/fake.js';
 import { createDependency } from '../dependency/dependency.js';
 import type { DependencyEvent } from '../dependency/types.js';
@@ -88,6 +89,30 @@ describe('watchConfig: a ConfigMap updated by the kubelet (symlink swap of ..dat
     expect(events.filter((e) => e.type === 'update')).toEqual([
       expect.objectContaining({ type: 'update', dependency: 'inventory', version: first }),
       expect.objectContaining({ type: 'update', dependency: 'inventory', version: watcher.version }),
+    ]);
+  });
+
+  it('a measured p99 written over a kind-only entry ends the assumption live, with p99-measured (SPEC C8)', async () => {
+    const assumed = config(100).replace('    p99Ms: 60\n', '    kind: same-zone-service\n');
+    const { watcher, errors, make, publish } = setup(assumed);
+    const supplier = make('supplier');
+    const events: DependencyEvent[] = [];
+    supplier.on((e) => events.push(e));
+    expect(supplier.p99Assumed).toBe(true);
+    watcher.bind(supplier);
+    await publish(
+      assumed.replace('    kind: same-zone-service\n', '    kind: same-zone-service\n    p99Ms: 24\n'),
+    );
+    expect(errors).toEqual([]);
+    expect(supplier.p99Ms).toBe(24);
+    expect(supplier.p99Assumed).toBe(false);
+    expect(events.filter((e) => e.type === 'p99-measured')).toEqual([
+      {
+        type: 'p99-measured',
+        dependency: 'supplier',
+        assumedP99Ms: startingP99Ms('same-zone-service'),
+        p99Ms: 24,
+      },
     ]);
   });
 

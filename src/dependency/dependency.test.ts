@@ -290,3 +290,27 @@ describe('events and the recorder', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 });
+
+describe('an assumed p99 (SPEC C8, issue 27)', () => {
+  it('stays assumed until a measured p99 replaces it, which emits p99-measured once', () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'supplier', p99Ms: 160, p99Assumed: true, clock });
+    const events: DependencyEvent[] = [];
+    dep.on((e) => events.push(e));
+    expect(dep.p99Assumed).toBe(true);
+    dep.update({ attempts: 1 }); // not a measurement
+    expect(dep.p99Assumed).toBe(true);
+    dep.recalibrate(24);
+    expect(dep.p99Assumed).toBe(false);
+    expect(dep.p99Ms).toBe(24);
+    expect(events.filter((e) => e.type === 'p99-measured')).toEqual([
+      { type: 'p99-measured', dependency: 'supplier', assumedP99Ms: 160, p99Ms: 24 },
+    ]);
+    dep.recalibrate(30);
+    expect(events.filter((e) => e.type === 'p99-measured')).toHaveLength(1);
+    expect(createDependency({ name: 'm', p99Ms: 5, clock }).p99Assumed).toBe(false);
+    dep.update({ p99Ms: 40, p99Assumed: true }); // a starting value again (a config's kind changed)
+    expect(dep.p99Assumed).toBe(true);
+    expect(events.filter((e) => e.type === 'p99-measured')).toHaveLength(1);
+  });
+});

@@ -36,6 +36,11 @@ export interface Dependency {
   readonly name: string;
   /** The healthy p99 planned with, in ms: an attempt with less time left is not started. */
   readonly p99Ms: number;
+  /**
+   * True while `p99Ms` is a starting value, not a measurement (SPEC C8, `p99Assumed`): until a
+   * measured p99 replaces it (`recalibrate`, `update({ p99Ms })`), with a `p99-measured` event.
+   */
+  readonly p99Assumed: boolean;
   /** Calibrated timeouts (`calibrateTimeout` against `defaultDeadlineMs`), with any warning. */
   readonly timeouts: TimeoutCalibration;
   readonly budget: RetryBudget;
@@ -147,6 +152,14 @@ export function createDependency(options: DependencyOptions): Dependency {
     const context = `${core.name}.update`;
     const update = readUpdate(context, changes, ownBudget);
     const merged = { ...given, ...update } as DependencyOptions;
+    // SPEC C8: an update that says whether its p99 is assumed (prazo/config's watcher gives every
+    // live key) is taken at its word; otherwise a p99 given to it (`recalibrate`, live calibration)
+    // is a measured one, and ends the assumption.
+    const nextAssumed = Object.hasOwn(update, 'p99Assumed')
+      ? update.p99Assumed === true
+      : update.p99Ms === undefined && given.p99Assumed === true;
+    const measured = given.p99Assumed === true && !nextAssumed;
+    (merged as { p99Assumed?: boolean }).p99Assumed = nextAssumed;
     if (!ownBudget) (merged as { retryBudget?: unknown }).retryBudget = given.retryBudget;
     // The budget options are validated by building a throwaway budget; the dependency's own is then
     // reconfigured in place, so its counts survive.
@@ -161,15 +174,25 @@ export function createDependency(options: DependencyOptions): Dependency {
     const keys = Object.freeze(Object.keys(update));
     return {
       commit(): void {
+        const previous = core;
         if (ownBudget) reconfigureRetryBudget(core.budget, merged.retryBudget as RetryBudgetOptions);
         core = nextCore;
         timeouts = next.timeouts;
         given = merged;
         if (label !== undefined) version = label;
+        const assumedP99Ms = measured ? previous.p99Ms : undefined;
         replaceCore(dependency, core);
         for (const follower of followersOf(dependency)) follower.follow(core);
-        if (core.events.active)
+        if (core.events.active) {
           core.events.emit({ type: 'update', dependency: core.name, keys, version: label });
+          if (assumedP99Ms !== undefined)
+            core.events.emit({
+              type: 'p99-measured',
+              dependency: core.name,
+              assumedP99Ms,
+              p99Ms: core.p99Ms,
+            });
+        }
       },
     };
   };
@@ -178,6 +201,9 @@ export function createDependency(options: DependencyOptions): Dependency {
     name: core.name,
     get p99Ms() {
       return core.p99Ms;
+    },
+    get p99Assumed() {
+      return given.p99Assumed === true;
     },
     get timeouts() {
       return timeouts;

@@ -44,6 +44,13 @@ export const DEPENDENCY_OPTIONS = defineOptions({
    * with DEADLINE_INSUFFICIENT without being attempted (SPEC D4, R6). Required; (0, 86400000].
    */
   p99Ms: option.number({ required: true, unit: 'ms', min: 0, exclusiveMin: true, max: 86_400_000 }),
+  /**
+   * `p99Ms` is a starting value, not a measurement (SPEC C8: the typical value of the dependency's
+   * `kind`, which prazo/config sets): the dependency says so (`p99Assumed`, the metrics' mark) until
+   * a measured p99 replaces it (`recalibrate`, `update({ p99Ms })`, live calibration), which emits
+   * a `p99-measured` event. Default false.
+   */
+  p99Assumed: option.boolean({ default: false }),
   ...pickOptions(CALIBRATE_TIMEOUT_OPTIONS, ['attempts', 'slack', 'forceSlack', 'connectCapMs', 'overheadMs'])
     .specs,
   /**
@@ -167,6 +174,7 @@ export const EXECUTE_OPTIONS = defineOptions({
  */
 export const LIVE_KEYS = Object.freeze([
   'p99Ms',
+  'p99Assumed',
   'attempts',
   'slack',
   'forceSlack',
@@ -192,6 +200,8 @@ const { retryBudget: _instanceOrOptions, ...liveSpecs } = pickOptions(DEPENDENCY
  */
 export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
   ...liveSpecs,
+  /** A new healthy p99, in ms (0, 86400000]; optional in an update (the one in force stays). */
+  p99Ms: option.optional(DEPENDENCY_OPTIONS.specs.p99Ms),
   /**
    * New settings for the dependency's own retry budget, applied in place: the counts are kept (a
    * changed window keeps the extras spent and starts its originals again). `undefined` restores the

@@ -183,6 +183,16 @@ export type DependencyEvent =
       readonly attempt: number;
     }
   | {
+      /**
+       * A measured p99 replaced the assumed one the dependency started from (SPEC C8: the typical
+       * value of its kind): from now on its timeouts come from a measurement.
+       */
+      readonly type: 'p99-measured';
+      readonly dependency: string;
+      readonly assumedP99Ms: number;
+      readonly p99Ms: number;
+    }
+  | {
       readonly type: 'retry-after';
       readonly dependency: string;
       readonly waitMs: number;

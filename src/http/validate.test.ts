@@ -166,3 +166,19 @@ describe('createHttpClient options (validated once, every problem listed)', () =
     );
   });
 });
+
+describe('other libraries’ names on createHttpClient (#27)', () => {
+  it('timeout, retries and baseURL get prazo’s concept and why, not just "unknown option"', () => {
+    const problems = (extra: Record<string, unknown>): string => {
+      try {
+        createHttpClient({ name: 'x', origin: 'http://127.0.0.1:9', p99Ms: 50, ...extra } as never);
+        return '';
+      } catch (error) {
+        return String(error);
+      }
+    };
+    expect(problems({ retries: 3 })).toMatch(/unknown option `retries`; did you mean `attempts`\?/);
+    expect(problems({ baseURL: 'http://a' })).toMatch(/unknown option `baseURL`; did you mean `origin`\?/);
+    expect(problems({ timeout: 500 })).toMatch(/unknown option `timeout`; \S/);
+  });
+});

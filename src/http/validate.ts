@@ -9,7 +9,7 @@ import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
-import { closestName } from '../options/suggest.js';
+import { closestName, foreignNameHint } from '../options/suggest.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 import { EXECUTOR_KEYS, type Live, readExecutor } from './executor.js';
@@ -199,8 +199,11 @@ function readInstances(v: OptionsValidator, raw: Record<string, unknown>): Insta
 const unknownKeys = (v: OptionsValidator, raw: Record<string, unknown>, known: ReadonlySet<string>): void => {
   for (const key of Object.keys(raw)) {
     if (known.has(key)) continue;
+    // `timeout`, `retries`, `baseURL`: another library's name gets prazo's concept and why (#27).
+    const foreign = foreignNameHint(key, [...known]);
     const near = closestName(key, known);
-    v.problem(`unknown option \`${key}\`${near === undefined ? '' : `; did you mean \`${near}\`?`}`);
+    const hint = foreign ?? (near === undefined ? '' : `; did you mean \`${near}\`?`);
+    v.problem(`unknown option \`${key}\`${hint}`);
   }
 };
 
