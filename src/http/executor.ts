@@ -29,6 +29,7 @@ export const EXECUTOR_KEYS = [
   'random',
   'concurrencyLimit',
   'throttle',
+  'p99Assumed',
 ] as const;
 
 export interface Live {
@@ -85,7 +86,12 @@ function readLive(
     v.problem('`live` needs recorder options, not a recorder: it listens to every window that closes');
   }
   const liveOptions = (raw.live === true ? {} : raw.live) as LiveCalibrationOptions;
-  const p99 = createLiveP99(typeof raw.p99Ms === 'number' ? raw.p99Ms : 1, liveOptions, v);
+  const p99 = createLiveP99(
+    typeof raw.p99Ms === 'number' ? raw.p99Ms : 1,
+    liveOptions,
+    v,
+    raw.p99Assumed === true,
+  );
   const own = (raw.recorder ?? {}) as LatencyRecorderOptions;
   const live: Live = {
     p99,

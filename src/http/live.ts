@@ -30,18 +30,24 @@ export interface LiveP99 {
 }
 
 const MAX_P99_MS = 86_400_000;
+/** How far from an assumed starting p99 live calibration may move by default: × or ÷ 20. */
+const ASSUMED_SPREAD = 20;
 
 /** Validates the options (problems prefixed `live.`, folded into the client's list by the caller). */
 export function createLiveP99(
   initialP99Ms: number,
   options: LiveCalibrationOptions,
   v: OptionsValidator,
+  assumed = false,
 ): LiveP99 {
   const o = options ?? {};
   const bound = { min: 0, exclusiveMin: true, max: MAX_P99_MS } as const;
-  const minP99Ms = v.number('live.minP99Ms', o.minP99Ms, { default: initialP99Ms / 2, ...bound });
+  // An assumed p99 (SPEC C8: a kind's typical value) is a guess within an order of magnitude, not a
+  // measurement to stay near: the default bounds let the first healthy window replace it.
+  const spread = assumed ? ASSUMED_SPREAD : 2;
+  const minP99Ms = v.number('live.minP99Ms', o.minP99Ms, { default: initialP99Ms / spread, ...bound });
   const maxP99Ms = v.number('live.maxP99Ms', o.maxP99Ms, {
-    default: Math.min(MAX_P99_MS, initialP99Ms * 2),
+    default: Math.min(MAX_P99_MS, initialP99Ms * spread),
     ...bound,
   });
   if (minP99Ms > maxP99Ms)

@@ -61,6 +61,12 @@ export interface HttpClientOptions {
    */
   readonly throttle?: boolean | ThrottleOptions;
   /**
+   * `p99Ms` is a starting value (SPEC C8: a `kind`'s typical value, what prazo/config sets), not a
+   * measurement: marked so until a measured p99 replaces it, and `live` calibration may move it
+   * 20× either way by default (2× for a measured one). Default false.
+   */
+  readonly p99Assumed?: boolean;
+  /**
    * The dependency's healthy p99 in ms, measured from a histogram (SPEC C1). With less time than this
    * left the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4, R6); the
    * attempt (response) timeout is `ceil(p99Ms × slack)`. Required unless `dependency` is given.

@@ -182,3 +182,27 @@ describe('other libraries’ names on createHttpClient (#27)', () => {
     expect(problems({ timeout: 500 })).toMatch(/unknown option `timeout`; \S/);
   });
 });
+
+describe('a config entry spread into createHttpClient (#27, SPEC C8)', () => {
+  it('takes p99Assumed, and live calibration may move an assumed p99 20× by default', () => {
+    const http = createHttpClient({ name: 'x', origin: 'http://127.0.0.1:9', p99Ms: 160, p99Assumed: true });
+    expect(http.dependency.p99Assumed).toBe(true);
+    void http.close();
+    const measured = resolveHttpClientOptions({
+      name: 'x',
+      origin: 'http://127.0.0.1:9',
+      p99Ms: 160,
+      live: true,
+    });
+    const assumed = resolveHttpClientOptions({
+      name: 'x',
+      origin: 'http://127.0.0.1:9',
+      p99Ms: 160,
+      p99Assumed: true,
+      live: true,
+    });
+    const bounds = (r: unknown) => (r as { live: { p99: { minP99Ms: number; maxP99Ms: number } } }).live.p99;
+    expect([bounds(measured).minP99Ms, bounds(measured).maxP99Ms]).toEqual([80, 320]);
+    expect([bounds(assumed).minP99Ms, bounds(assumed).maxP99Ms]).toEqual([8, 3_200]);
+  });
+});
