@@ -5,6 +5,7 @@ import { DeadlineExceededError } from '../errors/deadline.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
 import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
+import type { AttemptTrace } from './trace.js';
 import type { AttemptContext, AttemptKind, Operation } from './types.js';
 
 /** What an attempt reports to the execution that started it. */
@@ -51,6 +52,8 @@ export abstract class Attempt<T> implements AttemptContext {
    * otherwise): the execution records the latency from it instead of reading the clock again.
    */
   endedAt = Number.NaN;
+  /** Its trace, when the call is traced (src/dependency/trace.ts). */
+  trace: AttemptTrace | undefined = undefined;
   protected readonly owner: AttemptOwner<T>;
   #over = false;
   #controller: AbortController | undefined;

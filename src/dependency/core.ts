@@ -9,6 +9,7 @@ import type { BackoffOptions, RandomSource } from '../retry/backoff.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
 import type { AdaptiveThrottle } from '../throttle/throttle.js';
 import type { Listeners } from './events.js';
+import type { CallTracer } from './trace.js';
 import type { ConfigVersion } from './types.js';
 
 /** Classifies a thrown error; the default is `classifyFailure` (src/retry). */
@@ -131,4 +132,20 @@ export function prepareUpdate(
   version?: ConfigVersion,
 ): PreparedUpdate | undefined {
   return executors.get(dependency)?.prepare(changes, version);
+}
+
+/**
+ * Traces `dependency`'s calls with `tracer` from now on (undefined: no more): prazo/otel's seam
+ * (src/dependency/trace.ts). False for an object that is not an executor made by this copy of prazo.
+ */
+export function setTracer(dependency: object, tracer: CallTracer | undefined): boolean {
+  const internals = executors.get(dependency);
+  if (internals === undefined) return false;
+  internals.core.events.tracer = tracer;
+  return true;
+}
+
+/** The tracer `dependency`'s calls are traced with now, if any. */
+export function tracerOf(dependency: object): CallTracer | undefined {
+  return executors.get(dependency)?.core.events.tracer;
 }

@@ -1,3 +1,4 @@
+import type { CallTracer } from './trace.js';
 import type { DependencyEvent, Disposable } from './types.js';
 
 export type DependencyListener = (event: DependencyEvent) => void;
@@ -11,6 +12,11 @@ export class Listeners {
   #list: readonly DependencyListener[] = [];
   /** True when at least one listener is subscribed: build the event only then. */
   active = false;
+  /**
+   * The tracer calls are traced with (prazo/otel installs one, `setTracer`): here because this list
+   * is the dependency's observers, shared by every version of its core. Undefined: no tracing.
+   */
+  tracer: CallTracer | undefined = undefined;
 
   add(listener: DependencyListener): Disposable {
     if (typeof listener !== 'function') throw new TypeError('on(listener): listener must be a function');

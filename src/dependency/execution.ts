@@ -15,6 +15,7 @@ import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
 import { discardSafely, endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
+import type { CallTrace, TraceAttributes, TraceEventName, TraceOutcome } from './trace.js';
 import type { AttemptKind, ExecuteOptions, Operation, ResultVerdict } from './types.js';
 
 const HEDGE_LOST = 'another attempt of the same call answered first';
@@ -55,6 +56,8 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   queued?: boolean;
   /** The copy being cancelled because the call ended otherwise (it lost a race, or was pushed back). */
   #dismissed: Attempt<T> | undefined;
+  /** This call's trace, when its dependency is traced (prazo/otel, src/dependency/trace.ts). */
+  #trace: CallTrace | undefined;
 
   constructor(
     core: DependencyCore,
@@ -99,6 +102,24 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     now: number,
   ): Attempt<T>;
 
+  /**
+   * What the integration knows of the request, for its trace (HTTP: method, server, URL). Asked only
+   * when the call is traced.
+   */
+  protected traceRequest(): TraceAttributes | undefined {
+    return undefined;
+  }
+
+  /** What the integration knows of a result, for its trace (HTTP: the status). Asked only when traced. */
+  protected traceResult(_value: T): TraceAttributes | undefined {
+    return undefined;
+  }
+
+  /** A decision worth a span event, when the call is traced. */
+  #traceEvent(name: TraceEventName, attributes: TraceAttributes): void {
+    this.#trace?.event(name, attributes);
+  }
+
   /** The verdict on a result that did not throw (a response with a status); none: a success. */
   protected classify(_value: T): ResultVerdict | undefined {
     return undefined;
@@ -111,8 +132,11 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   protected begin(now: number): void {
     const core = this.core;
     const remaining = this.deadline.remainingMsAt(now, core.clock);
+    const tracer = core.events.tracer;
+    if (tracer !== undefined) this.#trace = tracer.startCall(core.name, remaining, this.traceRequest());
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
+      if (this.#trace !== undefined) this.#insufficientEvent(remaining, 1);
       this.finish(false, insufficient(core, remaining, 1));
       return;
     }
@@ -159,7 +183,10 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       this.#primary = attempt;
     }
     notify.attempt(core, kind, n, attempt.instance);
-    attempt.start();
+    const trace = this.#trace;
+    if (trace === undefined) attempt.start();
+    else
+      attempt.trace = trace.attempt(kind, n, remaining, timeoutMs, attempt.instance, () => attempt.start());
     // The attempt may have ended the call synchronously (it failed at once, or its caller gave up).
     if (this.settled) return;
     if (kind === 'original' && core.hedge !== undefined && this.#idempotent) this.#armHedge(timeoutMs, now);
@@ -189,6 +216,8 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const needed = neededMs(core.hedge!.timeLeftMs(now, core.clock) ?? core.p99Ms);
     if (!(remaining >= needed)) {
       notify.hedgeSkipped(core, remaining, needed);
+      if (this.#trace !== undefined)
+        this.#traceEvent('hedge-skipped', { 'prazo.time_left_ms': remaining, 'prazo.needed_ms': needed });
       return;
     }
     // A hedge is optional load: it never waits for a slot, and a refused one costs no budget.
@@ -201,6 +230,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     else {
       limiter?.release();
       notify.budgetRefused(core, 'hedge');
+      if (this.#trace !== undefined) this.#traceEvent('budget-refused', { 'prazo.attempt.kind': 'hedge' });
     }
   }
 
@@ -259,6 +289,12 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   #limited(kind: 'original' | 'retry', reason: 'queue-full' | 'queue-timeout', waitedMs: number): void {
     const core = this.core;
     notify.limited(core, kind, reason, waitedMs);
+    if (this.#trace !== undefined)
+      this.#traceEvent('limited', {
+        'prazo.attempt.kind': kind,
+        'prazo.reason': reason,
+        'prazo.waited_ms': waitedMs,
+      });
     const { ok, value } = this.takeHeld();
     if (ok) {
       this.finish(true, value);
@@ -288,6 +324,12 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     const throttle = core.throttle!;
     const { requests, accepts, probability } = throttle.state(now);
     notify.throttled(core, requests, accepts, probability);
+    if (this.#trace !== undefined)
+      this.#traceEvent('throttled', {
+        'prazo.throttle.requests': requests,
+        'prazo.throttle.accepts': accepts,
+        'prazo.throttle.probability': probability,
+      });
     const error = new ThrottledError({
       dependency: core.name,
       requests,
@@ -329,6 +371,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       if (core.limiter !== undefined && outcome !== 'error') core.limiter.sample(latencyMs, now);
     }
     if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, outcome, value));
+    if (attempt.trace !== undefined) this.#endTrace(attempt, outcome, ok, value);
     this.#detach(attempt);
     const throttle = core.throttle;
     if (throttle !== undefined) {
@@ -386,6 +429,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       if (throttle !== undefined && attempt !== this.#dismissed && latencyMs >= core.p99Ms)
         throttle.count(now, false);
     }
+    if (attempt.trace !== undefined) this.#endTrace(attempt, 'cancelled', false, undefined);
     this.#detach(attempt);
   }
 
@@ -427,9 +471,14 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       this.#stop(decision.reason, remaining, decision.waitMs);
     } else if (!core.budget.tryConsume(now, core.clock)) {
       notify.budgetRefused(core, 'retry');
+      if (this.#trace !== undefined) this.#traceEvent('budget-refused', { 'prazo.attempt.kind': 'retry' });
       this.#stop('budget', remaining);
     } else {
-      if (decision.wait === 'retry-after') notify.retryAfter(core, decision.delayMs, true);
+      if (decision.wait === 'retry-after') {
+        notify.retryAfter(core, decision.delayMs, true);
+        if (this.#trace !== undefined)
+          this.#traceEvent('retry-after', { 'prazo.wait_ms': decision.delayMs, 'prazo.honoured': true });
+      }
       if (decision.delayMs > 0) {
         this.timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
       } else {
@@ -454,8 +503,14 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   #stop(reason: StopReason | 'budget', remaining: number, waitMs?: number): void {
     const core = this.core;
     const next = this.#started + 1;
-    if (reason === 'deadline-insufficient') notify.insufficient(core, remaining, next);
-    else if (reason === 'retry-after-too-long') notify.retryAfter(core, waitMs ?? 0, false);
+    if (reason === 'deadline-insufficient') {
+      notify.insufficient(core, remaining, next);
+      if (this.#trace !== undefined) this.#insufficientEvent(remaining, next);
+    } else if (reason === 'retry-after-too-long') {
+      notify.retryAfter(core, waitMs ?? 0, false);
+      if (this.#trace !== undefined)
+        this.#traceEvent('retry-after', { 'prazo.wait_ms': waitMs ?? 0, 'prazo.honoured': false });
+    }
     const { ok, value } = this.takeHeld();
     if (ok) {
       this.finish(true, value); // a failed result is the server's answer: delivered
@@ -480,11 +535,39 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
    */
   #pushedBack(attempt: Attempt<T>, ok: boolean, value: unknown): void {
     notify.pushback(this.core, attempt.kind, attempt.attempt);
+    if (this.#trace !== undefined)
+      this.#traceEvent('pushback', { 'prazo.attempt': attempt.attempt, 'prazo.attempt.kind': attempt.kind });
     const other = this.#primary ?? this.#hedge;
     this.#dismissed = other;
     other?.cancel(new DOMException(PUSHED_BACK, 'AbortError'));
     this.releaseHeld();
     this.finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
+  }
+
+  protected override finish(ok: boolean, value: unknown): void {
+    const trace = this.#trace;
+    if (trace === undefined) {
+      super.finish(ok, value);
+      return;
+    }
+    // Ended before delivery: a span ended after the caller's code ran would cover that code's time.
+    this.#trace = undefined;
+    trace.end(ok, value, ok ? this.traceResult(value as T) : undefined);
+    super.finish(ok, value);
+  }
+
+  #insufficientEvent(remaining: number, attempt: number): void {
+    this.#traceEvent('deadline-insufficient', {
+      'prazo.time_left_ms': remaining,
+      'prazo.needed_ms': this.core.p99Ms,
+      'prazo.attempt': attempt,
+    });
+  }
+
+  #endTrace(attempt: Attempt<T>, outcome: TraceOutcome, ok: boolean, value: unknown): void {
+    const trace = attempt.trace!;
+    attempt.trace = undefined;
+    trace.end(outcome, ok, value, ok ? this.traceResult(value as T) : undefined);
   }
 
   #win(attempt: Attempt<T>, value: T): void {

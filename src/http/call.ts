@@ -2,6 +2,7 @@ import type { InstanceVerdict } from '../balance/instances.js';
 import { type Deadline, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { DependencyCore } from '../dependency/core.js';
 import { Execution } from '../dependency/execution.js';
+import type { TraceAttributes } from '../dependency/trace.js';
 import type { AttemptKind, ResultVerdict } from '../dependency/types.js';
 import { isQueueTimeout } from '../errors/guards.js';
 import { classifyFailure } from '../retry/classify.js';
@@ -328,6 +329,28 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
       responseTimeoutMs: queued ? attempt.timeoutMs : this.#plan.responseMs,
       bodyTimeoutMs: this.#plan.bodyMs,
     }) as Error;
+  }
+
+  /** For the call's trace (prazo/otel): the HTTP semantic conventions' request attributes. */
+  protected override traceRequest(): TraceAttributes {
+    const options = this.#options;
+    const out: Record<string, string | number> = { 'http.request.method': options.method ?? 'GET' };
+    const origin = options.origin;
+    if (origin === undefined || origin === null) return out;
+    try {
+      const url = new URL(String(origin));
+      out['server.address'] = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+      out['server.port'] = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+      out['url.full'] = new URL(options.path ?? '/', url).href;
+    } catch {
+      // An origin undici would refuse as well: the method is all there is to say.
+    }
+    return out;
+  }
+
+  /** For an attempt's (and the call's) trace: the status answered. */
+  protected override traceResult(attempt: HttpAttempt): TraceAttributes {
+    return { 'http.response.status_code': attempt.statusCode };
   }
 
   protected override classify(attempt: HttpAttempt): ResultVerdict | undefined {

@@ -271,3 +271,55 @@ export const OTEL_LIMITS = Object.freeze({
    */
   attributeCacheSize: 256,
 });
+
+/** The name of prazo's tracer (`trace.getTracer(TRACER_NAME)`), as the meter's. */
+export const TRACER_NAME = 'prazo';
+
+/** Span names: `<prefix> <dependency>` (issue #26; docs/observability.md "Traces"). */
+export const SPAN_NAMES = Object.freeze({
+  /** One logical call of a dependency (INTERNAL): prazo's plan, from the deadline check to the answer. */
+  call: 'prazo.call',
+  /** One attempt of it (CLIENT): the original, a retry or the hedge. */
+  attempt: 'prazo.attempt',
+});
+
+/**
+ * Span attributes: the HTTP semantic conventions' where they apply (`http.request.resend_count`,
+ * `error.type`, `server.*`, `url.full`, set by prazo/http), prazo's own otherwise. Times in ms, as
+ * prazo plans them (a span attribute is read by a person, next to the span's own duration).
+ */
+export const SPAN_ATTR = Object.freeze({
+  dependency: ATTR.dependency,
+  /** The deadline's time left when the call (or the attempt) started, in ms. */
+  timeLeft: 'prazo.deadline.time_left_ms',
+  /** The attempt's number: 1 for the original, 2.. for retries and the hedge in start order. */
+  attempt: 'prazo.attempt',
+  attemptKind: ATTR.attemptKind,
+  /** The attempt's limit, in ms: min(calibrated timeout, time left) (SPEC R6). */
+  attemptTimeout: 'prazo.attempt.timeout_ms',
+  /** How the attempt ended: `success`, `error`, `timeout` or `cancelled` (a lost hedge, a caller gone). */
+  outcome: 'prazo.attempt.outcome',
+  /** The instance (origin) an attempt went to, when the dependency is several (SPEC X5). */
+  instance: ATTR.instance,
+  /** On the call span: how many attempts were started. */
+  attempts: 'prazo.attempts',
+  /** HTTP semantic conventions: the attempt's resend number (absent on the original). */
+  resendCount: 'http.request.resend_count',
+  /** Semantic conventions: prazo's error code, the HTTP status, or the error's name. */
+  errorType: 'error.type',
+  /** On the server span: the header the incoming deadline came from. */
+  serverSource: 'prazo.deadline.source',
+  /** On the server span: whether the local maximum cut the incoming deadline (SPEC D2). */
+  serverCapped: 'prazo.deadline.capped',
+});
+
+/** Span events on the call span, one per executor decision (issue #26). */
+export const SPAN_EVENTS = Object.freeze({
+  'budget-refused': 'prazo.budget_refused',
+  'deadline-insufficient': 'prazo.deadline_insufficient',
+  pushback: 'prazo.pushback',
+  'retry-after': 'prazo.retry_after',
+  throttled: 'prazo.throttled',
+  'hedge-skipped': 'prazo.hedge_skipped',
+  limited: 'prazo.limited',
+} as const);

@@ -1,12 +1,19 @@
 import { createNoopMeter, metrics } from '@opentelemetry/api';
+import { setTracer, tracerOf } from '../dependency/core.js';
 import type { Disposable } from '../dependency/types.js';
 import { InvalidOptionsError } from '../errors/options.js';
-import { METER_NAME, OTEL_LIMITS } from './constants.js';
+import { METER_NAME, OTEL_LIMITS, TRACER_NAME } from './constants.js';
 import { type InstrumentableDependency, recordDependencyEvents } from './dependency.js';
 import { DependencyGauges } from './gauges.js';
 import { createInstruments, type PrazoInstruments } from './instruments.js';
-import { type InstrumentableServer, recordServerEvents, type ServerEventSource } from './server.js';
+import {
+  type InstrumentableServer,
+  recordServerEvents,
+  type ServerEventSource,
+  traceServer,
+} from './server.js';
 import { countingTracker, type OverrunObserver } from './slices.js';
+import { activeTracerProvider, OtelCallTracer } from './traces.js';
 import { type InstrumentPrazoOptions, validateOptions } from './validate.js';
 
 export type { InstrumentPrazoOptions } from './validate.js';
@@ -20,6 +27,11 @@ export type { InstrumentPrazoOptions } from './validate.js';
  * metrics API has no proxy, so instruments taken from the global no-op meter stay no-ops. Knowing that,
  * an instrumentation whose meter *is* the API's no-op subscribes to nothing at all (`active: false`):
  * no listener, so the executor does not even build its events, and the cost is zero rather than small.
+ *
+ * Traces (issue #26) likewise: when the tracer provider is the API's no-op (no SDK), no tracer is
+ * installed on any executor (`tracing: false`); otherwise each instrumented dependency's calls get a
+ * call span and attempt spans (src/otel/traces.ts), and each server's admitted requests their
+ * incoming deadline on the active server span. `traces: false` keeps metrics only.
  */
 
 /** A live instrumentation: `dispose()` unsubscribes from every source and removes the gauge callback. */
@@ -27,6 +39,8 @@ export interface PrazoInstrumentation extends Disposable {
   readonly instruments: PrazoInstruments;
   /** False when the meter is the API's no-op (no SDK): nothing is subscribed, nothing is recorded. */
   readonly active: boolean;
+  /** True when calls are traced: a tracer provider other than the API's no-op, and `traces` not false. */
+  readonly tracing: boolean;
   addDependency(dependency: InstrumentableDependency): Disposable;
   addServer(server: InstrumentableServer | ServerEventSource): Disposable;
   /**
@@ -49,6 +63,8 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
   const active = meter !== createNoopMeter();
   const instruments = createInstruments(meter);
   const gauges = active ? new DependencyGauges(meter, instruments) : undefined;
+  const tracerProvider = resolved.traces ? activeTracerProvider(resolved.tracerProvider) : undefined;
+  const tracer = tracerProvider?.getTracer(TRACER_NAME);
   const live = new Set<Disposable>();
   const names = new Set<string>();
   let disposed = false;
@@ -71,6 +87,7 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
   const instrumentation: PrazoInstrumentation = {
     instruments,
     active,
+    tracing: tracer !== undefined,
     addDependency: (dependency) => {
       const name = dependency.name;
       if (names.has(name)) {
@@ -80,10 +97,18 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
       }
       names.add(name);
       const forget = { dispose: () => void names.delete(name) };
-      if (gauges === undefined) return track(forget);
-      return track(recordDependencyEvents(instruments, dependency), gauges.add(dependency), forget);
+      const parts: Disposable[] = [forget];
+      if (tracer !== undefined) parts.push(traceDependency(dependency, new OtelCallTracer(tracer, name)));
+      if (gauges === undefined) return track(...parts);
+      return track(recordDependencyEvents(instruments, dependency), gauges.add(dependency), ...parts);
     },
-    addServer: (server) => (active ? track(recordServerEvents(instruments, asServer(server))) : track()),
+    addServer: (server) => {
+      const parts: Disposable[] = [];
+      const resolvedServer = asServer(server);
+      if (active) parts.push(recordServerEvents(instruments, resolvedServer));
+      if (tracer !== undefined) parts.push(traceServer(resolvedServer.events));
+      return track(...parts);
+    },
     trackSlices: (tracker, endpoint) => {
       if (!hasObserve(tracker) || typeof endpoint !== 'string' || endpoint.length === 0) {
         throw new InvalidOptionsError('instrumentPrazo.trackSlices', [
@@ -103,4 +128,22 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
   for (const dependency of resolved.dependencies) instrumentation.addDependency(dependency);
   for (const server of resolved.servers) instrumentation.addServer(server);
   return instrumentation;
+}
+
+/**
+ * Installs `tracer` on the executor `dependency` runs through (its own, or a client's `dependency`):
+ * disposing removes it, unless another tracer replaced it meanwhile. An object that is not an
+ * executor of this copy of prazo (a user's own event source) is not traced: nothing to hook.
+ */
+function traceDependency(dependency: InstrumentableDependency, tracer: OtelCallTracer): Disposable {
+  const executor: object =
+    dependency.dependency !== null && typeof dependency.dependency === 'object'
+      ? dependency.dependency
+      : dependency;
+  if (!setTracer(executor, tracer)) return { dispose: () => {} };
+  return {
+    dispose: () => {
+      if (tracerOf(executor) === tracer) setTracer(executor, undefined);
+    },
+  };
 }

@@ -1,6 +1,8 @@
-import type { Attributes } from '@opentelemetry/api';
+import { type Attributes, trace } from '@opentelemetry/api';
+import type { IncomingDeadline } from '../deadline/headers.js';
 import type { Disposable } from '../dependency/types.js';
-import { ATTR, MS_PER_S } from './constants.js';
+import { setAdmittedHook } from '../server/admitted.js';
+import { ATTR, MS_PER_S, SPAN_ATTR } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /**
@@ -44,4 +46,23 @@ export function recordServerEvents(instruments: PrazoInstruments, server: Instru
       I.rejectedExpired.add(1, attributes);
     }
   });
+}
+
+/**
+ * Records each request's incoming deadline on the span active when prazo/server admits it (the
+ * server span of `@opentelemetry/instrumentation-http`, or the user's own): the header it came from
+ * (`prazo.deadline.source`), the time left (`prazo.deadline.time_left_ms`) and whether the local
+ * maximum cut it (`prazo.deadline.capped`). No active span: nothing.
+ */
+export function traceServer(events: ServerEventSource): Disposable {
+  setAdmittedHook(events, (incoming: IncomingDeadline, remainingMs: number) => {
+    const span = trace.getActiveSpan();
+    if (span === undefined || !span.isRecording()) return;
+    span.setAttributes({
+      [SPAN_ATTR.serverSource]: incoming.source,
+      [SPAN_ATTR.timeLeft]: Math.round(remainingMs),
+      [SPAN_ATTR.serverCapped]: incoming.capped,
+    });
+  });
+  return { dispose: () => setAdmittedHook(events, undefined) };
 }

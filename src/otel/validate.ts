@@ -1,4 +1,4 @@
-import type { Meter, MeterProvider } from '@opentelemetry/api';
+import type { Meter, MeterProvider, TracerProvider } from '@opentelemetry/api';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import type { InstrumentableDependency } from './dependency.js';
@@ -8,6 +8,8 @@ import { DEFAULT_SERVER_NAME, type InstrumentableServer, type ServerEventSource 
 export interface ResolvedOptions {
   readonly meter: Meter | undefined;
   readonly meterProvider: MeterProvider | undefined;
+  readonly tracerProvider: TracerProvider | undefined;
+  readonly traces: boolean;
   readonly dependencies: readonly InstrumentableDependency[];
   readonly servers: readonly (InstrumentableServer | ServerEventSource)[];
 }
@@ -83,6 +85,16 @@ export const INSTRUMENT_OPTIONS = defineOptions(
       'an OpenTelemetry MeterProvider',
       option.hasMethods('getMeter'),
     ),
+    /**
+     * Where spans come from. Default: the global one (`trace.getTracerProvider()`) at call time: with
+     * no SDK registered then (the API's no-op), nothing is traced and tracing costs nothing.
+     */
+    tracerProvider: option.value<TracerProvider>(
+      'an OpenTelemetry TracerProvider',
+      option.hasMethods('getTracer'),
+    ),
+    /** Traces calls (a span per call, one per attempt) as well as metrics. Default true. */
+    traces: option.boolean({ default: true }),
     /** A meter to record into directly (instead of `meterProvider.getMeter('prazo')`). */
     meter: option.value<Meter>('an OpenTelemetry Meter', option.hasMethods('createCounter')),
     /**
@@ -111,6 +123,8 @@ export function validateOptions(options: InstrumentPrazoOptions): ResolvedOption
   const resolved: ResolvedOptions = {
     meter: given.meter,
     meterProvider: given.meterProvider,
+    tracerProvider: given.tracerProvider,
+    traces: given.traces !== false,
     dependencies: dependencies(v, given.dependencies),
     servers: servers(v, given.servers),
   };

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Deadline } from '../deadline/deadline.js';
 import type { DeadlineSource, IncomingDeadline } from '../deadline/headers.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { admittedHookOf } from './admitted.js';
 import { CLIENT_DISCONNECT_MESSAGE } from './constants.js';
 import type { ServerEvent } from './events.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -37,6 +38,14 @@ export function admitRequest(
   rejectExpired: (source: DeadlineSource) => void = (source) => writeExpired(res, source),
 ): RequestDeadline | undefined {
   const incoming = options.read(req.headers);
+  const hook = admittedHookOf(options.events);
+  if (hook !== undefined) {
+    try {
+      hook(incoming, incoming.deadline.remainingMsAt(options.clock.now(), options.clock));
+    } catch (error) {
+      process.emitWarning(`prazo: a server trace hook threw: ${String(error)}`, 'PrazoWarning');
+    }
+  }
   const method = req.method ?? 'GET';
   const emit = (event: ServerEvent): void => {
     options.onEvent?.(event);
