@@ -187,6 +187,27 @@ export const MICRO_CASES = [
     },
   },
   {
+    name: 'executor execute() + otel, no-op tracer',
+    kind: 'prazo',
+    about:
+      'the same, traced by instrumentPrazo() through a tracer that records nothing (the API no-op tracer behind a provider): the tracing seam installed, one non-recording span started per call (#26)',
+    async: true,
+    setup: async () => {
+      const createDependency = await prazo('dependency', 'createDependency');
+      const instrumentPrazo = await prazo('otel', 'instrumentPrazo');
+      const { ProxyTracerProvider } = await import('@opentelemetry/api');
+      const noop = new ProxyTracerProvider().getDelegate();
+      const dependency = createDependency({ name: 'bench', p99Ms: 50 });
+      instrumentPrazo({
+        dependencies: [dependency],
+        tracerProvider: { getTracer: (n) => noop.getTracer(n) },
+      });
+      const operation = () => RESOLVED;
+      const options = { idempotent: true };
+      return () => dependency.execute(operation, options);
+    },
+  },
+  {
     name: 'executor execute(), hedging armed',
     kind: 'prazo',
     about: 'the same with a hedge armed at max(live p95, 1 s) that never fires: one timer per call',
