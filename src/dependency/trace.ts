@@ -34,6 +34,11 @@ export type TraceOutcome = 'success' | 'error' | 'timeout' | 'cancelled';
 /** One attempt's trace: ended once. */
 export interface AttemptTrace {
   /**
+   * Runs `fn` inside the attempt's trace context again: for work of the attempt resumed from a
+   * callback that does not carry it (prazo/http's dispatch once DNS discovery found an instance).
+   */
+  resume(fn: () => void): void;
+  /**
    * The attempt is over: `ok` and `value` as the execution saw them (a result, or the error thrown),
    * `attributes` what the integration knows of a result (an HTTP status).
    */

@@ -182,13 +182,21 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     if (instances !== undefined && attempt.target === undefined) {
       instances.whenAvailable((error) => {
         if (attempt.done) return;
-        if (error === undefined) this.#pick(attempt, this.clock.now());
-        if (attempt.target === undefined) attempt.onResponseError(null, error ?? new Error('no instance'));
-        else this.#dispatchTo(attempt);
+        // Resumed from discovery's callback: a traced attempt is dispatched in its own context again.
+        const trace = attempt.trace;
+        if (trace === undefined) this.#resume(attempt, error);
+        else trace.resume(() => this.#resume(attempt, error));
       });
       return;
     }
     this.#dispatchTo(attempt);
+  }
+
+  /** An attempt that waited for an instance: picked and dispatched now, or failed with `error`. */
+  #resume(attempt: HttpAttempt, error: Error | undefined): void {
+    if (error === undefined) this.#pick(attempt, this.clock.now());
+    if (attempt.target === undefined) attempt.onResponseError(null, error ?? new Error('no instance'));
+    else this.#dispatchTo(attempt);
   }
 
   #dispatchTo(attempt: HttpAttempt): void {

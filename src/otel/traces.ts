@@ -71,9 +71,15 @@ const KIND_ATTRS: Record<AttemptKind, string> = { original: 'original', retry: '
 
 class OtelAttemptTrace implements AttemptTrace {
   readonly #span: Span;
+  readonly #context: Context;
 
-  constructor(span: Span) {
+  constructor(span: Span, within: Context) {
     this.#span = span;
+    this.#context = within;
+  }
+
+  resume(fn: () => void): void {
+    context.with(this.#context, fn);
   }
 
   end(outcome: TraceOutcome, ok: boolean, value: unknown, attributes: TraceAttributes | undefined): void {
@@ -137,8 +143,9 @@ class OtelCallTrace implements CallTrace {
       { kind: SpanKind.CLIENT, attributes },
       this.#context,
     );
-    context.with(trace.setSpan(this.#context, span), run);
-    return new OtelAttemptTrace(span);
+    const within = trace.setSpan(this.#context, span);
+    context.with(within, run);
+    return new OtelAttemptTrace(span, within);
   }
 
   event(name: TraceEventName, attributes: TraceAttributes): void {

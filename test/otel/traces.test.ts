@@ -248,6 +248,51 @@ describe('prazo/otel traces', () => {
     });
   });
 
+  it('an attempt that waited for DNS discovery is still dispatched inside its own attempt span', async () => {
+    const server = await startServer(serverSpan('GET /stock', (_req, res) => res.end('ok')));
+    cleanup.push(() => server.close());
+    // The first lookup answers late, from a timer armed outside any call's context.
+    let answer: (() => void) | undefined;
+    const lookup = ((_host: string, _options: unknown, callback: (...args: unknown[]) => void) => {
+      answer = () => callback(null, [{ address: '127.0.0.1', family: 4 }]);
+    }) as never;
+    const discovered = createHttpClient({
+      name: 'discovered',
+      origin: `http://stock.test:${server.port}`,
+      discovery: { lookup, intervalMs: 60_000 },
+      p99Ms: 200,
+    });
+    const instrumentation = instrumentPrazo({ tracerProvider: provider, dependencies: [discovered] });
+    cleanup.push(
+      () => discovered.destroy(),
+      () => instrumentation.dispose(),
+    );
+    const roots = [tracer.startSpan('first'), tracer.startSpan('second')];
+    const calls = roots.map((root) =>
+      context.with(trace.setSpan(ROOT_CONTEXT, root), async () =>
+        (await discovered.request('/stock', { deadline: 2_000 })).body.text(),
+      ),
+    );
+    for (let i = 0; i < 100 && answer === undefined; i += 1) await sleep(systemClock, 5);
+    context.with(ROOT_CONTEXT, () => answer!());
+    expect(await Promise.all(calls)).toEqual(['ok', 'ok']);
+    for (const root of roots) root.end();
+    for (let i = 0; i < 100 && exporter.getFinishedSpans().length < 8; i += 1) await sleep(systemClock, 10);
+    const spans = tree(exporter.getFinishedSpans());
+    expect(spans.map((s) => [s.name, s.parent])).toEqual([
+      ['first', undefined],
+      ['prazo.call discovered', 'first'],
+      ['prazo.attempt discovered', 'prazo.call discovered'],
+      ['GET /stock', 'prazo.attempt discovered'],
+      ['second', undefined],
+      ['prazo.call discovered', 'second'],
+      ['prazo.attempt discovered', 'prazo.call discovered'],
+      ['GET /stock', 'prazo.attempt discovered'],
+    ]);
+    // Each request carried its own attempt's context, not the other call's.
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(2);
+  });
+
   it('traces nothing, and installs nothing, when the tracer provider is the API’s no-op', async () => {
     const toNowhere = createHttpClient({ name: 'nowhere', origin: 'http://127.0.0.1:9', p99Ms: 100 });
     cleanup.push(() => toNowhere.destroy());
