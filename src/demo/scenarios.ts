@@ -80,6 +80,14 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     inDefaultRun: false,
   },
   {
+    name: 'overload-down',
+    title: 'Supplier down at 5× load',
+    description: 'every supplier instance refuses connections, at five times the checkout rate',
+    supplier: [{ kind: 'refuse' }],
+    checkoutRateMultiple: 5,
+    inDefaultRun: false,
+  },
+  {
     name: 'overload-slow',
     title: 'Supplier slow at 5× load',
     description: `the supplier answers at ${SUPPLIER_PROFILE.slowFactor}× its healthy p99 (≈ 1.5 s), at five times the checkout rate`,

@@ -19,6 +19,7 @@ export interface Verdict {
     | 'healthy'
     | 'hung-fails-fast'
     | 'overload-hung'
+    | 'overload-down'
     | 'overload-slow'
     | 'slow-within-deadline'
     | 'recover';
@@ -44,6 +45,7 @@ export function verdicts(result: DemoResult): Verdict[] {
   push(healthy(get));
   push(hungFailsFast(get));
   push(overload(get, 'overload-hung', 'supplier hung at 5× the checkouts'));
+  push(overload(get, 'overload-down', 'supplier down (refused) at 5× the checkouts'));
   push(overload(get, 'overload-slow', 'supplier slow at 5× the checkouts'));
   push(slowWithinDeadline(get));
   push(recover(get));
@@ -260,13 +262,13 @@ function hungFailsFast(get: Pick): Verdict | undefined {
 }
 
 /**
- * `overload-hung`, `overload-slow`: at five times the checkout rate, prazo's catalog ≥ 99.9% ok with
+ * `overload-hung`, `overload-down`, `overload-slow`: at five times the checkout rate, prazo's catalog ≥ 99.9% ok with
  * its p99 ≤ 2× the healthy scenario's, the gateway pool never full, failed checkouts fast, the
  * supplier load ≤ 1.1×. Naive's catalog and pool are shown beside it.
  */
 function overload(
   get: Pick,
-  scenario: 'overload-hung' | 'overload-slow',
+  scenario: 'overload-hung' | 'overload-down' | 'overload-slow',
   title: string,
 ): Verdict | undefined {
   const prazo = get(scenario, 'prazo');
