@@ -1,13 +1,13 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Pool } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sleep } from '../../src/clock/index.js';
 import { systemClock } from '../../src/clock/system.js';
 import { DependencyFailedError } from '../../src/errors/dependency.js';
 import { createHttpClient } from '../../src/http/client.js';
 import type { HttpClientOptions } from '../../src/http/options.js';
 import { withIncomingDeadline } from '../../src/server/node.js';
+import { closingAfterEach } from './loopback.test-helpers.js';
 
 /**
  * SPEC V2 at five times the load (issue 23), on real loopback sockets:
@@ -30,22 +30,7 @@ const CATALOG_PER_S = 10;
 const PHASE_MS = 1_500;
 const POOL = 10;
 
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of closers.splice(0).reverse()) await fn();
-});
-
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const { closers, listen } = closingAfterEach();
 
 async function chain(protection: Partial<HttpClientOptions>) {
   let hung = false;

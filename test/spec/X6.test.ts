@@ -1,15 +1,16 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DependencyEvent } from '../../src/dependency/types.js';
 import { DependencyFailedError } from '../../src/errors/dependency.js';
 import { createHttpClient, type HttpClient } from '../../src/http/client.js';
 import { deadlineErrorHandler, deadlineMiddleware } from '../../src/server/express.js';
 import { fastifyDeadline } from '../../src/server/fastify.js';
 import { withIncomingDeadline } from '../../src/server/node.js';
+import { closingAfterEach } from './loopback.test-helpers.js';
 
 /**
  * SPEC X6, retry at one layer, on a chain of three real loopback services:
@@ -30,22 +31,7 @@ const MIDDLE_BUDGET = { windowMs: 10_000, maxRatio: 0.1, minPerSecond: 0.3 }; //
 
 type Framework = 'node' | 'express' | 'fastify';
 
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of closers.splice(0).reverse()) await fn();
-});
-
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const { closers, listen } = closingAfterEach();
 
 /** A port nothing listens on: connections to it are refused. */
 async function refusedOrigin(): Promise<string> {
