@@ -1,10 +1,11 @@
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from './deadline.js';
+import { refusalOf } from './fits.js';
 
 /** What the guarded call receives. */
 export interface DeadlineCallContext {
@@ -37,7 +38,8 @@ export interface CallWithDeadlineOptions<T>
 
 /**
  * Runs one call inside a deadline (the seed's `chamarComPrazo`, SPEC D4, D5):
- * - fails with {@link DeadlineInsufficientError} before calling `execute` when less than `p99Ms` is left;
+ * - fails with a DeadlineInsufficientError before calling `execute` when less than `p99Ms` is left
+ *   (D4's one rule, `fits.ts`: at least the p99, and at least 1 ms);
  * - otherwise gives `execute` an AbortSignal, the time left and the outgoing headers;
  * - settles with {@link DeadlineExceededError} as soon as the deadline passes, even when `execute`
  *   ignores its signal (its late result or error is then dropped).
@@ -56,11 +58,8 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
   const { name, p99Ms, execute, signal: callerSignal } = options;
   const clock = deadline.clock;
   const remaining = deadline.remainingMs();
-  if (remaining <= 0 || remaining < p99Ms) {
-    return Promise.reject(
-      new DeadlineInsufficientError({ dependency: name, remainingMs: remaining, neededMs: p99Ms }),
-    );
-  }
+  const refused = refusalOf({ name, p99Ms }, remaining);
+  if (refused !== undefined) return Promise.reject(refused);
   if (callerSignal?.aborted) return Promise.reject(callerSignal.reason);
 
   const started = clock.now();

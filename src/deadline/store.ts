@@ -1,8 +1,8 @@
 import type { Clock } from '../clock/clock.js';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { DeadlineInsufficientError } from '../errors/deadline.js';
 import { option } from '../options/declare.js';
 import type { Deadline } from './deadline.js';
+import { assertFits, type FitTarget } from './fits.js';
 
 /**
  * What every store integration (`prazo/pg`, `prazo/mysql`) does the same way before a statement is
@@ -42,25 +42,18 @@ export const STORE_DEADLINE_SPECS = {
 } as const;
 
 /** What {@link checkFits} reads of a store's resolved options. */
-export interface FitOptions {
-  readonly name: string;
-  readonly p99Ms: number;
-}
+export type FitOptions = FitTarget;
 
 /**
  * Fails fast, before any I/O and before a connection is taken, when less than the p99 is left
- * (SPEC D4); `onInsufficient` hears of it first (a store's events).
+ * (SPEC D4, the one rule of `fits.ts`); `onInsufficient` hears of it first (a store's events).
  */
 export function checkFits(
   deadline: Deadline,
   options: FitOptions,
   onInsufficient?: (remainingMs: number) => void,
 ): void {
-  const remainingMs = deadline.remainingMs();
-  if (remainingMs <= 0 || remainingMs < options.p99Ms) {
-    onInsufficient?.(remainingMs);
-    throw new DeadlineInsufficientError({ dependency: options.name, remainingMs, neededMs: options.p99Ms });
-  }
+  assertFits(options, deadline.remainingMs(), onInsufficient);
 }
 
 /** What {@link withinDeadline} does with a connection that missed the deadline, and the error it gives. */

@@ -12,7 +12,8 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
-import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { refusalOf } from '../deadline/fits.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import { DependencyFailedError } from '../errors/dependency.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -70,10 +71,8 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): I
       return new InterceptingCall(nextCall(callOptions), explain(dependency, undefined));
 
     const remainingMs = Math.max(0, epoch - clock.epochNow());
-    if (remainingMs <= 0 || remainingMs < p99Ms) {
-      const error = new DeadlineInsufficientError({ dependency, remainingMs, neededMs: p99Ms });
-      return new InterceptingCall(NOT_CALLED, refuse(deadlineStatus(error)));
-    }
+    const refused = refusalOf({ name: dependency, p99Ms }, remainingMs);
+    if (refused !== undefined) return new InterceptingCall(NOT_CALLED, refuse(deadlineStatus(refused)));
     const started = clock.now();
     const onDeadline = (): DeadlineExceededError =>
       new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });

@@ -3,9 +3,10 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { assertFits } from '../deadline/fits.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
-import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
@@ -367,12 +368,15 @@ export function redisDeadlineClient(
 
   const fits = (deadline: Deadline | undefined): void => {
     if (deadline === undefined) return;
-    const remainingMs = deadline.remainingMs();
-    if (remainingMs <= 0 || remainingMs < o.p99Ms) {
-      const neededMs = o.p99Ms;
-      emit(() => ({ type: 'deadline-insufficient', dependency: o.name, remainingMs, neededMs, attempt: 1 }));
-      throw new DeadlineInsufficientError({ dependency: o.name, remainingMs, neededMs });
-    }
+    assertFits(o, deadline.remainingMs(), (remainingMs) =>
+      emit(() => ({
+        type: 'deadline-insufficient',
+        dependency: o.name,
+        remainingMs,
+        neededMs: o.p99Ms,
+        attempt: 1,
+      })),
+    );
   };
 
   /**

@@ -80,6 +80,3 @@ export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 
 /** Longest idempotency key accepted, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-
-/** The least time worth starting an attempt with, in ms, even for a dependency whose p99 is ~0. */
-export const MIN_ATTEMPT_MS = 1;

@@ -1,6 +1,6 @@
+import { fitsDeadline, neededMs } from '../deadline/fits.js';
 import { type BackoffOptions, fullJitterMs, type RandomSource } from './backoff.js';
 import type { FailureVerdict } from './classify.js';
-import { MIN_ATTEMPT_MS } from './constants.js';
 
 /**
  * The attempt planner (SPEC R6): retries live inside the deadline. Each attempt gets its own slice,
@@ -45,14 +45,11 @@ export interface RetryPlanInput {
   readonly random: RandomSource;
 }
 
-/** What an attempt needs (the dependency's p99; a hedge: its live median), never less than {@link MIN_ATTEMPT_MS}. */
-export const neededMs = (latencyMs: number): number =>
-  latencyMs > MIN_ATTEMPT_MS ? latencyMs : MIN_ATTEMPT_MS;
-
-/** True when an attempt may start: at least the dependency's p99 is left (and at least 1 ms). */
-export function fitsDeadline(remainingMs: number, p99Ms: number): boolean {
-  return remainingMs >= neededMs(p99Ms);
-}
+/**
+ * D4's rule (`deadline/fits.ts`), re-exported for the executor: the planner refuses a retry with the
+ * same verdict every other integration gives a first call.
+ */
+export { fitsDeadline, neededMs };
 
 const stop = (reason: StopReason, waitMs?: number): RetryDecision =>
   waitMs === undefined ? { action: 'stop', reason } : { action: 'stop', reason, waitMs };
