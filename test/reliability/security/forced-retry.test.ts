@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { RETRY_BUDGET_OPTIONS } from '../../../src/options/index.js';
+import { RETRY_BUDGET_OPTIONS } from '../../../src/options-entry.js';
 
 const BUDGET_DEFAULTS = RETRY_BUDGET_OPTIONS.defaults;
 
