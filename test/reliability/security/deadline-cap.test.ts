@@ -15,7 +15,11 @@ import { type FaultServer, neverAnswer, startHttpFault } from '../faults/http-fa
  */
 
 const MAX_MS = 300;
-const SLACK_MS = 100; // two shared cores: answer and socket release within maxMs + 100 ms
+// Two shared, noisy cores: the answer and the socket's release come within maxMs + 300 ms. The slack
+// does not hide the attempt timeout (350 ms) ending the call instead of the capped deadline: the body
+// must say DEADLINE_EXCEEDED, and the time held must not be below maxMs. (A first case paid the
+// connection's set-up and JIT on top: 451 ms with a 100 ms slack on a loaded CI machine.)
+const SLACK_MS = 300;
 
 let dependency: FaultServer;
 let client: HttpClient;
@@ -38,6 +42,9 @@ beforeAll(async () => {
   );
   await new Promise<void>((resolve) => service.listen({ port: 0, host: '127.0.0.1' }, resolve));
   origin = `http://127.0.0.1:${(service.address() as AddressInfo).port}`;
+  // Warm both hops (sockets, JIT) with one ordinary call, so that the first hostile case is timed like
+  // the others; the log is read per case from its own start.
+  await (await request(`${origin}/`)).body.text();
 });
 
 afterAll(async () => {
