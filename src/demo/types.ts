@@ -1,3 +1,5 @@
+import type { TracePiece } from './trace/types.js';
+
 /**
  * Shapes shared by the demo's parent process (orchestration, load, report) and its service processes.
  * Everything that crosses the IPC channel is plain JSON.
@@ -156,6 +158,8 @@ export type ParentMessage =
   | { readonly type: 'reset'; readonly id: number; readonly reset: ResetRequest }
   /** `full`: include the raw latency samples (calibration); without it the report stays small. */
   | { readonly type: 'report'; readonly id: number; readonly full: boolean }
+  /** The spans the service kept this scenario (issue #26: the report's trace waterfall). */
+  | { readonly type: 'traces'; readonly id: number }
   | { readonly type: 'stop' };
 
 /** Child → parent. */
@@ -164,6 +168,7 @@ export type ChildMessage =
   | { readonly type: 'ready'; readonly port: number }
   | { readonly type: 'report'; readonly id: number; readonly report: ServiceReport }
   | { readonly type: 'reset'; readonly id: number }
+  | { readonly type: 'traces'; readonly id: number; readonly traces: readonly TracePiece[] }
   | { readonly type: 'failed'; readonly message: string };
 
 /** How one user request ended. */

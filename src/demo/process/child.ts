@@ -1,3 +1,4 @@
+import type { TracePiece } from '../trace/types.js';
 import type { ChildMessage, ParentMessage, ResetRequest, ServiceConfig, ServiceReport } from '../types.js';
 
 /** A running service inside a child process. */
@@ -7,6 +8,8 @@ export interface RunningService {
   report(full: boolean): ServiceReport;
   /** Starts over for the next scenario (see {@link ResetRequest}). */
   reset(request: ResetRequest): Promise<void>;
+  /** The spans kept since the last reset (issue #26: `trace/recorder.ts`); none when not recorded. */
+  traces?(): TracePiece[];
   close(): Promise<void>;
 }
 
@@ -63,6 +66,8 @@ export function serveChild(start: (config: ServiceConfig) => Promise<RunningServ
           (error: unknown) => post({ type: 'failed', message: String(error) }),
         );
       }
+    } else if (message.type === 'traces') {
+      post({ type: 'traces', id: message.id, traces: service?.traces?.() ?? [] });
     } else if (message.type === 'stop') {
       void (service?.close() ?? Promise.resolve()).finally(() => process.exit(0));
     }

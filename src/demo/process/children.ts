@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import type { Clock } from '../../clock/clock.js';
+import type { TracePiece } from '../trace/types.js';
 import type { ChildMessage, ParentMessage, ResetRequest, ServiceConfig, ServiceReport } from '../types.js';
 
 /**
@@ -94,6 +95,15 @@ export class ProcessGroup {
     this.#send(child, { type: 'report', id, full });
     return this.#await(child as Tracked, 'report', (m) =>
       m.type === 'report' && m.id === id ? m.report : undefined,
+    );
+  }
+
+  /** Asks a child for the spans it kept this scenario (issue #26: the report's trace waterfall). */
+  traces(child: Child): Promise<readonly TracePiece[]> {
+    const id = this.#nextId++;
+    this.#send(child, { type: 'traces', id });
+    return this.#await(child as Tracked, 'send its traces', (m) =>
+      m.type === 'traces' && m.id === id ? m.traces : undefined,
     );
   }
 

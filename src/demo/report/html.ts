@@ -3,6 +3,7 @@ import { esc, ms, pct, STACK_COLORS, times } from './format.js';
 import { isInstanceIncident, type ScenarioSummary, type StackMetrics } from './summary.js';
 import { histogramChart, lineChart, type Series } from './svg.js';
 import { verdicts } from './verdicts.js';
+import { waterfallPanels } from './waterfall.js';
 
 /**
  * `prazo-report.html`: one self-contained page (inline CSS and SVG drawn by `svg.ts`; no script, no
@@ -22,6 +23,8 @@ svg.chart{max-width:100%;height:auto;font-size:11px;fill:#333}svg .axis-label{fo
 figure{margin:0}figcaption{font-weight:600;margin:4px 0 2px 8px;color:#333}
 ul.verdicts{list-style:none;padding:0}ul.verdicts li{margin:4px 0}.ok{color:#2ca02c}.ko{color:#d62728}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
+.waterfalls{margin-top:12px}svg.waterfall{max-width:100%;height:auto;font-size:11px;fill:#333}svg.waterfall .axis-label{font-size:11px;fill:#555}
+.waterfall-panel{margin:8px 0 16px}p.no-trace{color:#777;font-style:italic;margin:4px 8px}
 `;
 
 function metricsTable(scenario: ScenarioSummary): string {
@@ -246,7 +249,7 @@ export function renderHtml(result: DemoResult): string {
     .map(
       (sc) =>
         `<section class="scenario" id="${esc(sc.name)}"><h2>${esc(sc.title)}</h2><p class="lead">${esc(sc.description)}${sc.loadMs !== s.loadMs ? ` (${ms(sc.loadMs)} per stack)` : ''}</p>` +
-        `${metricsTable(sc)}<div class="charts">${charts(sc, result)}</div></section>`,
+        `${metricsTable(sc)}<div class="charts">${charts(sc, result)}</div>${waterfallPanels(sc.name, sc.traces, s.stacks)}</section>`,
     )
     .join('');
   return `<!doctype html>

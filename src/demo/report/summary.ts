@@ -2,6 +2,7 @@ import { DEMO_DEFAULTS } from '../constants.js';
 import type { ScenarioRaw, StackRaw } from '../run/scenario.js';
 import { behaviourOf } from '../scenarios.js';
 import { logHistogram, percent, quantile } from '../stats.js';
+import { chooseTrace, type TraceChoice } from '../trace/stitch.js';
 import type { ServiceConfig, StackName, SupplierBehaviour, UserResult } from '../types.js';
 import { ms } from './format.js';
 import { byRole, HIST, type StackSeries, stackSeries, supplierInstances } from './series.js';
@@ -97,6 +98,11 @@ export interface ScenarioSummary {
     readonly histogramEdges: number[];
     readonly stacks: readonly StackSeries[];
   };
+  /**
+   * Per stack, one checkout's trace across the chain (issue #26), stitched from the spans the
+   * services kept: the report's waterfall. Absent in results made before it.
+   */
+  readonly traces?: readonly TraceChoice[];
 }
 
 const round = (x: number | undefined): number | undefined =>
@@ -124,6 +130,7 @@ export function summarizeScenario(raw: ScenarioRaw, bucketMs: number, loadMs: nu
       histogramEdges,
       stacks: raw.stacks.map((s) => stackSeries(s, bucketMs, buckets)),
     },
+    traces: raw.stacks.map((s) => chooseTrace(s.stack, s.traces)),
   };
 }
 

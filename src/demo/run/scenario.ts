@@ -1,6 +1,7 @@
 import { type Clock, sleep } from '../../clock/index.js';
 import { runLoad } from '../load/generator.js';
 import type { ProcessGroup } from '../process/children.js';
+import type { TracePiece } from '../trace/types.js';
 import type { Scenario, ServiceReport, StackName, UserResult } from '../types.js';
 import type { DemoSettings } from './options.js';
 import type { ProgressEvent } from './progress-events.js';
@@ -19,6 +20,8 @@ export interface StackRaw {
   readonly cutOff: boolean;
   readonly users: readonly UserResult[];
   readonly services: readonly ServiceReport[];
+  /** The spans every service of the stack kept (issue #26: the report's trace waterfall). */
+  readonly traces?: readonly TracePiece[];
 }
 
 export interface ScenarioRaw {
@@ -105,6 +108,7 @@ async function runStack(ctx: ScenarioContext, scenario: Scenario, running: Runni
   const drainedMs = Math.round(clock.now() - drainStart);
   const cutOff = inFlight(reports) > 0;
   ctx.onProgress({ type: 'drained', stack, waitedMs: drainedMs, cutOff });
+  const traces = (await Promise.all(running.children.map(({ child }) => group.traces(child)))).flat();
   return {
     stack,
     resetEpochMs,
@@ -114,6 +118,7 @@ async function runStack(ctx: ScenarioContext, scenario: Scenario, running: Runni
     cutOff,
     users,
     services: reports,
+    traces,
   };
 }
 

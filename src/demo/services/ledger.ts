@@ -88,7 +88,7 @@ function wastedMs(entry: Open, endEpochMs: number): number {
 }
 
 /** The give-up instant the request carries; none (a request from outside the demo) never wastes. */
-function giveUpOf(headers: IncomingHttpHeaders): number {
+export function giveUpOf(headers: IncomingHttpHeaders): number {
   const raw = headers[DemoHeaders.giveUp];
   const value = typeof raw === 'string' ? Number(raw) : Number.NaN;
   return Number.isFinite(value) ? value : Number.POSITIVE_INFINITY;

@@ -1,12 +1,14 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type Clock, sleep } from '../../clock/index.js';
+import type { DeadlineFields } from '../../server/fields.js';
 import type { RunningService } from '../process/child.js';
 import type { HopClient, Stack } from '../stacks/types.js';
+import { SpanRecorder } from '../trace/recorder.js';
 import type { HopSettings, ServiceConfig } from '../types.js';
 import { counting as countingAgent, roundRobin, SampledPool, SendCounter } from './dispatchers.js';
 import { answer, listen, shut } from './http.js';
-import { accountingHeaders, WorkLedger } from './ledger.js';
+import { accountingHeaders, giveUpOf, WorkLedger } from './ledger.js';
 
 type RoleConfig = Extract<ServiceConfig, { role: 'gateway' | 'orders' | 'inventory' }>;
 
@@ -25,6 +27,13 @@ const ROUTES: Record<RoleConfig['role'], Record<string, string | null>> = {
   gateway: { '/checkout': '/orders/checkout', '/catalog': '/catalog' },
   orders: { '/orders/checkout': '/stock', '/catalog': null },
   inventory: { '/stock': '/quote' },
+};
+
+/** The route of each role that is part of a checkout: traced (issue #26); the catalog is not. */
+const TRACED: Record<RoleConfig['role'], string> = {
+  gateway: '/checkout',
+  orders: '/orders/checkout',
+  inventory: '/stock',
 };
 
 /** The catalog is answered by orders from local data: a short, fixed piece of work. */
@@ -46,6 +55,8 @@ interface Generation {
    */
   readonly catalogClient: HopClient | undefined;
   readonly latencies: number[];
+  /** The checkouts' spans this scenario (issue #26: the report's trace waterfall). */
+  readonly recorder: SpanRecorder;
 }
 
 const NEXT_HOP: Record<RoleConfig['role'], string> = {
@@ -72,14 +83,18 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
       ? countingAgent(counter)
       : roundRobin(config.downstream, counter);
   const throttled = new SendCounter(clock, config.bucketMs);
+  // Spans: prazo's client through the executor's tracing seam; every request on the wire carries
+  // `traceparent` (and is the attempt span of a stack without an executor) through the interceptor.
+  const recorder = new SpanRecorder({ service: config.role, clock });
   const client = stack.client({
     onThrottled: () => throttled.count(),
     name: NEXT_HOP[config.role],
     origin: config.downstream[0]!,
     ...(picks ? { origins: config.downstream } : {}),
-    dispatcher,
+    dispatcher: dispatcher.compose(recorder.interceptor(NEXT_HOP[config.role])),
     hop,
     clock,
+    tracer: recorder.tracer,
   });
   const catalogClient =
     config.role === 'gateway'
@@ -100,6 +115,7 @@ function createGeneration(config: RoleConfig, hop: HopSettings, stack: Stack, cl
     client,
     catalogClient,
     latencies: [],
+    recorder,
   };
 }
 
@@ -153,12 +169,30 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
 
   const inner = stack.serve(handler, { clock, ...(config.deadline ? { deadline: config.deadline } : {}) });
   const outer: RequestListener = (req, res) => {
-    ends.set(req, gen.ledger.begin(req.headers));
+    const ended = gen.ledger.begin(req.headers);
+    const path = (req.url ?? '/').split('?')[0]!;
+    const span =
+      path === TRACED[config.role] ? gen.recorder.startServer(`GET ${path}`, req.headers) : undefined;
+    ends.set(
+      req,
+      span === undefined
+        ? ended
+        : () => {
+            ended();
+            span.end({
+              status: res.headersSent ? res.statusCode : undefined,
+              deadlineEpochMs: (req as IncomingMessage & Partial<DeadlineFields>).deadline?.epochMs(),
+              giveUpEpochMs: giveUpOf(req.headers),
+            });
+          },
+    );
     // A request the stack refuses before the handler runs (prazo: already expired) ends with its answer.
     res.once('close', () => {
+      if (!res.writableFinished) span?.event('caller hung up');
       if (!started.has(req)) ends.get(req)?.();
     });
-    inner(req, res);
+    if (span === undefined) inner(req, res);
+    else span.run(() => inner(req, res));
   };
   const { server, port } = await listen(outer);
 
@@ -174,6 +208,7 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
       ...(full ? { downstreamLatencies: [...gen.latencies] } : {}),
       ...(gen.pool ? { pool: { connections: gen.pool.connections, samples: gen.pool.samples() } } : {}),
     }),
+    traces: () => gen.recorder.collect(),
     reset: async (request) => {
       const old = gen;
       hop = request.hop ?? hop;

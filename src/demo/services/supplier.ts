@@ -3,6 +3,7 @@ import { type Clock, systemClock, type Timer } from '../../clock/index.js';
 import { DEMO_DEFAULTS, SUPPLIER_PROFILE } from '../constants.js';
 import type { RunningService } from '../process/child.js';
 import { createRandom, logNormal, logNormalQuantile } from '../random.js';
+import { SpanRecorder } from '../trace/recorder.js';
 import type { ServiceConfig, SupplierBehaviour } from '../types.js';
 import { answer, listen, shut } from './http.js';
 import { WorkLedger } from './ledger.js';
@@ -51,10 +52,17 @@ export async function startSupplier(
   let behaviour = config.behaviour;
   let random = createRandom(config.seed);
   let ledger = new WorkLedger(clock, DEMO_DEFAULTS.bucketMs);
+  const service = `supplier #${config.instance + 1}`;
+  let recorder = new SpanRecorder({ service, clock }); // its server spans (issue #26)
   const timers = new Set<Timer>();
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    const end = ledger.begin(req.headers);
+    const ended = ledger.begin(req.headers);
+    const span = recorder.startServer(`GET ${(req.url ?? '/').split('?')[0]}`, req.headers);
+    const end = (): void => {
+      ended();
+      span.end({ status: res.headersSent ? res.statusCode : undefined });
+    };
     req.resume();
     const delay = answerDelayMs(behaviour, random);
     const fails = behaviour.kind === 'fail' && random() < behaviour.probability;
@@ -106,10 +114,12 @@ export async function startSupplier(
       ledger: ledger.report(),
       arrivals: ledger.arrivals(),
     }),
+    traces: () => recorder.collect(),
     reset: async (request) => {
       // Cut what the previous scenario left (answers due later, hung requests), then start over.
       await stop();
       ledger = new WorkLedger(clock, DEMO_DEFAULTS.bucketMs);
+      recorder = new SpanRecorder({ service, clock });
       random = createRandom(config.seed);
       await apply(request.behaviour ?? behaviour);
     },

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { setTracer } from '../../dependency/core.js';
 import { DependencyFailedError } from '../../errors/dependency.js';
 import { createHttpClient } from '../../http/client.js';
 import { createLatencyRecorder } from '../../latency/recorder.js';
@@ -36,7 +37,7 @@ import type { FailureAnswer, HopClient, HopClientOptions, Stack } from './types.
  */
 
 function prazoClient(options: HopClientOptions): HopClient {
-  const { hop, clock, dispatcher, origin, origins, name, onThrottled } = options;
+  const { hop, clock, dispatcher, origin, origins, name, onThrottled, tracer } = options;
   if (hop.stack !== 'prazo') throw new Error('prazo client needs prazo hop settings');
   const http = createHttpClient({
     name,
@@ -59,6 +60,7 @@ function prazoClient(options: HopClientOptions): HopClient {
     dispatcher,
     clock,
   });
+  if (tracer !== undefined) setTracer(http.dependency, tracer); // the executor's seam (issue #26)
   if (onThrottled !== undefined)
     http.on((event) => {
       if (event.type === 'throttled') onThrottled();

@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../../clock/clock.js';
+import type { CallTracer } from '../../dependency/trace.js';
 import type { HopSettings } from '../types.js';
 
 /**
@@ -36,6 +37,11 @@ export interface HopClientOptions {
   readonly clock: Clock;
   /** Called for each call the stack's client refuses locally (prazo's adaptive throttle). */
   readonly onThrottled?: () => void;
+  /**
+   * Records the client's calls as spans (issue #26: the report's trace waterfall), for a stack whose
+   * client runs on prazo's executor (its tracing seam); the others' requests are recorded below them.
+   */
+  readonly tracer?: CallTracer;
 }
 
 /** A role's request handler: answers `res`; resolves when this service's work for it has ended. */
