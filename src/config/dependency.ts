@@ -11,7 +11,7 @@ import { readLatencySource } from '../calibrate/sources/detect.js';
 import { type LatencyDistribution, SourceError } from '../calibrate/sources/types.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
 import type { DependencyOptions } from '../dependency/options.js';
-import { HEDGE_OPTIONS } from '../hedge/options.js';
+import { hedgePlanOf } from '../hedge/options.js';
 import type { OptionsOf } from '../options/declare.js';
 import type { OptionsValidator } from '../options/validator.js';
 import type { Path, RawProblem } from './problem.js';
@@ -233,17 +233,18 @@ export function readDependency(
     if (calibration.feasible) warn(where, calibration.warning);
     else v.problem(calibration.warning, [...at, where]);
   }
-  const hedge = options.hedge;
-  if (clean('hedge') && hedge !== undefined && hedge !== false) {
-    // The executor caps the hedge delay at the response timeout unless maxDelayMs is given.
-    const settings = hedge === true ? {} : hedge;
-    const floor = settings.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
-    if (settings.maxDelayMs === undefined && calibration.responseMs < floor) {
-      v.problem(
-        `the response timeout (${calibration.responseMs} ms) is below the hedge minDelayMs (${floor} ms): no hedge could be sent`,
-        [...at, 'hedge'],
-      );
-    }
+  // The executor caps the hedge delay at the response timeout unless maxDelayMs is given: read as it
+  // reads it (hedgePlanOf), a first attempt that times out before the earliest hedge gets none.
+  const hedge = clean('hedge') ? hedgePlanOf(options.hedge, calibration.responseMs) : undefined;
+  if (
+    hedge !== undefined &&
+    hedge.given.maxDelayMs === undefined &&
+    calibration.responseMs < hedge.minDelayMs
+  ) {
+    v.problem(
+      `the response timeout (${calibration.responseMs} ms) is below the hedge minDelayMs (${hedge.minDelayMs} ms): no hedge could be sent`,
+      [...at, 'hedge'],
+    );
   }
   const pool = clean('pool') ? (entry.pool as { size: number; rps: number } | undefined) : undefined;
   if (pool !== undefined) {

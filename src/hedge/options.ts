@@ -58,3 +58,44 @@ export function hedgePercentile(o: { readonly percentile?: number; readonly maxE
   if (o.maxExtraLoad !== undefined) return 1 - o.maxExtraLoad;
   return o.percentile ?? HEDGE_OPTIONS.defaults.percentile;
 }
+
+/** What a `hedge` option holds: on with the defaults (`true`), off (`false`), or its settings. */
+export type HedgeToggle = boolean | HedgeOptions;
+
+/** A `hedge` option read once: the settings as given, and what the executor, the config and the mesh derive from them. */
+export interface HedgePlan {
+  /** The settings as given (`true` reads as `{}`). */
+  readonly given: HedgeOptions;
+  /** The quantile a hedge is sent after ({@link hedgePercentile}). */
+  readonly percentile: number;
+  /** The least delay before a hedge, in ms (`minDelayMs`, default 5). */
+  readonly minDelayMs: number;
+  /**
+   * No hedge later than this, in ms: `maxDelayMs` when given, else the attempt timeout (a later hedge
+   * could not beat it), never below `minDelayMs` (so a dependency with a tiny timeout gets a policy, not
+   * a contradiction: the config check tells its author that no hedge could be sent).
+   */
+  readonly maxDelayMs: number;
+  /** The options the hedge policy is built with: the given ones, the ceiling resolved. */
+  readonly options: HedgeOptions;
+}
+
+/**
+ * Reads a `hedge` option (SPEC H1–H3) once for every reader — the executor building its policy, the
+ * config check, the mesh export — so that what "on", the defaults and the delay's ceiling mean is
+ * written here beside their declaration, not once per reader: `undefined` when the dependency does
+ * not hedge (absent, `false`), else its plan against the dependency's attempt timeout (ms).
+ */
+export function hedgePlanOf(hedge: HedgeToggle | undefined, attemptTimeoutMs: number): HedgePlan | undefined {
+  if (hedge === undefined || hedge === false) return undefined;
+  const given: HedgeOptions = hedge === true ? {} : hedge;
+  const minDelayMs = given.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
+  const maxDelayMs = given.maxDelayMs ?? Math.max(attemptTimeoutMs, minDelayMs);
+  return {
+    given,
+    percentile: hedgePercentile(given),
+    minDelayMs,
+    maxDelayMs,
+    options: { ...given, maxDelayMs },
+  };
+}

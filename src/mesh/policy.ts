@@ -5,7 +5,7 @@ import type { DependencyConfig, MeshPlacement as GivenPlacement } from '../confi
 import type { PrazoConfig } from '../config/load.js';
 import type { Path } from '../config/problem.js';
 import { DEPENDENCY_IN_FILE, MESH_DEFAULTS_IN_FILE, MESH_IN_FILE } from '../config/schema.js';
-import { HEDGE_OPTIONS, hedgePercentile } from '../hedge/options.js';
+import { hedgePlanOf } from '../hedge/options.js';
 import { BACKOFF_OPTIONS } from '../retry/backoff.js';
 import { GRPC_UNAVAILABLE, RETRYABLE_STATUS } from '../retry/constants.js';
 import { IDEMPOTENT_METHODS } from '../retry/idempotency.js';
@@ -267,10 +267,10 @@ const placementOf = (dependency: DependencyConfig): GivenPlacement =>
  */
 function hedgeOf(dependency: DependencyConfig): HedgeDelay | undefined {
   const { options, calibration } = dependency;
-  const hedge = options.hedge;
-  if (hedge === undefined || hedge === false) return undefined;
-  const settings = hedge === true ? {} : hedge;
-  const percentile = hedgePercentile(settings);
+  // Read as the executor reads it: the same percentile, floor and ceiling (hedge/options.ts).
+  const plan = hedgePlanOf(options.hedge, calibration.responseMs);
+  if (plan === undefined) return undefined;
+  const { percentile } = plan;
   let delay: number;
   let from: string;
   const mesh = placementOf(dependency);
@@ -297,10 +297,8 @@ function hedgeOf(dependency: DependencyConfig): HedgeDelay | undefined {
     delay = options.p99Ms;
     from = 'the p99 (no histogram gives a p95; set mesh.hedgeDelayMs)';
   }
-  const floor = settings.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
-  const ceiling = settings.maxDelayMs ?? Math.max(calibration.responseMs, floor);
-  const delayMs = Math.ceil(Math.max(floor, delay));
-  if (delayMs > ceiling) return undefined;
+  const delayMs = Math.ceil(Math.max(plan.minDelayMs, delay));
+  if (delayMs > plan.maxDelayMs) return undefined;
   return Object.freeze({ delayMs, percentile, from });
 }
 
