@@ -99,6 +99,9 @@ const RAN_OUT_TEXT = {
   failed: 'the failure started here',
 } as const;
 
+/** An attempt whose request reached the next hop this late waited before it was sent: said in words. */
+const LATE_ARRIVAL_MS = 100;
+
 const RAN_OUT_SENTENCE = {
   deadline: 'The deadline ran out in',
   'gave-up': 'The user gave up while waiting in',
@@ -119,6 +122,15 @@ export function waterfallSummary(trace: Waterfall): string {
       `${RAN_OUT_SENTENCE[trace.ranOut.how]} ${spanLabel(marked)} (from ${dur(marked.startMs)} to ${dur(marked.endMs)}).`,
     );
   }
+  const late = trace.spans
+    .map((s) => ({ s, reached: reachedAfter(trace, s) }))
+    .filter((x) => x.reached !== undefined && x.reached >= LATE_ARRIVAL_MS)
+    .sort((a, b) => b.reached! - a.reached!)[0];
+  if (late !== undefined) {
+    parts.push(
+      `${late.s.service}'s attempt ${late.s.attempt ?? ''} reached ${late.s.name} only ${dur(late.reached!)} after it started (it waited to be sent).`,
+    );
+  }
   if (trace.deadlineMs !== undefined) parts.push(`Deadline at ${dur(trace.deadlineMs)}.`);
   if (trace.giveUpMs !== undefined) {
     const last = Math.max(...trace.spans.map((s) => s.endMs));
@@ -130,6 +142,33 @@ export function waterfallSummary(trace: Waterfall): string {
   }
   if (trace.dropped > 0) parts.push(`${trace.dropped} span(s) not kept.`);
   return parts.join(' ');
+}
+
+/**
+ * The mark of the span where the time ran out: to the right of its bar when it fits, else inside
+ * the bar on a white ground (never over the labels' column).
+ */
+function ranOutMark(how: keyof typeof RAN_OUT_TEXT, x0: number, width: number, y: number): string {
+  const right = `◀ ${RAN_OUT_TEXT[how]}`;
+  const wide = right.length * 6.2;
+  if (x0 + width + 6 + wide < W - RIGHT) {
+    return `<text class="ran-out-label" x="${f(x0 + width + 6)}" y="${y + 13}" fill="#d62728" font-weight="600">${esc(right)}</text>`;
+  }
+  const inside = RAN_OUT_TEXT[how];
+  const at = Math.max(x0 + 6, Math.min(x0 + width - inside.length * 6.2 - 10, x0 + 40));
+  return (
+    `<rect x="${f(at - 3)}" y="${y + 3}" width="${f(inside.length * 6.2 + 6)}" height="${ROW - 6}" fill="#fff" fill-opacity="0.9"/>` +
+    `<text class="ran-out-label" x="${f(at)}" y="${y + 13}" fill="#d62728" font-weight="600">${esc(inside)}</text>`
+  );
+}
+
+/** How long after an attempt started the next hop received its request (a queue for a connection, the wire). */
+function reachedAfter(trace: Waterfall, span: WaterfallSpan): number | undefined {
+  if (span.kind !== 'attempt') return undefined;
+  const starts = trace.spans
+    .filter((s) => s.kind === 'server' && s.parentId === span.spanId)
+    .map((s) => s.startMs);
+  return starts.length === 0 ? undefined : Math.min(...starts) - span.startMs;
 }
 
 /** One checkout's waterfall as an SVG. */
@@ -172,17 +211,10 @@ export function waterfallChart(id: string, title: string, trace: Waterfall): str
           return `<path class="event" data-event="${esc(e.name)}" d="M${f(ex)},${f(cy - 5)}L${f(ex + 4)},${f(cy)}L${f(ex)},${f(cy + 5)}L${f(ex - 4)},${f(cy)}Z" fill="#222"><title>${esc(`${e.name} at ${dur(e.atMs)}${e.detail ? `: ${e.detail}` : ''}`)}</title></path>`;
         })
         .join('');
-      const mark = marked
-        ? (() => {
-            const text = `◀ ${RAN_OUT_TEXT[trace.ranOut!.how]}`;
-            const right = x0 + width + 6;
-            const fits = right + text.length * 6 < W - RIGHT;
-            return `<text class="ran-out-label" x="${f(fits ? right : x0 - 6)}" y="${y + 13}" text-anchor="${fits ? 'start' : 'end'}" fill="#d62728" font-weight="600">${esc(fits ? text : `${RAN_OUT_TEXT[trace.ranOut!.how]} ▶`)}</text>`;
-          })()
-        : '';
+      const mark = marked ? ranOutMark(trace.ranOut!.how, x0, width, y) : '';
       return (
         `<g class="span${marked ? ' ran-out' : ''}" data-span="${esc(span.spanId)}" data-service="${esc(span.service)}" data-kind="${span.kind}" data-outcome="${span.outcome}" data-start="${span.startMs}" data-end="${span.endMs}" data-depth="${span.depth}"${span.attempt === undefined ? '' : ` data-attempt="${span.attempt}"`}>` +
-        `<title>${esc(spanTitle(span, marked, trace.ranOut?.how))}</title>` +
+        `<title>${esc(spanTitle(span, marked, trace.ranOut?.how, reachedAfter(trace, span)))}</title>` +
         `<text x="${4 + Math.min(span.depth, 8) * 10}" y="${y + 13}">${esc(shown)}</text>` +
         `<rect class="bar" x="${f(x0)}" y="${y + 3}" width="${f(width)}" height="${ROW - 6}" fill="${colorOf(span)}" fill-opacity="${opacity}"${marked ? ' stroke="#d62728" stroke-width="2.5"' : span.kind === 'call' ? ` stroke="${colorOf(span)}"` : ''}/>` +
         `${cap}${deadlineTick}${events}${mark}</g>`

@@ -173,17 +173,14 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
     const path = (req.url ?? '/').split('?')[0]!;
     const span =
       path === TRACED[config.role] ? gen.recorder.startServer(`GET ${path}`, req.headers) : undefined;
+    span?.note({ giveUpEpochMs: giveUpOf(req.headers) });
     ends.set(
       req,
       span === undefined
         ? ended
         : () => {
             ended();
-            span.end({
-              status: res.headersSent ? res.statusCode : undefined,
-              deadlineEpochMs: (req as IncomingMessage & Partial<DeadlineFields>).deadline?.epochMs(),
-              giveUpEpochMs: giveUpOf(req.headers),
-            });
+            span.end({ status: res.headersSent ? res.statusCode : undefined });
           },
     );
     // A request the stack refuses before the handler runs (prazo: already expired) ends with its answer.
@@ -192,7 +189,11 @@ export async function startRole(config: RoleConfig, stack: Stack, clock: Clock):
       if (!started.has(req)) ends.get(req)?.();
     });
     if (span === undefined) inner(req, res);
-    else span.run(() => inner(req, res));
+    else {
+      span.run(() => inner(req, res));
+      // prazo's server has read the request's deadline by now (it admits or refuses it at once).
+      span.note({ deadlineEpochMs: (req as IncomingMessage & Partial<DeadlineFields>).deadline?.epochMs() });
+    }
   };
   const { server, port } = await listen(outer);
 

@@ -54,6 +54,14 @@ export interface ServerSpan {
   /** Something worth a mark on the bar (the caller hung up). */
   event(name: string, detail?: string): void;
   /**
+   * What the service knows of the request's time, as epoch ms: its deadline (prazo's, once the
+   * server read it) and when its user gives up. Kept even if the span is still running when collected.
+   */
+  note(times: {
+    readonly deadlineEpochMs?: number | undefined;
+    readonly giveUpEpochMs?: number | undefined;
+  }): void;
+  /**
    * The work is over. `status`: what was answered (undefined: nothing was, the caller had gone);
    * the request's deadline and the user's give-up instant, as epoch ms, when known.
    */
@@ -252,12 +260,11 @@ export class SpanRecorder {
       spanId: span.spanId,
       run: (fn) => this.#als.run(scope, fn),
       event: (eventName, detail) => this.#event(span, eventName, detail),
+      note: (times) => note(span, times),
       end: ({ status, deadlineEpochMs, giveUpEpochMs }) => {
         if (span.endMs !== undefined) return;
         if (status !== undefined) span.status = status;
-        if (deadlineEpochMs !== undefined && Number.isFinite(deadlineEpochMs))
-          span.deadlineEpochMs = round1(deadlineEpochMs);
-        if (giveUpEpochMs !== undefined && Number.isFinite(giveUpEpochMs)) span.giveUpEpochMs = giveUpEpochMs;
+        note(span, { deadlineEpochMs, giveUpEpochMs });
         this.#close(
           span,
           status === undefined ? 'cancelled' : status === 504 ? 'timeout' : status >= 500 ? 'error' : 'ok',
@@ -316,7 +323,7 @@ export class SpanRecorder {
           ) => {
             const status = attributes?.['http.response.status_code'];
             if (typeof status === 'number') span.status = status;
-            if (!ok) span.error = errorLabel(value);
+            if (!ok && value !== undefined) span.error = errorLabel(value);
             else if (typeof status === 'number' && status >= 500) span.error = `HTTP ${status}`;
             const failed = typeof status === 'number' && status >= 500;
             recorder.#close(
@@ -369,7 +376,7 @@ export class SpanRecorder {
         name: next,
         attempt: served.wire,
         attemptKind: served.wire > 1 ? 'retry' : 'original',
-        ...(typeof opts.origin === 'string' ? { instance: opts.origin } : {}),
+        // No instance: a round robin below may send it elsewhere than the origin it names.
       });
       const sent = withTraceparent(opts, formatTraceparent(served.traceId, span.spanId));
       if (typeof handler.onRequestStart !== 'function') return dispatch(sent, handler); // not observable
@@ -420,6 +427,16 @@ export class SpanRecorder {
   get size(): number {
     return this.#pieces.size;
   }
+}
+
+function note(
+  span: Span,
+  times: { readonly deadlineEpochMs?: number | undefined; readonly giveUpEpochMs?: number | undefined },
+): void {
+  const { deadlineEpochMs, giveUpEpochMs } = times;
+  if (deadlineEpochMs !== undefined && Number.isFinite(deadlineEpochMs))
+    span.deadlineEpochMs = round1(deadlineEpochMs);
+  if (giveUpEpochMs !== undefined && Number.isFinite(giveUpEpochMs)) span.giveUpEpochMs = giveUpEpochMs;
 }
 
 function snapshot(span: Span, now: number, service: string): SpanRecord {
