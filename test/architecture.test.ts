@@ -140,6 +140,41 @@ describe('architecture (docs/ARCHITECTURE.md)', () => {
     expect(up).toEqual([]);
   });
 
+  it('lets an integration reach the executor only through its public seam, never its internals (#25)', () => {
+    // The executor's face for integrations: createDependency and its types, the events, the option
+    // declarations, the trace seam, and transport.ts (executorOf, openCall, the Transport interface).
+    // Its classes (execution.ts, attempt.ts, settlement.ts) and its plan's internals (core.ts,
+    // notify.ts, outcome.ts, unmanaged.ts, deadline.ts) are src/dependency's own.
+    const seam = new Set([
+      'dependency.ts',
+      'types.ts',
+      'events.ts',
+      'options.ts',
+      'trace.ts',
+      'transport.ts',
+      'index.ts',
+    ]);
+    const wrong = [...importsOf]
+      .filter(([file]) => INTEGRATIONS.has(folderOf(file)))
+      .flatMap(([file, imports]) =>
+        imports
+          .filter((i) => i.specifier.startsWith('.'))
+          .map((i) => normalize(join(dirname(file), i.specifier)).replace(/\.js$/, '.ts'))
+          .filter((to) => folderOf(to) === 'dependency' && !seam.has(relative(join(ROOT, 'dependency'), to)))
+          .map((to) => `${relative(ROOT, file)} -> ${relative(ROOT, to)}`),
+      );
+    expect(wrong).toEqual([]);
+    // And the seam exists: the transport interface, the executor's handle, the one unmanaged plan.
+    const transport = readFileSync(join(ROOT, 'dependency/transport.ts'), 'utf8');
+    for (const name of [
+      'interface Transport',
+      'function openCall',
+      'function executorOf',
+      'function unmanagedPlan',
+    ])
+      expect(transport, name).toContain(name);
+  });
+
   it('has no runtime import cycle', () => {
     const graph = new Map<string, string[]>();
     for (const e of edges) if (!e.typeOnly) graph.set(e.from, [...(graph.get(e.from) ?? []), e.to]);

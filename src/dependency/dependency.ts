@@ -5,17 +5,16 @@ import {
   reconfigureRetryBudget,
 } from '../budget/budget.js';
 import type { TimeoutCalibration } from '../calibrate/timeout.js';
-import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { currentDeadline } from '../deadline/ambient.js';
-import { Deadline, isDeadline } from '../deadline/deadline.js';
+import type { Deadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
-import { isOptionsObject, type OptionsOf, pickOptions } from '../options/declare.js';
-import { checkOptionKeys, OptionsValidator, readOptions } from '../options/validator.js';
+import { isOptionsObject, type OptionsOf } from '../options/declare.js';
+import { checkOptionKeys, OptionsValidator } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
-import { type DependencyCore, followersOf, type PreparedUpdate, registerCore, replaceCore } from './core.js';
+import { type DependencyCore, type PreparedUpdate, registerCore, replaceCore } from './core.js';
+import { invalidCallOption, resolveDeadline } from './deadline.js';
 import type { DependencyListener } from './events.js';
-import { OperationExecution } from './execution.js';
+import { OperationTransport } from './execution.js';
 import {
   DEPENDENCY_UPDATE_OPTIONS,
   type DependencyOptions,
@@ -23,6 +22,7 @@ import {
   EXECUTE_OPTIONS,
   resolveDependency,
 } from './options.js';
+import { EXECUTOR, type Executor, type PlanFollower } from './transport.js';
 import type { ConfigVersion, Disposable, ExecuteOptions, Operation } from './types.js';
 
 /**
@@ -98,36 +98,6 @@ export interface Dependency {
 
 const NOT_IDEMPOTENT = Object.freeze({ idempotent: false });
 
-/** Throws the `InvalidOptionsError` of one bad per-call option, with the declaration's words. */
-function invalid(name: string, key: 'deadline' | 'idempotencyKey', value: unknown): never {
-  readOptions(`${name}.execute`, pickOptions(EXECUTE_OPTIONS, [key]), { [key]: value });
-  throw new Error('unreachable: the option read as valid');
-}
-
-/**
- * The deadline a call runs under (SPEC D1, D5): the one given (a `Deadline`, or ms from now), else the
- * ambient one, else the default — and never later than the ambient one, so a callee cannot extend
- * the time its caller has (an explicit 28 s inside a 2 s request still gets 2 s). Throws
- * `InvalidOptionsError` for a `given` that is neither. For integrations that start calls of their own.
- */
-export function callDeadline(
-  given: Deadline | number | undefined,
-  name: string,
-  defaultDeadlineMs: number,
-  clock: Clock,
-  now: number,
-): Deadline {
-  const ambient = currentDeadline();
-  if (given === undefined) return ambient ?? Deadline.afterAt(now, defaultDeadlineMs, clock);
-  let own: Deadline;
-  if (typeof given === 'number') {
-    if (!(given >= 0 && given <= MAX_TIMER_DELAY_MS)) invalid(name, 'deadline', given);
-    own = Deadline.afterAt(now, given, clock);
-  } else if (isDeadline(given)) own = given;
-  else invalid(name, 'deadline', given);
-  return own.min(ambient);
-}
-
 /**
  * Creates a dependency executor. Options are validated once, here, every problem reported together
  * in one `InvalidOptionsError`.
@@ -146,6 +116,17 @@ export function createDependency(options: DependencyOptions): Dependency {
   let version: ConfigVersion | undefined;
   const ownBudget = !isRetryBudget(options.retryBudget);
   const { clock } = core;
+  /** Whoever plans with this executor besides itself (prazo/http's clients), held weakly. */
+  const followers = new Set<WeakRef<PlanFollower>>();
+  const liveFollowers = (): PlanFollower[] => {
+    const out: PlanFollower[] = [];
+    for (const ref of followers) {
+      const follower = ref.deref();
+      if (follower === undefined) followers.delete(ref);
+      else out.push(follower);
+    }
+    return out;
+  };
 
   /** Validates an update against the options in force and the dependency's followers; changes nothing. */
   const prepare = (changes: unknown, label?: ConfigVersion): PreparedUpdate => {
@@ -169,7 +150,7 @@ export function createDependency(options: DependencyOptions): Dependency {
       throttle: core.throttle,
     });
     const nextCore: DependencyCore = { ...next.core, budget: core.budget };
-    const problems = followersOf(dependency).flatMap((f) => f.check(nextCore));
+    const problems = liveFollowers().flatMap((f) => f.check(nextCore));
     if (problems.length > 0) throw new InvalidOptionsError(context, problems);
     const keys = Object.freeze(Object.keys(update));
     return {
@@ -182,7 +163,7 @@ export function createDependency(options: DependencyOptions): Dependency {
         if (label !== undefined) version = label;
         const assumedP99Ms = measured ? previous.p99Ms : undefined;
         replaceCore(dependency, core);
-        for (const follower of followersOf(dependency)) follower.follow(core);
+        for (const follower of liveFollowers()) follower.follow(core);
         if (core.events.active) {
           core.events.emit({ type: 'update', dependency: core.name, keys, version: label });
           if (assumedP99Ms !== undefined)
@@ -197,7 +178,16 @@ export function createDependency(options: DependencyOptions): Dependency {
     };
   };
 
-  const dependency: Dependency = Object.freeze({
+  const executor: Executor = {
+    get plan() {
+      return core;
+    },
+    follow(follower: PlanFollower): void {
+      followers.add(new WeakRef(follower));
+    },
+  };
+
+  const dependency: Dependency = {
     name: core.name,
     get p99Ms() {
       return core.p99Ms;
@@ -231,13 +221,13 @@ export function createDependency(options: DependencyOptions): Dependency {
         const idempotencyKey = callOptions.idempotencyKey;
         if (idempotencyKey !== undefined) {
           key = idempotencyKey === true ? generateIdempotencyKey() : idempotencyKey;
-          if (!isValidIdempotencyKey(key)) invalid(plan.name, 'idempotencyKey', idempotencyKey);
+          if (!isValidIdempotencyKey(key)) invalidCallOption(plan.name, 'idempotencyKey', idempotencyKey);
         }
-        deadline = callDeadline(callOptions.deadline, plan.name, plan.defaultDeadlineMs, clock, now);
+        deadline = resolveDeadline(callOptions.deadline, plan.name, plan.defaultDeadlineMs, clock, now);
       } catch (error) {
         return Promise.reject(error);
       }
-      return new OperationExecution(plan, operation, callOptions, deadline, key).run(now);
+      return new OperationTransport(plan, operation, callOptions, deadline, key).run(now);
     },
     on(listener: DependencyListener): Disposable {
       return core.events.add(listener);
@@ -248,7 +238,10 @@ export function createDependency(options: DependencyOptions): Dependency {
     recalibrate(p99Ms: number): void {
       prepare({ p99Ms }).commit();
     },
-  });
+  };
+  // The seam integrations drive it through (transport.ts): not enumerable, this copy's symbol.
+  Object.defineProperty(dependency, EXECUTOR, { value: executor });
+  Object.freeze(dependency);
   registerCore(dependency, core, prepare);
   return dependency;
 }

@@ -10,12 +10,13 @@ import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, neededMs, planRetry, type StopReason } from '../retry/planner.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
-import { type Attempt, type AttemptOwner, OperationAttempt } from './attempt.js';
+import { Attempt, type AttemptOwner, OperationRun } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
 import { discardSafely, endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
 import type { CallTrace, TraceAttributes, TraceEventName, TraceOutcome } from './trace.js';
+import type { AttemptSlice, Call, Carrier, Transport } from './transport.js';
 import type { AttemptKind, ExecuteOptions, Operation, ResultVerdict } from './types.js';
 
 const HEDGE_LOST = 'another attempt of the same call answered first';
@@ -26,9 +27,9 @@ const PUSHED_BACK = 'another attempt of the same call was pushed back: the call 
  * `Retry-After` (R3), and at most one hedge (H1–H3), as a small callback-driven state machine — no
  * async function, no `AbortSignal.any`, one timer per attempt plus one for the hedge or the backoff.
  *
- * What an attempt is, and how the call's end reaches its caller, are the subclass's: the promise of
- * `dependency.execute` ({@link OperationExecution}), or the handler callbacks of prazo/http's call,
- * whose attempts time their own phases (the seam where an attempt is dispatched is `createAttempt`).
+ * Final (nothing outside src/dependency extends it): what an attempt is and how the call's end
+ * reaches its caller are its {@link Transport}'s — the promise of `dependency.execute`
+ * ({@link OperationTransport}), or prazo/http's handler callbacks — reached through `transport.ts`.
  *
  * Endings: the first successful answer is delivered. A failure that will not be retried ends the
  * call: a failed *result* (e.g. a 503 response) is delivered as the server's answer; a thrown error is
@@ -36,7 +37,10 @@ const PUSHED_BACK = 'another attempt of the same call was pushed back: the call 
  * (`RetryBudgetExhaustedError`, cause = the error) or by time (`DeadlineInsufficientError` naming the
  * attempt that did not start).
  */
-export abstract class Execution<T> extends Settlement<T> implements AttemptOwner<T>, LimitWaiter {
+export class Execution<T, C extends Carrier = Carrier>
+  extends Settlement<T>
+  implements AttemptOwner<T, C>, LimitWaiter, Call
+{
   readonly deadline: Deadline;
   readonly idempotencyKey: string | undefined;
   readonly #idempotent: boolean;
@@ -44,8 +48,8 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   /** Attempts started (numbering), and those that count against `attempts` (hedges do not). */
   #started = 0;
   #rounds = 0;
-  #primary: Attempt<T> | undefined;
-  #hedge: Attempt<T> | undefined;
+  #primary: Attempt<T, C> | undefined;
+  #hedge: Attempt<T, C> | undefined;
   #hedgeDue = 0;
   /** The failure(s) of a copy that ended while the other copy still raced. */
   #raceVerdict: FailureVerdict | undefined;
@@ -55,18 +59,21 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
   /** The limiter's mark while this call waits in its queue. */
   queued?: boolean;
   /** The copy being cancelled because the call ended otherwise (it lost a race, or was pushed back). */
-  #dismissed: Attempt<T> | undefined;
+  #dismissed: Attempt<T, C> | undefined;
   /** This call's trace, when its dependency is traced (prazo/otel, src/dependency/trace.ts). */
   #trace: CallTrace | undefined;
+  readonly #transport: Transport<T, C>;
 
   constructor(
     core: DependencyCore,
+    transport: Transport<T, C>,
     deadline: Deadline,
     idempotent: boolean,
     key: string | undefined,
     retryResponseTimeout: boolean | undefined,
   ) {
     super(core);
+    this.#transport = transport;
     this.deadline = deadline;
     this.idempotencyKey = key;
     this.#idempotent = idempotent || key !== undefined;
@@ -89,51 +96,21 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     return deadline.toHeaders(this.core.headerFormat);
   }
 
-  /**
-   * The attempt `n` of this call, not started yet: `timeoutMs` is its limit from `now` (the executor's
-   * slice), `connectMs` the dependency's connect timeout.
-   */
-  protected abstract createAttempt(
-    kind: AttemptKind,
-    n: number,
-    timeoutMs: number,
-    connectMs: number,
-    byDeadline: boolean,
-    now: number,
-  ): Attempt<T>;
-
-  /**
-   * What the integration knows of the request, for its trace (HTTP: method, server, URL). Asked only
-   * when the call is traced.
-   */
-  protected traceRequest(): TraceAttributes | undefined {
-    return undefined;
-  }
-
-  /** What the integration knows of a result, for its trace (HTTP: the status). Asked only when traced. */
-  protected traceResult(_value: T): TraceAttributes | undefined {
-    return undefined;
-  }
-
   /** A decision worth a span event, when the call is traced. */
   #traceEvent(name: TraceEventName, attributes: TraceAttributes): void {
     this.#trace?.event(name, attributes);
-  }
-
-  /** The verdict on a result that did not throw (a response with a status); none: a success. */
-  protected classify(_value: T): ResultVerdict | undefined {
-    return undefined;
   }
 
   /**
    * Starts the call at `now` (the executor clock's reading, just taken). With less time left than the
    * dependency's p99, it ends at once with DEADLINE_INSUFFICIENT, no attempt started (SPEC D4).
    */
-  protected begin(now: number): void {
+  begin(now: number): void {
     const core = this.core;
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     const tracer = core.events.tracer;
-    if (tracer !== undefined) this.#trace = tracer.startCall(core.name, remaining, this.traceRequest());
+    if (tracer !== undefined)
+      this.#trace = tracer.startCall(core.name, remaining, this.#transport.traceRequest?.());
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
       if (this.#trace !== undefined) this.#insufficientEvent(remaining, 1);
@@ -167,14 +144,16 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     // limit, not the timeout, protects the caller's pool. Against a dependency that stopped
     // answering, waiting is pure loss: its attempts are cut at the calibrated timeout again.
     const byDeadline =
-      remaining <= core.responseMs ||
+      remaining <= core.attemptTimeoutMs ||
       (permit &&
         core.patience &&
         !(this.#retryResponseTimeout ?? core.retryResponseTimeout) &&
         (core.throttle === undefined || core.throttle.refusing(now) === false));
-    const timeoutMs = byDeadline ? remaining : core.responseMs;
+    const timeoutMs = byDeadline ? remaining : core.attemptTimeoutMs;
     const n = ++this.#started;
-    const attempt = this.createAttempt(kind, n, timeoutMs, core.connectMs, byDeadline, now);
+    const attempt = new Attempt<T, C>(this, kind, n, timeoutMs, core.connectTimeoutMs, byDeadline, now);
+    const carrier = this.#transport.attempt(attempt);
+    attempt.carrier = carrier;
     if (permit) attempt.holdPermit(core.limiter!);
     if (kind === 'hedge') {
       this.#hedge = attempt;
@@ -182,11 +161,11 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
       this.#rounds += 1;
       this.#primary = attempt;
     }
-    notify.attempt(core, kind, n, attempt.instance);
+    notify.attempt(core, kind, n, carrier.instance);
     const trace = this.#trace;
-    if (trace === undefined) attempt.start();
+    if (trace === undefined) carrier.start();
     else
-      attempt.trace = trace.attempt(kind, n, remaining, timeoutMs, attempt.instance, () => attempt.start());
+      attempt.trace = trace.attempt(kind, n, remaining, timeoutMs, carrier.instance, () => carrier.start());
     // The attempt may have ended the call synchronously (it failed at once, or its caller gave up).
     if (this.settled) return;
     if (kind === 'original' && core.hedge !== undefined && this.#idempotent) this.#armHedge(timeoutMs, now);
@@ -358,11 +337,24 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     }
   }
 
-  ended(attempt: Attempt<T>, ok: boolean, value: unknown, timedOut: boolean): void {
+  ended(attempt: Attempt<T, C>, ok: boolean, value: unknown, timedOut: boolean): void {
+    // The transport hears first (prazo/http settles the instance: a retry started here picks with it).
+    this.#transport.ended?.(attempt.carrier, ok, value, timedOut);
+    try {
+      this.#ended(attempt, ok, value, timedOut);
+    } catch (error) {
+      // Something below threw while the race was decided (a dispatcher's controller, a handler): the
+      // call must still end. With its attempts over no timer is left to end it, and the caller would
+      // wait forever. It ends with the error.
+      this.abandon(error);
+    }
+  }
+
+  #ended(attempt: Attempt<T, C>, ok: boolean, value: unknown, timedOut: boolean): void {
     const core = this.core;
     const now = Number.isNaN(attempt.endedAt) ? core.clock.now() : attempt.endedAt;
-    const latencyMs = now - attempt.started;
-    const verdict = ok ? this.classify(value as T) : undefined;
+    const latencyMs = now - attempt.startedAt;
+    const verdict = ok ? this.#transport.classify(value as T) : undefined;
     const outcome = outcomeOf(ok, verdict, value, timedOut);
     // A request that waited for a connection and was never written says nothing about the dependency.
     if (ok || !isQueueTimeout(value)) {
@@ -416,12 +408,13 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     }
   }
 
-  cancelled(attempt: Attempt<T>): void {
+  cancelled(attempt: Attempt<T, C>): void {
+    this.#transport.cancelled?.(attempt.carrier);
     const core = this.core;
     const throttle = core.throttle;
     if (core.events.active || throttle !== undefined) {
       const now = core.clock.now();
-      const latencyMs = now - attempt.started;
+      const latencyMs = now - attempt.startedAt;
       if (core.events.active)
         core.events.emit(endEvent(core.name, attempt, latencyMs, false, 'cancelled', undefined));
       // A copy dismissed because the call ended otherwise, or cut short before the p99, says nothing
@@ -437,9 +430,6 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     notify.timerLate(this.core, lateMs);
   }
 
-  /** `attempt` lost the race to another copy after `latencyMs` (it is cancelled next). */
-  protected lost(_attempt: Attempt<T>, _latencyMs: number): void {}
-
   protected cancelAll(reason: unknown): void {
     if (this.#waiting !== undefined) {
       this.#waiting = undefined;
@@ -449,7 +439,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     this.#hedge?.cancel(reason);
   }
 
-  #detach(attempt: Attempt<T>): void {
+  #detach(attempt: Attempt<T, C>): void {
     if (attempt === this.#primary) this.#primary = undefined;
     else if (attempt === this.#hedge) this.#hedge = undefined;
   }
@@ -533,7 +523,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
    * (a pending one is not sent, one in flight is cancelled without being recorded: it did not lose a
    * race, the call was ended), and an earlier copy's failure held meanwhile is released.
    */
-  #pushedBack(attempt: Attempt<T>, ok: boolean, value: unknown): void {
+  #pushedBack(attempt: Attempt<T, C>, ok: boolean, value: unknown): void {
     notify.pushback(this.core, attempt.kind, attempt.attempt);
     if (this.#trace !== undefined)
       this.#traceEvent('pushback', { 'prazo.attempt': attempt.attempt, 'prazo.attempt.kind': attempt.kind });
@@ -544,6 +534,19 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     this.finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
   }
 
+  protected deliver(ok: boolean, value: unknown): void {
+    this.#transport.deliver(ok, value);
+  }
+
+  protected discard(value: T): void {
+    this.#transport.discard(value);
+  }
+
+  protected override hold(ok: boolean, value: unknown): void {
+    super.hold(ok, value);
+    if (ok) this.#transport.hold(value as T);
+  }
+
   protected override finish(ok: boolean, value: unknown): void {
     const trace = this.#trace;
     if (trace === undefined) {
@@ -552,7 +555,7 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     }
     // Ended before delivery: a span ended after the caller's code ran would cover that code's time.
     this.#trace = undefined;
-    trace.end(ok, value, ok ? this.traceResult(value as T) : undefined);
+    trace.end(ok, value, ok ? this.#transport.traceResult?.(value as T) : undefined);
     super.finish(ok, value);
   }
 
@@ -564,21 +567,21 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
     });
   }
 
-  #endTrace(attempt: Attempt<T>, outcome: TraceOutcome, ok: boolean, value: unknown): void {
+  #endTrace(attempt: Attempt<T, C>, outcome: TraceOutcome, ok: boolean, value: unknown): void {
     const trace = attempt.trace!;
     attempt.trace = undefined;
-    trace.end(outcome, ok, value, ok ? this.traceResult(value as T) : undefined);
+    trace.end(outcome, ok, value, ok ? this.#transport.traceResult?.(value as T) : undefined);
   }
 
-  #win(attempt: Attempt<T>, value: T): void {
+  #win(attempt: Attempt<T, C>, value: T): void {
     const core = this.core;
     const other = this.#primary ?? this.#hedge;
     if (other !== undefined) {
       // The loser is recorded at the instant it lost: a lower bound of its latency. Leaving it out
       // would hide the slow tail from the recorder, lower the live p95 and make hedging feed itself.
-      const lostAfterMs = core.clock.now() - other.started;
+      const lostAfterMs = core.clock.now() - other.startedAt;
       core.recorder.record(lostAfterMs, 'success');
-      this.lost(other, lostAfterMs);
+      this.#transport.lost?.(other.carrier, lostAfterMs);
       this.#dismissed = other;
       other.cancel(new DOMException(HEDGE_LOST, 'AbortError'));
     }
@@ -589,13 +592,15 @@ export abstract class Execution<T> extends Settlement<T> implements AttemptOwner
 }
 
 /**
- * `dependency.execute(operation, options)`: the call's end is a promise, each attempt one run of a
- * promise-returning operation bounded by one timer ({@link OperationAttempt}), the caller's signal
- * listened to once for the whole call.
+ * `dependency.execute(operation, options)`'s transport: the call's end is a promise, each attempt one
+ * run of a promise-returning operation bounded by one timer ({@link OperationRun}), the caller's
+ * signal listened to once for the whole call.
  */
-export class OperationExecution<T> extends Execution<T> {
+export class OperationTransport<T> implements Transport<T, OperationRun<T>> {
   readonly #operation: Operation<T>;
   readonly #options: ExecuteOptions<T>;
+  readonly #name: string;
+  readonly #call: Execution<T, OperationRun<T>>;
   #resolve!: (value: T) => void;
   #reject!: (error: unknown) => void;
   #onCallerAbort: (() => void) | undefined;
@@ -607,9 +612,17 @@ export class OperationExecution<T> extends Execution<T> {
     deadline: Deadline,
     key: string | undefined,
   ) {
-    super(core, deadline, options.idempotent === true, key, options.retryResponseTimeout);
     this.#operation = operation;
     this.#options = options;
+    this.#name = core.name;
+    this.#call = new Execution(
+      core,
+      this,
+      deadline,
+      options.idempotent === true,
+      key,
+      options.retryResponseTimeout,
+    );
   }
 
   /** Runs the call; `now` is the executor clock's reading at its start. */
@@ -621,33 +634,29 @@ export class OperationExecution<T> extends Execution<T> {
       this.#reject = reject;
     });
     if (signal !== undefined) {
-      this.#onCallerAbort = () => this.abandon(signal.reason);
+      const call = this.#call;
+      this.#onCallerAbort = () => call.abandon(signal.reason);
       subscribeAbort(signal, this.#onCallerAbort);
     }
-    this.begin(now);
+    this.#call.begin(now);
     return promise;
   }
 
-  protected createAttempt(
-    kind: AttemptKind,
-    n: number,
-    timeoutMs: number,
-    connectMs: number,
-    byDeadline: boolean,
-    now: number,
-  ): Attempt<T> {
-    return new OperationAttempt(this, this.#operation, kind, n, timeoutMs, connectMs, byDeadline, now);
+  attempt(slice: AttemptSlice): OperationRun<T> {
+    return new OperationRun(slice as Attempt<T, OperationRun<T>>, this.#operation);
   }
 
-  protected override classify(value: T): ResultVerdict | undefined {
+  classify(value: T): ResultVerdict | undefined {
     return resultVerdict(this.#options.classify, value);
   }
 
-  protected discard(value: T): void {
-    discardSafely(this.#options.discard, value, this.core.name);
+  hold(): void {}
+
+  discard(value: T): void {
+    discardSafely(this.#options.discard, value, this.#name);
   }
 
-  protected deliver(ok: boolean, value: unknown): void {
+  deliver(ok: boolean, value: unknown): void {
     const signal = this.#options.signal;
     if (this.#onCallerAbort !== undefined && signal !== undefined)
       unsubscribeAbort(signal, this.#onCallerAbort);

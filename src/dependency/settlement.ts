@@ -2,15 +2,16 @@ import type { Timer } from '../clock/clock.js';
 import type { DependencyCore } from './core.js';
 
 /**
- * The plumbing of one call, apart from its plan: how its end is delivered (a promise for
- * `execute`, handler callbacks for prazo/http), the one pending timer (hedge or backoff), and the
+ * The plumbing of one call, apart from its plan: how its end is delivered (its transport's: a
+ * promise for `execute`, handler callbacks for prazo/http), the one pending timer (hedge or backoff), and the
  * failure *held* while its fate is open (a racing copy still runs, or a backoff is under way). A held
  * failed result is always either delivered or handed to `discard` (a 503 whose body must be drained),
  * never dropped.
  */
 export abstract class Settlement<T> {
   protected readonly core: DependencyCore;
-  protected settled = false;
+  /** True once the call's end was delivered. */
+  settled = false;
   protected timer: Timer | undefined;
   #heldOk = false;
   #held: unknown;
@@ -29,7 +30,7 @@ export abstract class Settlement<T> {
   protected abstract cancelAll(reason: unknown): void;
 
   /** The caller gave up: every attempt stops, the call ends with `reason`. */
-  protected abandon(reason: unknown): void {
+  abandon(reason: unknown): void {
     if (this.settled) return;
     this.cancelAll(reason);
     this.releaseHeld();

@@ -1,4 +1,4 @@
-import type { AttemptKind } from '../dependency/types.js';
+import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import type { HttpCall } from './call.js';
 import {
   type DispatchController,
@@ -36,7 +36,7 @@ const CANCELLED = 4; // stopped by its call (hedge lost, caller gone)
  * Its head is its value: the call judges the status (retry, hedge, answer); the winner's response
  * then streams through to the caller, the others are drained or torn down.
  */
-export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHandler, WrittenHeadersOwner {
+export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenHeadersOwner, Carrier {
   readonly #call: HttpCall;
   #controller: DispatchController | undefined;
   #dispatching = false;
@@ -62,23 +62,18 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   /** True once its instance was told how it went (its in-flight count released). */
   targetSettled = false;
 
-  constructor(
-    call: HttpCall,
-    kind: AttemptKind,
-    attempt: number,
-    timeoutMs: number,
-    connectMs: number,
-    byDeadline: boolean,
-    started: number,
-    responseMs: number,
-    bodyMs: number,
-  ) {
-    super(call, kind, attempt, timeoutMs, connectMs, byDeadline, started, responseMs, bodyMs);
+  constructor(call: HttpCall, slice: AttemptSlice, responseTimeoutMs: number, bodyTimeoutMs: number) {
+    super(slice, responseTimeoutMs, bodyTimeoutMs);
     this.#call = call;
   }
 
-  override get instance(): string | undefined {
+  get instance(): string | undefined {
     return this.target?.key;
+  }
+
+  /** True once the attempt reported its end or was cancelled. */
+  get done(): boolean {
+    return this.slice.done;
   }
 
   /** The request's controller, once undici started it (for the caller's pause, resume and abort). */
@@ -86,14 +81,9 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     return this.#controller;
   }
 
-  /** The instant (monotonic) at which this attempt's limit ends: what its deadline headers say. */
-  get limitAt(): number {
-    return this.endAt;
-  }
-
   /** Dispatches the request; the bound is armed first (a request written inside dispatch keeps it). */
   start(): void {
-    this.guardHead(this.started);
+    this.guardHead(this.slice.startedAt);
     this.#dispatching = true;
     this.#call.send(this);
     this.#dispatching = false;
@@ -112,11 +102,12 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     }
     this.#controller = controller;
     // Written inside dispatch (a kept-alive connection): no need to read the clock. Nor when
-    // `responseMs` cannot end before the attempt's own limit and no header needs the instant.
+    // `responseTimeoutMs` cannot end before the attempt's own limit and no header needs the instant.
     const now =
-      this.#dispatching || (this.responseMs >= this.timeoutMs && this.#written === undefined)
-        ? this.started
-        : this.owner.clock.now();
+      this.#dispatching ||
+      (this.responseTimeoutMs >= this.slice.attemptTimeoutMs && this.#written === undefined)
+        ? this.slice.startedAt
+        : this.clock.now();
     this.phase = RESPONSE;
     this.phaseAt = now;
     this.guardHead(now);
@@ -131,7 +122,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
    */
   #restart(controller: DispatchController): void {
     this.#controller = controller;
-    const now = this.owner.clock.now();
+    const now = this.clock.now();
     this.phaseAt = now;
     this.guardHead(now);
     if (this.#written !== undefined) this.#rewrite(now);
@@ -148,7 +139,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     this.responseHeaders = headers;
     this.socket = socket;
     this.#finish();
-    if (!this.report(true, this)) (socket as { destroy?: () => void }).destroy?.();
+    if (!this.slice.report(true, this)) (socket as { destroy?: () => void }).destroy?.();
   }
 
   onResponseStart(
@@ -163,10 +154,10 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     this.responseHeaders = headers;
     this.statusMessage = statusMessage ?? '';
     this.phase = BODY;
-    const now = this.owner.clock.now();
-    this.endedAt = now; // the executor records the latency from this same reading
+    const now = this.clock.now();
+    this.slice.endedAt = now; // the executor records the latency from this same reading
     this.guardBody(now);
-    this.report(true, this); // the call decides now: answer, held (a retryable status), or released
+    this.slice.report(true, this); // the call decides now: answer, held (a retryable status), or released
     if (this.held) {
       this.paused = true;
       controller.pause();
@@ -205,7 +196,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
     const wasQueued = this.phase === QUEUED;
     this.#finish();
     const reported = this.#reason ?? this.#call.transportError(error, this, wasQueued);
-    if (this.#role === RACING) this.report(false, reported);
+    if (this.#role === RACING) this.slice.report(false, reported);
     else if (this.#role === WON) this.#call.forwardError(reported);
     else if (this.#role === HELD) this.#failure = reported;
   }
@@ -263,12 +254,12 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   protected expire(error: Error): void {
     if (this.#reason !== undefined) return;
     this.#reason = error;
-    if (this.#role === RACING) this.report(false, error, true);
+    if (this.#role === RACING) this.slice.report(false, error, true);
     this.#stopRequest(error);
   }
 
   /** The call ended this attempt (another one won, the caller gave up). */
-  protected halt(reason: unknown): void {
+  halt(reason: unknown): void {
     this.#role = CANCELLED;
     if (this.#reason === undefined) this.#reason = reason as Error;
     this.#stopRequest(reason as Error);
@@ -348,7 +339,7 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   }
 
   relativeHeaders(): readonly string[] {
-    return this.#call.relativeHeaders(this, this.#dispatching ? this.started : this.owner.clock.now());
+    return this.#call.relativeHeaders(this, this.#dispatching ? this.slice.startedAt : this.clock.now());
   }
 
   linkHeaders(list: string[], at: number): void {
@@ -381,6 +372,6 @@ export class HttpAttempt extends PhaseTimer<HttpAttempt> implements DispatchHand
   #finish(): void {
     this.phase = DONE;
     this.stopTimer();
-    this.releasePermit();
+    this.slice.releasePermit();
   }
 }

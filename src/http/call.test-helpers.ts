@@ -1,7 +1,7 @@
 import { FakeClock } from '../clock/fake.js';
 import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
-import { coreOf } from '../dependency/core.js';
 import { createDependency } from '../dependency/dependency.js';
+import { type ExecutorPlan, executorOf } from '../dependency/transport.js';
 import type { PrazoError } from '../errors/base.js';
 import type { HttpAttempt } from './attempt.js';
 import type { DispatchController, DispatchHandler, DispatchOptions } from './handler.js';
@@ -86,16 +86,19 @@ export function driveCall(options: DrivenCallOptions = {}) {
     attempts: options.attempts ?? 1,
     clock,
   });
-  const core = { ...coreOf(dependency)!, responseMs: options.attemptMs ?? Number.POSITIVE_INFINITY };
+  const executor: ExecutorPlan = {
+    ...executorOf(dependency)!.plan,
+    attemptTimeoutMs: options.attemptMs ?? Number.POSITIVE_INFINITY,
+  };
   const route: Route = {
     name: 'inventory',
     clock,
     plan: {
       current: {
-        core,
-        connectMs: 400,
-        responseMs: options.responseMs ?? 100,
-        bodyMs: options.bodyMs ?? 100,
+        executor,
+        connectTimeoutMs: 400,
+        responseTimeoutMs: options.responseMs ?? 100,
+        bodyTimeoutMs: options.bodyMs ?? 100,
         defaultDeadlineMs: 1_000,
       },
     },

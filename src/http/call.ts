@@ -1,9 +1,15 @@
 import type { InstanceVerdict } from '../balance/instances.js';
 import { type Deadline, writeDeadlineHeaders } from '../deadline/deadline.js';
-import type { DependencyCore } from '../dependency/core.js';
-import { Execution } from '../dependency/execution.js';
 import type { TraceAttributes } from '../dependency/trace.js';
-import type { AttemptKind, ResultVerdict } from '../dependency/types.js';
+import {
+  type AttemptSlice,
+  type Call,
+  type CallTerms,
+  type ExecutorPlan,
+  openCall,
+  type Transport,
+} from '../dependency/transport.js';
+import type { ResultVerdict } from '../dependency/types.js';
 import { isQueueTimeout } from '../errors/guards.js';
 import { classifyFailure } from '../retry/classify.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
@@ -40,43 +46,40 @@ export const handing: { handler: object | undefined; deadline: Deadline | undefi
 
 /** What one call runs with, fixed when it starts (live calibration may replace it for later calls). */
 export interface CallPlan {
-  readonly core: DependencyCore;
+  /** The executor's plan the call is opened on. */
+  readonly executor: ExecutorPlan;
   /** From the request written to the response head, in ms (never past the attempt's own limit). */
-  readonly responseMs: number;
+  readonly responseTimeoutMs: number;
   /** Longest silence between body chunks while the consumer reads, in ms. */
-  readonly bodyMs: number;
+  readonly bodyTimeoutMs: number;
   /** The connect timeout in force, in ms (to name it in a CONNECT_TIMEOUT). */
-  readonly connectMs: number;
+  readonly connectTimeoutMs: number;
   /** The deadline of a call given none and running outside any ambient one, in ms. */
   readonly defaultDeadlineMs: number;
 }
 
-/** The per-call decisions taken before the first attempt. */
-export interface CallTerms {
-  readonly deadline: Deadline;
-  /** May be sent more than once (an idempotent method or a key, and a body that can be sent again). */
-  readonly idempotent: boolean;
-  /** The key every attempt carries, when the call is repeatable thanks to it. */
-  readonly key: string | undefined;
-  readonly retryResponseTimeout: boolean | undefined;
+/** The per-call decisions taken before the first attempt: the executor's terms, and the caller's signal. */
+export interface HttpCallTerms extends CallTerms {
   /** The caller's own cancellation, when it gave one to prazo rather than to the handler above. */
   readonly signal: AbortSignal | undefined;
 }
 
 /**
  * One HTTP call, between the handler that asked for it (undici's `request()`, a `fetch`, any handler
- * above an interceptor) and the dispatcher below: the executor's plan for this call (an
- * {@link Execution}: deadline check, attempt slices, retries from the budget, Retry-After, hedge)
- * whose attempts are {@link HttpAttempt}s dispatched to the next dispatcher. The same object is the
+ * above an interceptor) and the dispatcher below: the executor's {@link Transport} for this call. The
+ * executor owns the plan (the deadline, its check, attempt slices, retries from the budget,
+ * Retry-After, hedge: `openCall`); this object carries each slice as an {@link HttpAttempt}
+ * dispatched to the next dispatcher, judges the status, and delivers the winner. The same object is the
  * controller the caller's handler receives: its `abort` ends the call (every attempt in flight), its
  * `pause`/`resume` reach the attempt whose response is streaming.
  *
  * The caller's handler sees one request: started once, then the winning attempt's response (head,
  * body, end) or the call's failure. It may speak undici's current handler API or the legacy one.
  */
-export class HttpCall extends Execution<HttpAttempt> implements DispatchController {
+export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchController {
   readonly route: Route;
   readonly #plan: CallPlan;
+  readonly #call: Call;
   readonly #dispatch: Dispatch;
   readonly #options: DispatchOptions;
   readonly #handler: DispatchHandler;
@@ -100,14 +103,17 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   constructor(
     route: Route,
     plan: CallPlan,
-    terms: CallTerms,
+    terms: HttpCallTerms,
+    now: number,
     options: DispatchOptions,
     headers: string[],
     handler: DispatchHandler,
     current: boolean,
     dispatch: Dispatch,
   ) {
-    super(plan.core, terms.deadline, terms.idempotent, terms.key, terms.retryResponseTimeout);
+    // The one place the deadline crosses into the executor: it resolves it (per call, ambient,
+    // default) and slices it for each attempt.
+    this.#call = openCall(plan.executor, this, terms, now);
     this.route = route;
     this.#plan = plan;
     this.#options = options;
@@ -129,14 +135,15 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     if (this.#current) handler.onRequestStart?.(this, null);
     else handler.onConnect?.((reason?: Error) => this.abort(reason ?? new Error('aborted')));
     const signal = this.#signal;
-    if (signal !== undefined && !this.settled) {
+    const call = this.#call;
+    if (signal !== undefined && !call.settled) {
       if (signal.aborted) this.abort(signal.reason);
       else {
         this.#onSignal = () => this.abort(signal.reason);
         subscribeAbort(signal, this.#onSignal);
       }
     }
-    if (!this.settled) this.begin(now);
+    if (!call.settled) call.begin(now);
     return this.#lastDispatch;
   }
 
@@ -147,20 +154,20 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     this.#onSignal = undefined;
   }
 
-  protected createAttempt(
-    kind: AttemptKind,
-    n: number,
-    timeoutMs: number,
-    connectMs: number,
-    byDeadline: boolean,
-    now: number,
-  ): HttpAttempt {
-    const { responseMs, bodyMs } = this.#plan;
+  /** The deadline the executor resolved for this call. */
+  get deadline(): Deadline {
+    return this.#call.deadline;
+  }
+
+  /** The executor's slice as an HTTP attempt, its instance picked (when the dependency is several). */
+  attempt(slice: AttemptSlice): HttpAttempt {
+    const { responseTimeoutMs, bodyTimeoutMs, executor } = this.#plan;
     // A patient attempt (`concurrencyLimit.patience`) is given more than the calibrated slice: its
     // response phase waits as long as the attempt does.
-    const waitMs = timeoutMs > this.core.responseMs ? timeoutMs : responseMs;
-    const attempt = new HttpAttempt(this, kind, n, timeoutMs, connectMs, byDeadline, now, waitMs, bodyMs);
-    if (this.route.instances !== undefined) this.#pick(attempt, now);
+    const timeoutMs = slice.attemptTimeoutMs;
+    const waitMs = timeoutMs > executor.attemptTimeoutMs ? timeoutMs : responseTimeoutMs;
+    const attempt = new HttpAttempt(this, slice, waitMs, bodyTimeoutMs);
+    if (this.route.instances !== undefined) this.#pick(attempt, slice.startedAt);
     return attempt;
   }
 
@@ -183,7 +190,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
       instances.whenAvailable((error) => {
         if (attempt.done) return;
         // Resumed from discovery's callback: a traced attempt is dispatched in its own context again.
-        const trace = attempt.trace;
+        const trace = attempt.slice.trace;
         if (trace === undefined) this.#resume(attempt, error);
         else trace.resume(() => this.#resume(attempt, error));
       });
@@ -194,7 +201,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
 
   /** An attempt that waited for an instance: picked and dispatched now, or failed with `error`. */
   #resume(attempt: HttpAttempt, error: Error | undefined): void {
-    if (error === undefined) this.#pick(attempt, this.clock.now());
+    if (error === undefined) this.#pick(attempt, this.route.clock.now());
     if (attempt.target === undefined) attempt.onResponseError(null, error ?? new Error('no instance'));
     else this.#dispatchTo(attempt);
   }
@@ -210,18 +217,10 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     }
   }
 
-  override ended(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): void {
-    // The instance hears first: a retry started from here picks with this answer known.
+  /** The instance hears first (before the executor decides): a retry picks with this answer known. */
+  ended(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): void {
     if (attempt.target !== undefined)
       this.#settleTarget(attempt, this.#verdictOn(attempt, ok, value, timedOut));
-    try {
-      super.ended(attempt, ok, value, timedOut);
-    } catch (error) {
-      // Something below threw while the race was decided (a dispatcher's controller, a handler):
-      // the call must still end. With its attempts over no timer is left to end it, and the caller
-      // would wait forever. It ends with the error.
-      this.abandon(error);
-    }
   }
 
   /**
@@ -233,11 +232,10 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * when this process's timer happened to win the race: half of its stalls would teach the picker
    * nothing. Cancelled by a pushback, or never written: nobody's.
    */
-  override cancelled(attempt: HttpAttempt): void {
+  cancelled(attempt: HttpAttempt): void {
     if (attempt.target !== undefined) {
       this.#settleTarget(attempt, this.#aborted && attempt.sent ? this.#censored(attempt) : 'neutral');
     }
-    super.cancelled(attempt);
   }
 
   /**
@@ -246,21 +244,23 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * instance; a hedge beaten by the attempt it hedged started later and says little
    * (`balance/instances.ts`).
    */
-  protected override lost(attempt: HttpAttempt): void {
+  lost(attempt: HttpAttempt): void {
     if (attempt.target !== undefined)
-      this.#settleTarget(attempt, attempt.kind === 'hedge' ? 'lost' : 'unanswered');
+      this.#settleTarget(attempt, attempt.slice.kind === 'hedge' ? 'lost' : 'unanswered');
   }
 
   /** A written attempt cut before it answered: past the dependency's p99 unanswered, before it a lower bound. */
   #censored(attempt: HttpAttempt): InstanceVerdict {
-    return this.clock.now() - attempt.started >= this.core.p99Ms ? 'unanswered' : 'lost';
+    return this.route.clock.now() - attempt.slice.startedAt >= this.#plan.executor.p99Ms
+      ? 'unanswered'
+      : 'lost';
   }
 
   #settleTarget(attempt: HttpAttempt, verdict: InstanceVerdict): void {
     if (attempt.targetSettled) return;
     attempt.targetSettled = true;
-    const now = this.clock.now();
-    this.route.instances!.set.settle(attempt.target!, verdict, now - attempt.started, now);
+    const now = this.route.clock.now();
+    this.route.instances!.set.settle(attempt.target!, verdict, now - attempt.slice.startedAt, now);
   }
 
   /**
@@ -274,7 +274,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    * timeout) would never be seen as slow.
    */
   #verdictOn(attempt: HttpAttempt, ok: boolean, value: unknown, timedOut: boolean): InstanceVerdict {
-    if (!ok && timedOut && attempt.byDeadline) {
+    if (!ok && timedOut && attempt.slice.byDeadline) {
       return attempt.sent ? this.#censored(attempt) : 'neutral'; // never written: the pool's queue
     }
     if (ok) {
@@ -303,10 +303,10 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
    */
   #headersOf(attempt: HttpAttempt): string[] | WrittenHeaders {
     // The first attempt extends the caller's list; later ones (retries, hedge) copy its base.
-    const own = attempt.attempt === 1 ? this.#base : this.#base.slice(0, this.#baseLength);
+    const own = attempt.slice.attempt === 1 ? this.#base : this.#base.slice(0, this.#baseLength);
     const route = this.route;
     if (route.epochHeader !== undefined) {
-      const started = attempt.started;
+      const started = attempt.slice.startedAt;
       writeDeadlineHeaders(
         own,
         route.headerFormat,
@@ -315,7 +315,8 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
         'absolute',
       );
     }
-    if (this.idempotencyKey !== undefined) own.push(IDEMPOTENCY_KEY_HEADER, this.idempotencyKey);
+    const key = this.#call.idempotencyKey;
+    if (key !== undefined) own.push(IDEMPOTENCY_KEY_HEADER, key);
     return route.relative ? new WrittenHeaders(own, attempt) : own;
   }
 
@@ -332,15 +333,15 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     if (!managed) return error;
     return mapTransportError(error, {
       dependency: name,
-      elapsedMs: clock.now() - attempt.started,
-      connectTimeoutMs: this.#plan.connectMs,
-      responseTimeoutMs: queued ? attempt.timeoutMs : this.#plan.responseMs,
-      bodyTimeoutMs: this.#plan.bodyMs,
+      elapsedMs: clock.now() - attempt.slice.startedAt,
+      connectTimeoutMs: this.#plan.connectTimeoutMs,
+      responseTimeoutMs: queued ? attempt.slice.attemptTimeoutMs : this.#plan.responseTimeoutMs,
+      bodyTimeoutMs: this.#plan.bodyTimeoutMs,
     }) as Error;
   }
 
   /** For the call's trace (prazo/otel): the HTTP semantic conventions' request attributes. */
-  protected override traceRequest(): TraceAttributes {
+  traceRequest(): TraceAttributes {
     const options = this.#options;
     const out: Record<string, string | number> = { 'http.request.method': options.method ?? 'GET' };
     const origin = options.origin;
@@ -357,25 +358,29 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
   }
 
   /** For an attempt's (and the call's) trace: the status answered. */
-  protected override traceResult(attempt: HttpAttempt): TraceAttributes {
+  traceResult(attempt: HttpAttempt): TraceAttributes {
     return { 'http.response.status_code': attempt.statusCode };
   }
 
-  protected override classify(attempt: HttpAttempt): ResultVerdict | undefined {
+  classify(attempt: HttpAttempt): ResultVerdict | undefined {
     if (!this.route.managed) return undefined; // an origin nobody configured: every status is its answer
-    return judgeStatus(attempt.statusCode, attempt.responseHeaders, this.route.clock, this.core.pushback);
+    return judgeStatus(
+      attempt.statusCode,
+      attempt.responseHeaders,
+      this.route.clock,
+      this.#plan.executor.pushback,
+    );
   }
 
-  protected override hold(ok: boolean, value: unknown): void {
-    super.hold(ok, value);
-    if (ok) (value as HttpAttempt).hold();
+  hold(attempt: HttpAttempt): void {
+    attempt.hold();
   }
 
-  protected discard(attempt: HttpAttempt): void {
+  discard(attempt: HttpAttempt): void {
     attempt.release();
   }
 
-  protected deliver(ok: boolean, value: unknown): void {
+  deliver(ok: boolean, value: unknown): void {
     if (ok) {
       this.#winner = value as HttpAttempt;
       (value as HttpAttempt).win();
@@ -469,7 +474,7 @@ export class HttpCall extends Execution<HttpAttempt> implements DispatchControll
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
-    if (!this.settled) this.abandon(reason);
+    if (!this.#call.settled) this.#call.abandon(reason);
     else this.#winner?.abortRequest(reason);
   }
 

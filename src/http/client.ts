@@ -95,11 +95,11 @@ function backstopsOf(
   pool: { readonly headMs: number; readonly bodyMs: number },
   dispatched: Dispatcher.RequestOptions,
 ): void {
-  const { responseMs, bodyMs } = plan.current;
-  if (dispatched.headersTimeout == null && responseMs + BACKSTOP_MS > pool.headMs)
-    dispatched.headersTimeout = responseMs + BACKSTOP_MS;
-  if (dispatched.bodyTimeout == null && bodyMs + BACKSTOP_MS > pool.bodyMs)
-    dispatched.bodyTimeout = bodyMs + BACKSTOP_MS;
+  const { responseTimeoutMs, bodyTimeoutMs } = plan.current;
+  if (dispatched.headersTimeout == null && responseTimeoutMs + BACKSTOP_MS > pool.headMs)
+    dispatched.headersTimeout = responseTimeoutMs + BACKSTOP_MS;
+  if (dispatched.bodyTimeout == null && bodyTimeoutMs + BACKSTOP_MS > pool.bodyMs)
+    dispatched.bodyTimeout = bodyTimeoutMs + BACKSTOP_MS;
 }
 
 function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan, origin: string): TrackedPool {
@@ -107,7 +107,7 @@ function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan, origin: str
   return createTrackedPool(origin, {
     connect: createConnector({
       clock: o.clock,
-      timeoutMs: () => plan.connectMs,
+      timeoutMs: () => plan.connectTimeoutMs,
       autoSelectFamily: o.autoSelectFamily,
       lookup: o.lookup,
     }),

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
-import { coreOf } from '../dependency/core.js';
 import { createDependency, type Dependency } from '../dependency/dependency.js';
 import type { DependencyOptions } from '../dependency/options.js';
+import { executorOf } from '../dependency/transport.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySnapshot } from '../latency/types.js';
@@ -61,7 +61,7 @@ export function readExecutor(
   shared: { defaultDeadlineMs: number; headerFormat: HeaderFormat; clock: Clock },
 ): { dependency: Dependency | undefined; live: Live | undefined } {
   if (raw.dependency !== undefined) {
-    if (!hasMethods(raw.dependency, ['execute', 'on']) || coreOf(raw.dependency as object) === undefined) {
+    if (!hasMethods(raw.dependency, ['execute', 'on']) || executorOf(raw.dependency) === undefined) {
       v.problem('`dependency` must be an executor made with createDependency()');
       return { dependency: undefined, live: undefined };
     }

@@ -8,7 +8,7 @@ import {
   type InstanceState,
 } from '../balance/instances.js';
 import type { Clock } from '../clock/clock.js';
-import type { DependencyCore } from '../dependency/core.js';
+import type { ExecutorPlan } from '../dependency/transport.js';
 import type { DependencyEvent } from '../dependency/types.js';
 import { NoInstanceError } from '../errors/capacity.js';
 import type { Dispatch } from './handler.js';
@@ -82,7 +82,7 @@ export class RouteInstances {
     origin: string,
     settings: InstanceSettings,
     clock: Clock,
-    core: () => DependencyCore,
+    core: () => ExecutorPlan,
     make: (origin: string) => Target,
   ) {
     this.#name = name;
@@ -105,8 +105,8 @@ export class RouteInstances {
       initialEstimateMs: settings.initialEstimateMs,
       ejection: settings.ejection,
       floorMs: () => core().p99Ms,
-      penaltyMs: () => FAILURE_PENALTY_TIMEOUTS * core().responseMs,
-      timeoutMs: () => core().responseMs,
+      penaltyMs: () => FAILURE_PENALTY_TIMEOUTS * core().attemptTimeoutMs,
+      timeoutMs: () => core().attemptTimeoutMs,
       // Without hedging nothing is overtaken; with it, a share above what it hedges is the instance's.
       unansweredFloor: () => 1 - (core().hedge?.percentile ?? UNHEDGED_PERCENTILE),
       listener,

@@ -5,6 +5,7 @@ import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
+import { resolveDeadline } from '../dependency/transport.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
@@ -15,15 +16,7 @@ import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
 import type { CurrentPlan } from './plan.js';
 import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS } from './request.js';
-import {
-  buildRoute,
-  callOn,
-  fail,
-  passThroughPlan,
-  type Route,
-  resolveDeadline,
-  routeHeaders,
-} from './route.js';
+import { buildRoute, callOn, fail, passThroughPlan, type Route, routeHeaders } from './route.js';
 import { readClock, readHeaderFormat, resolveRouteOptions } from './validate.js';
 
 /**
@@ -214,7 +207,7 @@ class OriginTable {
     return {
       name: origin,
       clock: this.#clock,
-      plan: { current: passThroughPlan(origin, this.#clock, this.#passFormat) },
+      plan: { current: passThroughPlan(origin, this.#clock) },
       ...routeHeaders(this.#passFormat),
       defaultDeadlineMs: HTTP_LIMITS.maxMs,
       generateIdempotencyKey: false,
@@ -394,11 +387,12 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
         return callOn(found.route, options, handler, dispatch, input);
       }
       // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it.
+      // Resolved here by the executor's rule, once: the call then takes it as it is.
       const deadline: Deadline | undefined =
         carried ??
         (call?.deadline === undefined
           ? currentDeadline()
-          : resolveDeadline(call.deadline, found, found.clock.now()));
+          : resolveDeadline(call.deadline, origin, HTTP_LIMITS.maxMs, found.clock, found.clock.now()));
       if (deadline === undefined) return dispatch(withoutPrazo(options, given), handler);
       if (deadline.remainingMs() <= 0) {
         return fail(
@@ -406,13 +400,7 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
           new DeadlineExceededError({ dependency: origin, deadlineEpochMs: deadline.epochMs() }),
         );
       }
-      return callOn(
-        found,
-        options,
-        handler,
-        dispatch,
-        carried === undefined ? { deadline } : { continued: deadline },
-      );
+      return callOn(found, options, handler, dispatch, { continued: deadline });
     };
 
   const view = (managed: Managed): DependencyView => ({

@@ -1,6 +1,5 @@
-import { LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
-import { Attempt, type AttemptOwner } from '../dependency/attempt.js';
-import type { AttemptKind } from '../dependency/types.js';
+import { type Clock, LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
+import type { AttemptSlice } from '../dependency/transport.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { BodyTimeoutError, QueueTimeoutError, ResponseTimeoutError } from '../errors/timeout.js';
 import { TIMER_TOLERANCE_MS } from './constants.js';
@@ -16,26 +15,33 @@ export const DONE = 3;
 /**
  * The clock side of an HTTP attempt: where each phase ends, and **one** timer that fires no later than
  * the earliest of those ends (SPEC C2, D5, D6). The executor arms no timer of its own for such an
- * attempt: this one is its bound. The timer is re-armed only when a bound moves earlier; a timer that
+ * attempt: this one is its bound, read off the executor's slice (`slice`) once, at construction. The timer is re-armed only when a bound moves earlier; a timer that
  * fires before its phase really ended (progress moved the bound later) re-checks and re-arms, so
  * progress costs a timestamp, not a timer. What a fired bound means:
  *
  * - the deadline, in any phase → DEADLINE_EXCEEDED;
  * - still queued at the attempt's limit (the executor's slice, from the attempt's start) →
  *   QUEUE_TIMEOUT: never written, nothing reached the dependency;
- * - before the head, the attempt's limit, or `responseMs` from the request written → RESPONSE_TIMEOUT;
- * - after the head, `bodyMs` without a chunk while the consumer reads → BODY_TIMEOUT.
+ * - before the head, the attempt's limit, or `responseTimeoutMs` from the request written → RESPONSE_TIMEOUT;
+ * - after the head, `bodyTimeoutMs` without a chunk while the consumer reads → BODY_TIMEOUT.
  *
  * Node runs expired timers before it reads sockets: after the loop was blocked, a timer fires late
  * with the answer it waits for already in the socket. A timer that fires {@link LATE_TIMER_MS} or
  * more past its instant therefore lets the pending I/O be read (`clock.afterIo`) before deciding, and
  * says so (`timer-late` event): a blocked loop does not fabricate timeouts.
  */
-export abstract class PhaseTimer<T> extends Attempt<T> {
+export abstract class PhaseTimer {
+  /** The executor's slice of this attempt: its number, kind, limit, and how it reports back. */
+  readonly slice: AttemptSlice;
+  protected readonly clock: Clock;
+  /** The call's deadline, as an instant of `clock`. */
   protected readonly deadlineAt: number;
+  /** The end of the attempt's own limit (`startedAt + attemptTimeoutMs`), as an instant of `clock`. */
   protected readonly attemptEndAt: number;
-  protected readonly responseMs: number;
-  protected readonly bodyMs: number;
+  /** From the request written to the response head, in ms. */
+  protected readonly responseTimeoutMs: number;
+  /** Longest silence between body chunks while the consumer reads, in ms. */
+  protected readonly bodyTimeoutMs: number;
   protected phase = QUEUED;
   protected phaseAt = 0;
   protected lastDataAt = 0;
@@ -49,38 +55,29 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
   /** The timer's callback (the after-I/O one is made when needed). */
   readonly #fire = (): void => this.#onTimer();
 
-  protected constructor(
-    owner: AttemptOwner<T>,
-    kind: AttemptKind,
-    attempt: number,
-    timeoutMs: number,
-    connectMs: number,
-    byDeadline: boolean,
-    started: number,
-    responseMs: number,
-    bodyMs: number,
-  ) {
-    super(owner, kind, attempt, timeoutMs, connectMs, byDeadline, started);
-    const { deadline, clock } = owner;
+  protected constructor(slice: AttemptSlice, responseTimeoutMs: number, bodyTimeoutMs: number) {
+    this.slice = slice;
+    const { callDeadline: deadline, clock, startedAt } = slice;
+    this.clock = clock;
     // Same clock (the common case): the deadline's own instant, without reading the clock again.
-    this.deadlineAt = deadline.clock === clock ? deadline.at : started + deadline.remainingMs();
-    this.attemptEndAt = started + timeoutMs;
-    this.responseMs = responseMs;
-    this.bodyMs = bodyMs;
+    this.deadlineAt = deadline.clock === clock ? deadline.at : startedAt + deadline.remainingMs();
+    this.attemptEndAt = startedAt + slice.attemptTimeoutMs;
+    this.responseTimeoutMs = responseTimeoutMs;
+    this.bodyTimeoutMs = bodyTimeoutMs;
   }
 
   /** A bound was reached: end the attempt with this error. */
   protected abstract expire(error: Error): void;
 
   /** The instant this attempt's own limit ends, bounded by the deadline (what the next hop is told). */
-  protected get endAt(): number {
+  get limitAt(): number {
     return this.attemptEndAt < this.deadlineAt ? this.attemptEndAt : this.deadlineAt;
   }
 
   /** Arms the timer for the current phase's bound (queued, or request written). */
   protected guardHead(now: number): void {
-    const end = this.endAt;
-    this.#armBy(this.phase === RESPONSE ? Math.min(end, this.phaseAt + this.responseMs) : end, now);
+    const end = this.limitAt;
+    this.#armBy(this.phase === RESPONSE ? Math.min(end, this.phaseAt + this.responseTimeoutMs) : end, now);
   }
 
   /**
@@ -92,23 +89,23 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
    */
   protected guardBody(now: number): void {
     this.lastDataAt = now;
-    this.#armBy(Math.min(now + this.bodyMs, this.deadlineAt), now);
+    this.#armBy(Math.min(now + this.bodyTimeoutMs, this.deadlineAt), now);
   }
 
   /** A body chunk arrived: its instant restarts the body's silence (read only while a bound is armed). */
   protected progressed(): void {
-    if (this.#due !== Number.POSITIVE_INFINITY) this.lastDataAt = this.owner.clock.now();
+    if (this.#due !== Number.POSITIVE_INFINITY) this.lastDataAt = this.clock.now();
   }
 
   /** The consumer reads again: the body's silence is counted from now. */
   protected reading(): void {
     this.paused = false;
-    this.lastDataAt = this.owner.clock.now();
+    this.lastDataAt = this.clock.now();
   }
 
   protected stopTimer(): void {
-    if (this.#timer !== undefined) this.owner.clock.clearTimer(this.#timer);
-    else if (this.#queued >= 0) this.owner.attemptTimers?.cancel(this.#queued);
+    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
+    else if (this.#queued >= 0) this.slice.timers?.cancel(this.#queued);
     this.#timer = undefined;
     this.#queued = -1;
     this.#due = Number.POSITIVE_INFINITY;
@@ -120,13 +117,13 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
     this.#queued = -1;
     this.#due = Number.POSITIVE_INFINITY;
     if (this.phase === DONE) return;
-    const now = this.owner.clock.now();
+    const now = this.clock.now();
     if (!this.#deferred && now - due >= LATE_TIMER_MS) {
       // Fired late: what it guards may have arrived meanwhile, unread. Read it first, then decide.
       this.#deferred = true;
       this.#deferredPhase = this.phase;
-      this.owner.timerLate(now - due);
-      runAfterIo(this.owner.clock, () => this.#onAfterIo());
+      this.slice.timerLate(now - due);
+      runAfterIo(this.clock, () => this.#onAfterIo());
       return;
     }
     this.#decide(now);
@@ -135,28 +132,36 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
   #onAfterIo(): void {
     // The phase moved on meanwhile (the head arrived, the attempt ended): its own guard decides.
     if (this.phase !== this.#deferredPhase || this.#due !== Number.POSITIVE_INFINITY) return;
-    this.#decide(this.owner.clock.now());
+    this.#decide(this.clock.now());
   }
 
   /** Fails the attempt at the earliest bound crossed by `now`, or arms the timer for the next one. */
   #decide(now: number): void {
     const due = (at: number): boolean => now >= at - TIMER_TOLERANCE_MS;
-    const dependency = this.owner.name;
+    const dependency = this.slice.dependency;
     if (due(this.deadlineAt)) {
-      const elapsedMs = now - this.started;
-      const deadlineEpochMs = this.owner.deadline.epochMs();
+      const elapsedMs = now - this.slice.startedAt;
+      const deadlineEpochMs = this.slice.callDeadline.epochMs();
       this.expire(new DeadlineExceededError({ dependency, elapsedMs, deadlineEpochMs }));
     } else if (this.phase === BODY) {
       // A consumer that is not reading is no stalled body: its silence starts when it reads again.
       const since = this.paused ? now : this.lastDataAt;
-      if (!due(since + this.bodyMs)) this.#armBy(Math.min(since + this.bodyMs, this.deadlineAt), now);
-      else this.expire(new BodyTimeoutError({ dependency, elapsedMs: now - since, timeoutMs: this.bodyMs }));
+      if (!due(since + this.bodyTimeoutMs))
+        this.#armBy(Math.min(since + this.bodyTimeoutMs, this.deadlineAt), now);
+      else
+        this.expire(
+          new BodyTimeoutError({ dependency, elapsedMs: now - since, timeoutMs: this.bodyTimeoutMs }),
+        );
     } else if (due(this.attemptEndAt)) {
-      const details = { dependency, elapsedMs: now - this.started, timeoutMs: this.timeoutMs };
+      const details = {
+        dependency,
+        elapsedMs: now - this.slice.startedAt,
+        timeoutMs: this.slice.attemptTimeoutMs,
+      };
       this.expire(this.phase === QUEUED ? new QueueTimeoutError(details) : new ResponseTimeoutError(details));
-    } else if (this.phase === RESPONSE && due(this.phaseAt + this.responseMs)) {
+    } else if (this.phase === RESPONSE && due(this.phaseAt + this.responseTimeoutMs)) {
       const elapsedMs = now - this.phaseAt;
-      this.expire(new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: this.responseMs }));
+      this.expire(new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: this.responseTimeoutMs }));
     } else {
       this.guardHead(now);
     }
@@ -171,12 +176,12 @@ export abstract class PhaseTimer<T> extends Attempt<T> {
     }
     this.#due = at;
     this.#deferred = false;
-    const queue = this.owner.attemptTimers;
+    const queue = this.slice.timers;
     // The attempt's own calibrated limit (most attempts': not cut by the deadline): the shared queue.
-    if (at === this.attemptEndAt && queue !== undefined && queue.delayMs === this.timeoutMs) {
-      this.#queued = queue.add(this.#fire, this.started);
+    if (at === this.attemptEndAt && queue !== undefined && queue.delayMs === this.slice.attemptTimeoutMs) {
+      this.#queued = queue.add(this.#fire, this.slice.startedAt);
     } else {
-      this.#timer = this.owner.clock.setTimer(this.#fire, at - now, { unref: true });
+      this.#timer = this.clock.setTimer(this.#fire, at - now, { unref: true });
     }
   }
 }

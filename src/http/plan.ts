@@ -1,6 +1,6 @@
-import { type CoreFollower, coreOf, type DependencyCore, followCore } from '../dependency/core.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
+import { type Executor, type ExecutorPlan, executorOf, type PlanFollower } from '../dependency/transport.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import type { CallPlan } from './call.js';
 import { HTTP_DEFAULTS } from './constants.js';
@@ -14,11 +14,11 @@ import { HTTP_DEFAULTS } from './constants.js';
  * flight keep the plan they started with. Event listeners are held here, so they also survive an
  * executor replaced by another.
  */
-export class CurrentPlan implements CoreFollower {
+export class CurrentPlan implements PlanFollower {
   dependency: Dependency;
-  connectMs = 0;
-  responseMs = 0;
-  bodyMs = 0;
+  connectTimeoutMs = 0;
+  responseTimeoutMs = 0;
+  bodyTimeoutMs = 0;
   /** What a call starting now runs with (a snapshot: a call keeps the plan it started with). */
   current!: CallPlan;
   readonly #explicit: { connectMs?: number; responseMs?: number; bodyMs?: number };
@@ -38,44 +38,45 @@ export class CurrentPlan implements CoreFollower {
   ) {
     this.dependency = dependency;
     this.#explicit = explicit;
-    const core = executorCore(dependency);
+    const executor = executorFor(dependency);
     this.#defaultDeadlineMs =
-      defaultDeadlineMs === undefined || defaultDeadlineMs === core.defaultDeadlineMs
+      defaultDeadlineMs === undefined || defaultDeadlineMs === executor.plan.defaultDeadlineMs
         ? undefined
         : defaultDeadlineMs;
-    this.#derive(core);
-    followCore(dependency, this);
+    this.#derive(executor.plan);
+    executor.follow(this);
   }
 
   /** Plans with `dependency` from now on (another executor: it is followed instead). */
   adopt(dependency: Dependency): void {
     const same = dependency === this.dependency; // updated in place: its listeners are the same
     this.dependency = dependency;
-    this.#derive(executorCore(dependency));
+    const executor = executorFor(dependency);
+    this.#derive(executor.plan);
     if (same) return;
-    followCore(dependency, this);
+    executor.follow(this);
     if (this.#listeners.size > 0) this.#forward();
   }
 
   /** The problems an update of the executor would cause this client (SPEC C2, R4). */
-  check(next: DependencyCore): readonly string[] {
+  check(next: ExecutorPlan): readonly string[] {
     const { connectMs, responseMs } = this.#explicit;
     const problems: string[] = [];
-    if (responseMs !== undefined && responseMs > next.responseMs) {
+    if (responseMs !== undefined && responseMs > next.attemptTimeoutMs) {
       problems.push(
-        `the client's \`responseTimeoutMs\` (${responseMs}) would exceed the attempt timeout ceil(p99 × slack) = ${next.responseMs} ms`,
+        `the client's \`responseTimeoutMs\` (${responseMs}) would exceed the attempt timeout ceil(p99 × slack) = ${next.attemptTimeoutMs} ms`,
       );
     }
-    if (connectMs !== undefined && connectMs >= next.responseMs) {
+    if (connectMs !== undefined && connectMs >= next.attemptTimeoutMs) {
       problems.push(
-        `the client's \`connectTimeoutMs\` (${connectMs}) would not be below the attempt timeout (${next.responseMs} ms)`,
+        `the client's \`connectTimeoutMs\` (${connectMs}) would not be below the attempt timeout (${next.attemptTimeoutMs} ms)`,
       );
     }
     return problems;
   }
 
   /** The executor was updated in place: later calls plan with `next`. */
-  follow(next: DependencyCore): void {
+  follow(next: ExecutorPlan): void {
     this.#derive(next);
   }
 
@@ -102,26 +103,26 @@ export class CurrentPlan implements CoreFollower {
     while (this.#forwards.length > 2) this.#forwards.shift()?.dispose();
   }
 
-  #derive(core: DependencyCore): void {
+  #derive(executor: ExecutorPlan): void {
     const { connectMs, responseMs, bodyMs } = this.#explicit;
-    this.connectMs = connectMs ?? core.connectMs;
-    this.responseMs = responseMs ?? core.responseMs;
-    this.bodyMs = bodyMs ?? this.responseMs;
+    this.connectTimeoutMs = connectMs ?? executor.connectTimeoutMs;
+    this.responseTimeoutMs = responseMs ?? executor.attemptTimeoutMs;
+    this.bodyTimeoutMs = bodyMs ?? this.responseTimeoutMs;
     this.current = Object.freeze({
-      core,
-      connectMs: this.connectMs,
-      responseMs: this.responseMs,
-      bodyMs: this.bodyMs,
-      defaultDeadlineMs: this.#defaultDeadlineMs ?? core.defaultDeadlineMs,
+      executor,
+      connectTimeoutMs: this.connectTimeoutMs,
+      responseTimeoutMs: this.responseTimeoutMs,
+      bodyTimeoutMs: this.bodyTimeoutMs,
+      defaultDeadlineMs: this.#defaultDeadlineMs ?? executor.defaultDeadlineMs,
     });
   }
 }
 
-function executorCore(dependency: Dependency): DependencyCore {
-  const core = coreOf(dependency);
-  if (core === undefined)
+function executorFor(dependency: Dependency): Executor {
+  const executor = executorOf(dependency);
+  if (executor === undefined)
     throw new TypeError('prazo/http: the dependency was not made by createDependency()');
-  return core;
+  return executor;
 }
 
 /**

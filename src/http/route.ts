@@ -1,12 +1,10 @@
 import type { Clock } from '../clock/clock.js';
-import { currentDeadline } from '../deadline/ambient.js';
-import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
-import type { DependencyCore } from '../dependency/core.js';
-import { Listeners } from '../dependency/events.js';
+import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
+import { unmanagedPlan } from '../dependency/transport.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { generateIdempotencyKey, isIdempotentMethod, isValidIdempotencyKey } from '../retry/idempotency.js';
-import { type CallPlan, type CallTerms, HttpCall } from './call.js';
+import { type CallPlan, HttpCall } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
@@ -70,22 +68,6 @@ export function routeHeaders(
 }
 
 /**
- * The deadline a call runs under: its own (capped by the ambient one), the ambient, or the default
- * (the plan's in force, `defaultDeadlineMs`). `now` is the route clock's reading at the call's start.
- */
-export function resolveDeadline(
-  given: Deadline | number | undefined,
-  route: Route,
-  now: number,
-  defaultDeadlineMs = route.defaultDeadlineMs,
-): Deadline {
-  const ambient = currentDeadline();
-  if (given === undefined) return ambient ?? Deadline.afterAt(now, defaultDeadlineMs, route.clock);
-  const own = typeof given === 'number' ? Deadline.afterAt(now, given, route.clock) : given;
-  return ambient === undefined ? own : own.min(ambient);
-}
-
-/**
  * Runs one dispatch as a call on `route`: the caller's headers (its deadline headers dropped, its
  * idempotency key taken out), the deadline, whether it may be repeated, then the executor's plan,
  * each attempt dispatched with `dispatch`. Returns what `dispatch` returns.
@@ -131,31 +113,39 @@ export function callOn(
   if (host !== undefined && !hasHost(headers)) headers.push('host', host);
   const idempotent = repeatable && (given?.idempotent ?? isIdempotentMethod(method));
   const base = route.plan.current; // the plan in force now: the call keeps it, whatever updates follow
-  const terms: CallTerms = {
-    deadline: given?.continued ?? resolveDeadline(given?.deadline, route, now, base.defaultDeadlineMs),
-    idempotent,
-    key,
-    retryResponseTimeout: given?.retryResponseTimeout,
-    signal: given?.signal,
-  };
   const plan: CallPlan =
     given?.responseTimeoutMs === undefined && given?.bodyTimeoutMs === undefined
       ? base
       : {
           ...base,
-          responseMs: given.responseTimeoutMs ?? base.responseMs,
-          bodyMs: given.bodyTimeoutMs ?? base.bodyMs,
+          responseTimeoutMs: given.responseTimeoutMs ?? base.responseTimeoutMs,
+          bodyTimeoutMs: given.bodyTimeoutMs ?? base.bodyTimeoutMs,
         };
-  const call = new HttpCall(
-    route,
-    plan,
-    terms,
-    options,
-    headers,
-    handler,
-    speaksCurrentApi(handler),
-    dispatch,
-  );
+  let call: HttpCall;
+  try {
+    // The deadline goes to the executor as given: it resolves it (SPEC D1, D3, D5).
+    call = new HttpCall(
+      route,
+      plan,
+      {
+        deadline: given?.deadline,
+        continued: given?.continued,
+        defaultDeadlineMs: base.defaultDeadlineMs,
+        idempotent,
+        key,
+        retryResponseTimeout: given?.retryResponseTimeout,
+        signal: given?.signal,
+      },
+      now,
+      options,
+      headers,
+      handler,
+      speaksCurrentApi(handler),
+      dispatch,
+    );
+  } catch (error) {
+    return fail(handler, error as Error);
+  }
   return call.run(now, epochNow);
 }
 
@@ -172,59 +162,17 @@ export function fail(handler: DispatchHandler, error: Error): boolean {
   return false;
 }
 
-const NO_BUDGET_STATE = Object.freeze({ originals: 0, extras: 0, ratio: 0 });
-const NO_WINDOW = Object.freeze({
-  count: 0,
-  successes: 0,
-  errors: 0,
-  timeouts: 0,
-  p50: undefined,
-  p95: undefined,
-  p99: undefined,
-  p999: undefined,
-  max: undefined,
-  startedAt: 0,
-  endedAt: 0,
-});
-
 /**
- * The plan of an origin nobody configured: one attempt, bounded by the deadline alone, nothing
- * recorded, nothing retried, every status the server's answer.
+ * The plan of an origin nobody configured: the executor's one unmanaged plan (one attempt, bounded
+ * by the deadline alone, nothing recorded, nothing retried, every status the server's answer), named
+ * for the origin.
  */
-export function passThroughPlan(name: string, clock: Clock, headerFormat: HeaderFormat): CallPlan {
-  const core: DependencyCore = {
-    name,
-    p99Ms: 0,
-    maxAttempts: 1,
-    responseMs: Number.POSITIVE_INFINITY,
-    connectMs: Number.POSITIVE_INFINITY,
-    defaultDeadlineMs: Number.POSITIVE_INFINITY,
-    clock,
-    random: Math.random,
-    backoff: { baseMs: 0, capMs: 0 },
-    budget: { recordOriginal: () => {}, tryConsume: () => false, state: () => NO_BUDGET_STATE },
-    recorder: {
-      record: () => {},
-      quantile: () => undefined,
-      lastWindow: () => undefined,
-      currentWindow: () => NO_WINDOW,
-    },
-    hedge: undefined,
-    limiter: undefined,
-    patience: false,
-    throttle: undefined,
-    retryResponseTimeout: false,
-    pushback: false,
-    classifyError: () => ({ retryable: false, immediate: false, kind: 'unknown' }),
-    headerFormat,
-    events: new Listeners(),
-    attemptTimers: undefined,
-  };
+export function passThroughPlan(name: string, clock: Clock): CallPlan {
   return Object.freeze({
-    core,
-    connectMs: Number.POSITIVE_INFINITY,
-    responseMs: Number.POSITIVE_INFINITY,
-    bodyMs: Number.POSITIVE_INFINITY,
+    executor: unmanagedPlan(name, clock),
+    connectTimeoutMs: Number.POSITIVE_INFINITY,
+    responseTimeoutMs: Number.POSITIVE_INFINITY,
+    bodyTimeoutMs: Number.POSITIVE_INFINITY,
     defaultDeadlineMs: HTTP_LIMITS.maxMs,
   });
 }
@@ -265,7 +213,7 @@ export function buildRoute(
             origin,
             o.instances,
             o.clock,
-            () => plan.current.core,
+            () => plan.current.executor,
             (instance) => target(instance, plan),
           ),
   };

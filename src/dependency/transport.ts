@@ -1,0 +1,219 @@
+import type { Clock } from '../clock/clock.js';
+import type { TimerQueue } from '../clock/timer-queue.js';
+import type { Deadline } from '../deadline/deadline.js';
+import type { HedgePolicy } from '../hedge/policy.js';
+import type { DependencyCore } from './core.js';
+import { resolveDeadline } from './deadline.js';
+import type { Listeners } from './events.js';
+import { Execution } from './execution.js';
+import type { AttemptTrace, TraceAttributes } from './trace.js';
+import type { AttemptKind, ResultVerdict } from './types.js';
+import { UNMANAGED } from './unmanaged.js';
+
+/**
+ * The executor's one seam for an integration that carries attempts itself (prazo/http's undici
+ * handlers): the executor owns the whole call — its deadline (per-call ?? ambient ?? default, never
+ * past the ambient one), the D4 check, the throttle, the concurrency limit, the budget, hedging,
+ * retries and every event — and the integration supplies a {@link Transport}: start an attempt with
+ * its slice, judge what it answered, set a loser aside, hand the winner (or the failure) to its
+ * caller. Nothing here is subclassed and nothing is looked up behind the integration's back: an
+ * executor made by `createDependency` is reached with {@link executorOf}, a call is opened with
+ * {@link openCall}, and the executor's own classes (`execution.ts`, `attempt.ts`) stay final and
+ * private to `src/dependency` (test/architecture.test.ts).
+ *
+ * `dependency.execute` is the same seam with the transport every promise-returning operation shares
+ * (`OperationTransport`), so an integration and `execute` run one plan, not two.
+ */
+
+/**
+ * What the executor plans one dependency's calls with, as an integration may read it: fixed for a
+ * call once it starts (an update makes a new one for later calls).
+ */
+export interface ExecutorPlan {
+  readonly name: string;
+  readonly clock: Clock;
+  /** The dependency's p99, in ms: an attempt with less time left is not started (SPEC D4, R6). */
+  readonly p99Ms: number;
+  /** The per-attempt timeout, ceil(p99 × slack), in ms (SPEC C1). */
+  readonly attemptTimeoutMs: number;
+  /** The calibrated connect timeout, in ms (SPEC C2). */
+  readonly connectTimeoutMs: number;
+  /** The deadline of a call given none outside any ambient one, in ms (SPEC D3). */
+  readonly defaultDeadlineMs: number;
+  /** Honour a server's pushback (SPEC X6). */
+  readonly pushback: boolean;
+  readonly random: () => number;
+  readonly hedge: HedgePolicy | undefined;
+  /** The dependency's listeners (an integration's own events, such as an instance ejected, go here). */
+  readonly events: Listeners;
+}
+
+/**
+ * One attempt as the executor slices it: what the transport starts, and how it reports back. The
+ * same object is the {@link AttemptContext} an `execute` operation receives.
+ */
+export interface AttemptSlice {
+  readonly kind: AttemptKind;
+  /** 1 for the original, 2.. for retries and hedges, in start order. */
+  readonly attempt: number;
+  /** Monotonic ms (the plan's clock) at which the attempt started. */
+  readonly startedAt: number;
+  /** This attempt's limit from `startedAt`: min(attempt timeout, remaining deadline) (SPEC R6). */
+  readonly attemptTimeoutMs: number;
+  /** min(the calibrated connect timeout, `attemptTimeoutMs`) (SPEC C2). */
+  readonly connectTimeoutMs: number;
+  /** True when the remaining deadline, not the attempt timeout, sets this attempt's limit. */
+  readonly byDeadline: boolean;
+  /** The call's deadline (the attempt's own ends at `startedAt + attemptTimeoutMs`, or earlier). */
+  readonly callDeadline: Deadline;
+  readonly dependency: string;
+  readonly clock: Clock;
+  /** The dependency's queue of calibrated attempt bounds: one clock timer for all of them. */
+  readonly timers: TimerQueue | undefined;
+  /** Aborts when the attempt must stop (read lazily: an unread signal costs nothing). */
+  readonly signal: AbortSignal;
+  /** Its trace, when the call is traced (prazo/otel): `resume` for work started from a callback. */
+  readonly trace: AttemptTrace | undefined;
+  /** True once the attempt reported its end or was cancelled. */
+  readonly done: boolean;
+  /** The instant its end arrived, when the transport read the clock at that moment (else NaN). */
+  endedAt: number;
+  /**
+   * Reports the attempt's end, once: `ok` with a value (judged by `classify`), or the error;
+   * `timedOut` when a bound of the transport's own ended it. False when it was already over (a value
+   * is then handed to `discard`).
+   */
+  report(ok: boolean, value: unknown, timedOut?: boolean): boolean;
+  /** Gives the concurrency limit's slot back once the attempt is over on the wire (idempotent). */
+  releasePermit(): void;
+  /** A timer of the transport fired `lateMs` past its instant (a `timer-late` event). */
+  timerLate(lateMs: number): void;
+}
+
+/** What a transport makes of one slice: started once by the executor, halted if it cancels it. */
+export interface Carrier {
+  /** The instance it goes to, when the dependency is several (events, metrics). */
+  readonly instance: string | undefined;
+  start(): void;
+  /** The executor ended the attempt (a copy won, the caller gave up, a pushback): stop its work. */
+  halt(reason: unknown): void;
+}
+
+/** How an integration carries a call's attempts and delivers its end. */
+export interface Transport<T, C extends Carrier = Carrier> {
+  /** The attempt `slice` describes, not started yet (its instance picked, if any). */
+  attempt(slice: AttemptSlice): C;
+  /** The verdict on a value an attempt answered with (an HTTP status); undefined: a success. */
+  classify(value: T): ResultVerdict | undefined;
+  /** A failed answer kept while the call decides (a 503 paused while its hedge runs). */
+  hold(value: T): void;
+  /** An answer that will not be delivered (a retried 503, a loser): release it. */
+  discard(value: T): void;
+  /** The call's end, once: the winning value, or the error. */
+  deliver(ok: boolean, value: unknown): void;
+  /** `carrier`'s attempt ended (heard before the executor decides what follows). */
+  ended?(carrier: C, ok: boolean, value: unknown, timedOut: boolean): void;
+  /** `carrier`'s attempt was cancelled by the executor (heard before the executor records it). */
+  cancelled?(carrier: C): void;
+  /** `carrier`'s attempt lost the race after `latencyMs`; it is cancelled next. */
+  lost?(carrier: C, latencyMs: number): void;
+  /** For the call's trace: what the transport knows of the request. Asked only when traced. */
+  traceRequest?(): TraceAttributes | undefined;
+  /** For a trace: what the transport knows of a value (an HTTP status). Asked only when traced. */
+  traceResult?(value: T): TraceAttributes | undefined;
+}
+
+/** What a call is opened with. */
+export interface CallTerms {
+  /** The call's own deadline (a `Deadline`, or ms from now): capped by the ambient one. */
+  readonly deadline?: Deadline | number | undefined;
+  /** A deadline taken as it is (a request an interceptor above sends again keeps its call's). */
+  readonly continued?: Deadline | undefined;
+  /** The default when there is neither, in ms. Default: the plan's. */
+  readonly defaultDeadlineMs?: number | undefined;
+  /** May be sent more than once (SPEC R5). */
+  readonly idempotent: boolean;
+  /** The idempotency key every attempt carries; a key makes the call repeatable. */
+  readonly key?: string | undefined;
+  readonly retryResponseTimeout?: boolean | undefined;
+}
+
+/** An open call: `begin` runs the plan; `abandon` is the caller giving up. */
+export interface Call {
+  /** The deadline the executor resolved for the call. */
+  readonly deadline: Deadline;
+  readonly idempotencyKey: string | undefined;
+  /** True once the call's end was delivered. */
+  readonly settled: boolean;
+  /** Runs the plan from `now` (the plan clock's reading at the call's start). */
+  begin(now: number): void;
+  /** The caller gave up: every attempt stops, the call ends with `reason`. */
+  abandon(reason: unknown): void;
+}
+
+/**
+ * Opens a call on `plan` (one the executor handed out: {@link Executor}'s `plan`, or
+ * {@link unmanagedPlan}) carried by `transport`. Throws `InvalidOptionsError` for a deadline that is
+ * neither a `Deadline` nor ms in range.
+ */
+export function openCall<T, C extends Carrier>(
+  plan: ExecutorPlan,
+  transport: Transport<T, C>,
+  terms: CallTerms,
+  now: number,
+): Call {
+  const core = plan as DependencyCore;
+  const deadline =
+    terms.continued ??
+    resolveDeadline(
+      terms.deadline,
+      core.name,
+      terms.defaultDeadlineMs ?? core.defaultDeadlineMs,
+      core.clock,
+      now,
+    );
+  return new Execution<T, C>(
+    core,
+    transport,
+    deadline,
+    terms.idempotent,
+    terms.key,
+    terms.retryResponseTimeout,
+  );
+}
+
+/** Whoever plans with an executor besides the executor itself (prazo/http's phase timeouts). */
+export interface PlanFollower {
+  /** What is wrong with `next` for this follower (an update with any problem is refused whole). */
+  check(next: ExecutorPlan): readonly string[];
+  /** The executor plans with `next` from now on (calls in flight keep theirs). */
+  follow(next: ExecutorPlan): void;
+}
+
+/** An executor made by `createDependency`, as an integration drives it. */
+export interface Executor {
+  /** The plan a call starting now runs with. */
+  readonly plan: ExecutorPlan;
+  /** Follows the executor's updates from now on (held weakly: a follower gone stops following). */
+  follow(follower: PlanFollower): void;
+}
+
+/** The key an executor is reached by on its dependency object: this copy of prazo's only. */
+export const EXECUTOR: unique symbol = Symbol('prazo.executor');
+
+/** `dependency`'s executor, or undefined for an object that is not an executor made by this copy. */
+export function executorOf(dependency: unknown): Executor | undefined {
+  if (dependency === null || typeof dependency !== 'object') return undefined;
+  return (dependency as { [EXECUTOR]?: Executor })[EXECUTOR];
+}
+
+/**
+ * The plan of an origin nobody configured (an interceptor passing a call through): one attempt,
+ * bounded by the deadline alone, nothing recorded, nothing retried, every answer the server's
+ * ({@link UNMANAGED}, named and timed for this origin).
+ */
+export function unmanagedPlan(name: string, clock: Clock): ExecutorPlan {
+  return Object.freeze({ ...UNMANAGED, name, clock });
+}
+
+export { resolveDeadline };
