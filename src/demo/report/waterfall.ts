@@ -80,11 +80,17 @@ export function spanLabel(span: WaterfallSpan): string {
 }
 
 /** The row's `<title>`: the label and every number the span carries. */
-function spanTitle(span: WaterfallSpan, ranOut: boolean, how: string | undefined): string {
+function spanTitle(
+  span: WaterfallSpan,
+  ranOut: boolean,
+  how: string | undefined,
+  reached: number | undefined,
+): string {
   const parts = [
     spanLabel(span),
     `from ${dur(span.startMs)} to ${dur(span.endMs)} after the checkout arrived`,
   ];
+  if (reached !== undefined) parts.push(`${span.name} received it ${dur(reached)} after the attempt started`);
   if (span.timeLeftMs !== undefined) parts.push(`${span.timeLeftMs} ms of the deadline left at its start`);
   if (span.timeoutMs !== undefined) parts.push(`attempt timeout ${span.timeoutMs} ms`);
   if (span.instance !== undefined) parts.push(`instance ${span.instance}`);
