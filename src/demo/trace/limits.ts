@@ -11,6 +11,11 @@ export const DEMO_TRACE_LIMITS = Object.freeze({
   maxSpansPerTrace: 64,
   /** Events kept per span (prazo's decisions on a call). */
   maxEventsPerSpan: 16,
+  /**
+   * A trace that started this long before a service's recorder (made at the scenario's reset) is the
+   * previous scenario's: the services of a stack are reset together, within a few ms of each other.
+   */
+  resetSkewMs: 500,
   /** Rows a waterfall draws at most (the rest are said, not drawn). */
   maxRows: 60,
 });

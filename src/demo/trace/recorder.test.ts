@@ -4,7 +4,13 @@ import { FakeClock } from '../../clock/fake.js';
 import { ThrottledError } from '../../errors/throttle.js';
 import { ResponseTimeoutError } from '../../errors/timeout.js';
 import { SpanRecorder, withTraceparent } from './recorder.js';
-import { formatTraceparent, parseTraceparent, sequentialIds } from './traceparent.js';
+import {
+  formatTraceparent,
+  parseTraceparent,
+  randomIds,
+  sequentialIds,
+  traceStartEpochMs,
+} from './traceparent.js';
 import type { SpanRecord } from './types.js';
 
 /** A dispatch that keeps what it was given and lets the test answer through the handler. */
@@ -189,6 +195,37 @@ describe('the demo services span recorder (issue #26), on the fake clock', () =>
     const piece = supplier.collect().find((p) => p.traceId === ids(3))!;
     expect(piece.spans).toHaveLength(2);
     expect(piece.dropped).toBe(1);
+  });
+
+  it("a trace begun before the recorder (the last scenario's work still arriving) is not kept, yet passed on", () => {
+    const t = 1_700_000_000_000;
+    const clock = new FakeClock({ epoch: t });
+    const inventory = new SpanRecorder({ service: 'inventory', clock, maxTraces: 3 });
+    const id = (startedMs: number, rank: number) =>
+      startedMs.toString(16).padStart(12, '0') + rank.toString(16).padStart(20, '0');
+    const { sent, dispatch } = fakeDispatch();
+    const intercepted = inventory.interceptor('supplier')(dispatch);
+    // Lingering checkouts of the previous scenario, begun 3 s ago, with the smallest ranks of all...
+    for (let rank = 1; rank <= 5; rank += 1) {
+      const old = inventory.startServer('GET /stock', {
+        traceparent: formatTraceparent(id(t - 3_000, rank), '1'.repeat(16)),
+      });
+      old.run(() => intercepted({ origin: 'http://s', path: '/quote', method: 'GET' }, {}));
+      old.end({ status: 504 });
+    }
+    // ...then this scenario's, begun after the reset.
+    for (let rank = 100; rank < 110; rank += 1)
+      inventory
+        .startServer('GET /stock', { traceparent: formatTraceparent(id(t + 20, rank), '1'.repeat(16)) })
+        .end({ status: 200 });
+    const kept = inventory.collect().map((p) => Number.parseInt(p.traceId.slice(12), 16));
+    expect(kept.sort((a, b) => a - b)).toEqual([100, 101, 102]);
+    // The old ones were still passed on: the next hop decides for itself.
+    expect(sent.map((s) => traceparentOf(s.opts)?.traceId.slice(0, 12))).toEqual(
+      Array(5).fill((t - 3_000).toString(16).padStart(12, '0')),
+    );
+    expect(traceStartEpochMs(randomIds.traceId(t))).toBe(t);
+    expect(traceStartEpochMs(sequentialIds().traceId(t))).toBeUndefined();
   });
 
   it('a span still running when collected is cut there, `open`', () => {

@@ -13,7 +13,13 @@ import type {
 import type { AttemptKind } from '../../dependency/types.js';
 import { isPrazoError } from '../../errors/base.js';
 import { DEMO_TRACE_LIMITS } from './limits.js';
-import { formatTraceparent, type IdSource, parseTraceparent, randomIds } from './traceparent.js';
+import {
+  formatTraceparent,
+  type IdSource,
+  parseTraceparent,
+  randomIds,
+  traceStartEpochMs,
+} from './traceparent.js';
 import type { SpanEvent, SpanKind, SpanOutcome, SpanRecord, TracePiece } from './types.js';
 
 /**
@@ -195,10 +201,16 @@ export class SpanRecorder {
     return round1(this.#epochBase + (this.#clock.now() - this.#monoBase));
   }
 
-  /** Keeps `traceId` if it is among the `maxTraces` smallest seen (bottom-k), evicting the largest. */
+  /**
+   * Keeps `traceId` if it is among the `maxTraces` smallest seen (bottom-k), evicting the largest. A
+   * trace begun before this recorder (the previous scenario's lingering work, still arriving below
+   * the gateway after a reset) is not this scenario's: kept, it would displace ones the gateway keeps.
+   */
   #admit(traceId: string): Piece | undefined {
     const known = this.#pieces.get(traceId);
     if (known !== undefined) return known;
+    const started = traceStartEpochMs(traceId);
+    if (started !== undefined && started < this.#epochBase - DEMO_TRACE_LIMITS.resetSkewMs) return undefined;
     const rank = traceRank(traceId);
     if (this.#pieces.size >= this.#maxTraces) {
       let largest: Piece | undefined;
@@ -249,7 +261,7 @@ export class SpanRecorder {
    */
   startServer(name: string, headers: IncomingHttpHeaders): ServerSpan {
     const parent = parseTraceparent(headers.traceparent);
-    const traceId = parent?.traceId ?? this.#ids.traceId();
+    const traceId = parent?.traceId ?? this.#ids.traceId(this.#now());
     const served: Served = { traceId, spanId: '', piece: this.#admit(traceId), wire: 0 };
     const span = this.#open(served, { parentId: parent?.parentId, kind: 'server', name });
     served.spanId = span.spanId;

@@ -51,15 +51,30 @@ export function formatTraceparent(traceId: string, spanId: string): string {
 
 /** Generates the ids of new traces and spans. */
 export interface IdSource {
-  traceId(): string;
+  /** A new trace started at `epochMs` (wall clock). */
+  traceId(epochMs: number): string;
   spanId(): string;
 }
 
-/** Random ids (never all zeros), as the spec asks: a trace id is also what the retention sorts by. */
+/**
+ * Random ids (never all zeros). A trace id starts with the epoch ms it was started at (12 hex
+ * digits, as a UUIDv7 or an AWS X-Ray id carries its time) and ends with 80 random bits: the spec's
+ * "random" right-most 7 bytes, which the retention sorts by. The time lets a service tell a trace
+ * begun before its current scenario (work of the previous one still arriving) from one of its own.
+ */
 export const randomIds: IdSource = {
-  traceId: () => nonZero(16),
+  traceId: (epochMs) => {
+    const time = Number.isFinite(epochMs) && epochMs > 0 ? Math.floor(epochMs) % 2 ** 48 : 0;
+    return time.toString(16).padStart(12, '0') + nonZero(10);
+  },
   spanId: () => nonZero(8),
 };
+
+/** When a trace of {@link randomIds} started (epoch ms), or undefined for an id that carries no time. */
+export function traceStartEpochMs(traceId: string): number | undefined {
+  const time = Number.parseInt(traceId.slice(0, 12), 16);
+  return Number.isFinite(time) && time > 0 ? time : undefined;
+}
 
 function nonZero(bytes: number): string {
   for (;;) {
@@ -73,7 +88,7 @@ export function sequentialIds(): IdSource {
   let traces = 0;
   let spans = 0;
   return {
-    traceId: () => (++traces).toString(16).padStart(32, '0'),
+    traceId: (_epochMs: number) => (++traces).toString(16).padStart(32, '0'), // carries no time
     spanId: () => (++spans).toString(16).padStart(16, '0'),
   };
 }
