@@ -1,5 +1,5 @@
 import { Agent, type Dispatcher, Pool } from 'undici';
-import type { Clock, Timer } from '../../clock/clock.js';
+import { type Clock, LATE_TIMER_MS, runAfterIo, type Timer } from '../../clock/clock.js';
 import type { BucketCounts, PoolSample } from '../types.js';
 
 /**
@@ -59,7 +59,12 @@ export function counting(counter: SendCounter): Dispatcher {
   });
 }
 
-/** A bounded pool to one origin, sampled every `everyMs` for its occupancy (the gateway's pool). */
+/**
+ * A bounded pool to one origin, sampled every `everyMs` for its occupancy (the gateway's pool). A
+ * sample is read once the I/O already waiting has been read: Node runs a late timer before it reads
+ * the sockets, so after the process stalled, answers that arrived meanwhile would still count as
+ * connections held (measured at a load average of 14: 15 of 15 busy at the timer, 12 once read).
+ */
 export class SampledPool {
   readonly pool: Pool;
   readonly connections: number;
@@ -77,14 +82,24 @@ export class SampledPool {
   }
 
   #tick = (): void => {
+    const at = this.#clock.now();
+    runAfterIo(this.#clock, () => this.#sample(at, false));
+    this.#timer = this.#clock.setTimer(this.#tick, this.#everyMs, { unref: true });
+  };
+
+  /** Reads the pool; when the process stalled since `at`, once more after the sockets are read. */
+  #sample(at: number, deferred: boolean): void {
+    if (!deferred && this.#clock.now() - at >= LATE_TIMER_MS) {
+      runAfterIo(this.#clock, () => this.#sample(at, true));
+      return;
+    }
     const stats = this.pool.stats;
     this.#samples.push({
       epochMs: this.#clock.epochNow(),
       running: stats.running,
       queued: stats.pending,
     });
-    this.#timer = this.#clock.setTimer(this.#tick, this.#everyMs, { unref: true });
-  };
+  }
 
   samples(): PoolSample[] {
     return [...this.#samples];
