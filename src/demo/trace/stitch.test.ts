@@ -203,3 +203,27 @@ describe('stitching the services pieces into one checkout (issue #26)', () => {
     expect(chooseTrace('prazo', [{ traceId: span.traceId, dropped: 0, spans: bad }]).sampled).toBe(0);
   });
 });
+
+describe('clocks of separate processes', () => {
+  it('a request that seems to arrive a fraction of a ms before the attempt that sent it is drawn after it', () => {
+    const clock = new FakeClock({ epoch: 7_000_000 });
+    const spans = hungCheckout(clock).flatMap((p) => p.spans);
+    const attempt = spans.find((s) => s.kind === 'attempt' && s.service === 'orders')!;
+    const skewed = spans.map((s) =>
+      s.kind === 'server' && s.parentId === attempt.spanId ? { ...s, startMs: attempt.startMs - 0.4 } : s,
+    );
+    const trace = stitchTrace({ traceId: '', spans: skewed })!;
+    const server = trace.spans.find((s) => s.service === 'inventory' && s.kind === 'server')!;
+    const sent = trace.spans.find((s) => s.spanId === attempt.spanId)!;
+    expect(server.startMs).toBe(sent.startMs);
+    expect(trace.spans.indexOf(server)).toBeGreaterThan(trace.spans.indexOf(sent));
+    // A gap larger than clocks can explain is drawn as measured.
+    const far = spans.map((s) =>
+      s.kind === 'server' && s.parentId === attempt.spanId ? { ...s, startMs: attempt.startMs - 50 } : s,
+    );
+    const measured = stitchTrace({ traceId: '', spans: far })!;
+    expect(measured.spans.find((s) => s.service === 'inventory' && s.kind === 'server')!.startMs).toBe(
+      sent.startMs - 50,
+    );
+  });
+});

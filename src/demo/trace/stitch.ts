@@ -68,6 +68,8 @@ const KINDS = new Set(['server', 'call', 'attempt']);
 const OUTCOMES = new Set<SpanOutcome>(['ok', 'error', 'timeout', 'cancelled', 'refused', 'open']);
 const ID32 = /^[0-9a-f]{32}$/;
 const ID16 = /^[0-9a-f]{16}$/;
+/** How far apart two services' clocks may read the same instant (whole ms, converted once each). */
+const SKEW_MS = 2;
 /** Within this many ms of the deadline, a span that ended is one the deadline ended. */
 const DEADLINE_SLACK_MS = 10;
 
@@ -197,6 +199,7 @@ export function stitchTrace(raw: {
         : {}),
     };
   });
+  alignToParents(spans);
   spans.sort((a, b) => a.startMs - b.startMs || a.depth - b.depth || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
   const deadlineMs = finite(root.deadlineEpochMs) ? rel(root.deadlineEpochMs) : undefined;
   const giveUpMs = finite(root.giveUpEpochMs) ? rel(root.giveUpEpochMs) : undefined;
@@ -221,6 +224,27 @@ export function stitchTrace(raw: {
     hops,
     dropped: raw.dropped ?? 0,
   };
+}
+
+/**
+ * The services' clocks agree only to about a millisecond (each converts its monotonic time to the
+ * wall clock once, and `Date.now()` counts whole ms): a request may seem to arrive a fraction of a
+ * ms before the attempt that sent it. A child that starts less than {@link SKEW_MS} before its
+ * parent is moved to the parent's start (its end no earlier), so the rows read in causal order; a
+ * larger gap is left as measured.
+ */
+function alignToParents(spans: WaterfallSpan[]): void {
+  const byId = new Map(spans.map((s, i) => [s.spanId, i]));
+  const order = spans.map((_, i) => i).sort((a, b) => spans[a]!.depth - spans[b]!.depth);
+  for (const i of order) {
+    const span = spans[i]!;
+    const p = span.parentId === undefined ? undefined : byId.get(span.parentId);
+    if (p === undefined) continue;
+    const parentStart = spans[p]!.startMs;
+    const early = parentStart - span.startMs;
+    if (early > 0 && early < SKEW_MS)
+      spans[i] = { ...span, startMs: parentStart, endMs: Math.max(span.endMs, parentStart) };
+  }
 }
 
 /**
