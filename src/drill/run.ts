@@ -4,6 +4,7 @@ import { startDouble } from './double.js';
 import { runDrillLoad } from './load.js';
 import { type DrillOptions, resolveDrillOptions } from './options.js';
 import { buildReport, type DrillReport, type HealthyPhase, poolOccupancy } from './report.js';
+import { type StallProbe, startStallProbe } from './stall.js';
 
 /**
  * The degradation drill (SPEC V2; the seed's second verification): replace one dependency with a
@@ -24,6 +25,7 @@ export async function runDrill(options: DrillOptions = {}): Promise<DrillReport>
     clock: plan.clock,
   });
   let target: DrillTarget | undefined;
+  let probe: StallProbe | undefined;
   try {
     say(
       `double for ${plan.dependency} on ${double.origin}, answering at ${plan.doubleLatencyMs} ms` +
@@ -71,11 +73,15 @@ export async function runDrill(options: DrillOptions = {}): Promise<DrillReport>
     say(
       `load: ${plan.rate} req/s${times} on ${plan.routes.join(', ') || '(none)'}, probe ${plan.independentRate} req/s on ${plan.independent.join(', ')}`,
     );
+    // How much the machine stalls meanwhile (the drill's own timer): what it adds to the latencies.
+    probe = startStallProbe(plan.clock);
+    let healthySpan: [number, number] | undefined;
     let healthy: HealthyPhase | undefined;
     if (plan.healthyS > 0) {
       say(`healthy phase: ${plan.healthyS} s, the double answering at once`);
       const since = plan.clock.epochNow();
       const measured = await phase(plan.healthyS);
+      healthySpan = [since, plan.clock.epochNow()];
       if (options.signal?.aborted) throw options.signal.reason;
       neverCalled();
       healthy = {
@@ -90,6 +96,8 @@ export async function runDrill(options: DrillOptions = {}): Promise<DrillReport>
     say(`incident: ${plan.durationS} s, the double answering at ${plan.doubleLatencyMs} ms`);
     const since = plan.clock.epochNow();
     const load = await phase(plan.durationS);
+    const incidentSpan: [number, number] = [since, plan.clock.epochNow()];
+    const stalls = probe.stop();
     if (options.signal?.aborted) throw options.signal.reason;
     neverCalled();
     const samples = await target?.poolSamples(since);
@@ -100,8 +108,14 @@ export async function runDrill(options: DrillOptions = {}): Promise<DrillReport>
       samples,
       target?.poolConnections,
       healthy,
+      {
+        stalls,
+        healthy: healthySpan,
+        incident: incidentSpan,
+      },
     );
   } finally {
+    probe?.stop();
     await target?.close();
     await double.close();
   }
