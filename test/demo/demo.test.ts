@@ -202,6 +202,31 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
       expect(beside.x).toBeGreaterThan(load.x + load.width / 2); // the next column of the same row
       expect(Math.abs(beside.y - load.y)).toBeLessThan(40); // (a caption may wrap)
 
+      // The trace waterfall (issue #26 item 2): per scenario, one checkout per stack from the spans the
+      // services kept, rows in the order they started, the gateway's server span first; the user's
+      // give-up drawn across it, and prazo's deadline (test/demo/waterfall.test.ts checks the hops).
+      for (const sc of result.scenarios) {
+        for (const stack of result.settings.stacks) {
+          const svg = page.locator(`svg[data-chart="waterfall-${sc.name}-${stack}"]`);
+          expect(await svg.count(), `${sc.name} ${stack}`).toBe(1);
+          const rows = await svg
+            .locator('g.span')
+            .evaluateAll((gs) =>
+              gs.map((g) => ({
+                service: g.getAttribute('data-service'),
+                start: Number(g.getAttribute('data-start')),
+              })),
+            );
+          expect(rows[0]?.service, `${sc.name} ${stack}`).toBe('gateway');
+          for (let i = 1; i < rows.length; i += 1)
+            expect(rows[i]!.start).toBeGreaterThanOrEqual(rows[i - 1]!.start);
+          expect(await svg.locator('g.give-up').count(), `${sc.name} ${stack}`).toBe(1);
+          expect(await svg.locator('g.deadline').count(), `${sc.name} ${stack}`).toBe(
+            stack === 'prazo' ? 1 : 0,
+          );
+        }
+      }
+
       await page.screenshot({ path: join(dir, 'prazo-report.test.png'), fullPage: true });
       expect(problems).toEqual([]);
     } finally {

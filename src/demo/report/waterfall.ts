@@ -59,7 +59,11 @@ function outcomeText(span: WaterfallSpan): string {
     case 'error':
       return span.status !== undefined && span.error === undefined ? `${span.status}` : `error${why}`;
     case 'timeout':
-      return `timeout${span.kind === 'server' && span.status !== undefined ? ` ${span.status}` : why}`;
+      // naive's own message says "timeout after 3000 ms": the word once, the number kept.
+      if (span.kind === 'server' && span.status !== undefined) return `timeout ${span.status}`;
+      return span.error !== undefined && /timeout/i.test(span.error)
+        ? `timeout (${span.error.replace(/^.*?timeout\s*/i, '') || span.error})`
+        : `timeout${why}`;
     case 'cancelled':
       return span.kind === 'server' ? 'caller hung up, no answer' : `cancelled${why}`;
     case 'refused':
@@ -119,7 +123,7 @@ export function waterfallSummary(trace: Waterfall): string {
   const parts: string[] = [];
   const hops = trace.hops.join(' → ');
   parts.push(
-    `One checkout (trace ${trace.traceId.slice(0, 8)}…) ${trace.failed ? 'failed' : 'answered'}: the gateway worked on it ${dur(trace.durationMs)}; ${trace.spans.length} spans across ${hops}.`,
+    `One checkout (trace …${trace.traceId.slice(-8)}) ${trace.failed ? 'failed' : 'answered'}: the gateway worked on it ${dur(trace.durationMs)}; ${trace.spans.length} spans across ${hops}.`,
   );
   const marked =
     trace.ranOut === undefined ? undefined : trace.spans.find((s) => s.spanId === trace.ranOut!.spanId);
@@ -130,8 +134,7 @@ export function waterfallSummary(trace: Waterfall): string {
   }
   const late = trace.spans
     .map((s) => ({ s, reached: reachedAfter(trace, s) }))
-    .filter((x) => x.reached !== undefined && x.reached >= LATE_ARRIVAL_MS)
-    .sort((a, b) => b.reached! - a.reached!)[0];
+    .filter((x) => x.reached !== undefined && x.reached >= LATE_ARRIVAL_MS)[0]; // the first such attempt
   if (late !== undefined) {
     parts.push(
       `${late.s.service}'s attempt ${late.s.attempt ?? ''} reached ${late.s.name} only ${dur(late.reached!)} after it started (it waited to be sent).`,
