@@ -11,7 +11,8 @@ import { waterfallPanels } from './waterfall.js';
  * latency users saw on each route (distribution) and, over time, the load reaching the supplier and
  * the gateway pool's busy connections; a fifth beside the supplier's load when a stack throttles
  * (the throttle's refused share and the load it let through, issue 23), and one for the load per
- * supplier instance in the instance incidents.
+ * supplier instance in the instance incidents. Below them, per stack, one checkout's trace waterfall
+ * (`waterfall.ts`, issue #26).
  */
 const CSS = `
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1140px;color:#222;padding:0 16px}
