@@ -228,7 +228,7 @@ export function stitchTrace(raw: {
 
 /**
  * The services' clocks agree only to about a millisecond (each converts its monotonic time to the
- * wall clock once, and `Date.now()` counts whole ms): a request may seem to arrive a fraction of a
+ * wall clock once, and the wall clock counts whole ms): a request may seem to arrive a fraction of a
  * ms before the attempt that sent it. A child that starts less than {@link SKEW_MS} before its
  * parent is moved to the parent's start (its end no earlier), so the rows read in causal order; a
  * larger gap is left as measured.
