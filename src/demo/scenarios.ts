@@ -1,6 +1,9 @@
 import { SUPPLIER_PROFILE } from './constants.js';
 import type { Scenario } from './types.js';
 
+/** Load time of the 5× scenarios (below: their catalog p99 needs ~100 requests). */
+const OVERLOAD_LOAD_MS = 10_000;
+
 /**
  * The incidents the demo plays (SPEC X1). Each one changes only the supplier, the last service of
  * the chain; everything the report shows happens upstream of it.
@@ -60,7 +63,13 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     loadMs: 6_000,
   },
   // Issue 23: the incidents at five times the checkout rate (the catalog's unchanged), their healthy
-  // baseline at that rate, and a return.
+  // baseline at that rate, and a return. The 5× scenarios load for 10 s: their bar is the catalog's
+  // p99 against the healthy one, and at 10 catalog requests a second a 3 s load gives 30, whose p99
+  // is their slowest: one scheduling stall of a loaded machine (all the stack's processes lag 60–150
+  // ms at the same instants, an idle supplier instance too) or the first request after the reset set
+  // it, in either scenario (the hung catalog measured 1.2× and 0.1× the healthy p99 in two 3 s runs of
+  // one build, 2.9× in another session). From 100 requests the p99 is the second slowest, and one
+  // stall no longer decides it.
   {
     name: 'overload-healthy',
     title: 'Healthy at 5× load',
@@ -68,6 +77,7 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
       'every supplier instance healthy, at five times the checkout rate: the baseline the overload scenarios are judged against',
     supplier: [{ kind: 'healthy' }],
     checkoutRateMultiple: 5,
+    loadMs: OVERLOAD_LOAD_MS,
     inDefaultRun: false,
   },
   {
@@ -77,6 +87,7 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
       'every supplier instance accepts requests and never answers, at five times the checkout rate: the gateway pool must not run dry',
     supplier: [{ kind: 'hang' }],
     checkoutRateMultiple: 5,
+    loadMs: OVERLOAD_LOAD_MS,
     inDefaultRun: false,
   },
   {
@@ -85,6 +96,7 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     description: 'every supplier instance refuses connections, at five times the checkout rate',
     supplier: [{ kind: 'refuse' }],
     checkoutRateMultiple: 5,
+    loadMs: OVERLOAD_LOAD_MS,
     inDefaultRun: false,
   },
   {
@@ -93,6 +105,7 @@ export const SCENARIOS: readonly Scenario[] = Object.freeze([
     description: `the supplier answers at ${SUPPLIER_PROFILE.slowFactor}× its healthy p99 (≈ 1.5 s), at five times the checkout rate`,
     supplier: [{ kind: 'slow', factor: SUPPLIER_PROFILE.slowFactor }],
     checkoutRateMultiple: 5,
+    loadMs: OVERLOAD_LOAD_MS,
     inDefaultRun: false,
   },
   {

@@ -25,6 +25,20 @@ describe('runDemo options', () => {
     expect((1000 * s.poolConnections) / (s.checkoutRate + s.catalogRate)).toBe(500);
   });
 
+  it('the 5× scenarios load long enough for a catalog p99 that one stall does not set (issue 23)', () => {
+    // At 10 catalog requests a second, 3 s gave 30 requests: their p99 was their slowest.
+    const s = resolveDemoOptions({
+      scenarios: ['overload-healthy', 'overload-hung', 'overload-down', 'overload-slow'],
+    });
+    for (const scenario of s.scenarios) {
+      expect((scenario.loadMs! * s.catalogRate) / 1000, scenario.name).toBeGreaterThanOrEqual(100);
+    }
+    // The default run keeps its length.
+    expect(resolveDemoOptions({}).scenarios.map((x) => x.loadMs)).toEqual([
+      10_000, 3_000, 3_000, 3_000, 10_000, 3_000, 6_000,
+    ]);
+  });
+
   it('reports every bad option at once', () => {
     let error: unknown;
     try {

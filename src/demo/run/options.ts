@@ -16,8 +16,9 @@ export interface DemoOptions {
    */
   readonly scenarios?: readonly string[];
   /**
-   * Load time of each scenario, per stack. Default 3000 (10000 for `tail`, 6000 for `instance-503`:
-   * their bars need more checkouts); [200, 600000]. Given, it applies to every scenario.
+   * Load time of each scenario, per stack. Default 3000 (10000 for `healthy`, `tail` and the
+   * `overload-*` ones, 6000 for `instance-503`: their bars need more requests); [200, 600000]. Given,
+   * it applies to every scenario.
    */
   readonly loadMs?: number;
   /** Longest wait for lingering work after the load. Default 2000; [0, 120000]. */
