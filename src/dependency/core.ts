@@ -1,14 +1,11 @@
 import type { RetryBudget } from '../budget/budget.js';
-import type { Clock } from '../clock/clock.js';
 import type { TimerQueue } from '../clock/timer-queue.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
-import type { HedgePolicy } from '../hedge/policy.js';
 import type { LatencySource } from '../latency/types.js';
 import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import type { BackoffOptions, RandomSource } from '../retry/backoff.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
 import type { AdaptiveThrottle } from '../throttle/throttle.js';
-import type { Listeners } from './events.js';
 import type { CallTracer } from './trace.js';
 import type { ExecutorPlan } from './transport.js';
 import type { ConfigVersion } from './types.js';
@@ -21,21 +18,11 @@ export type ErrorClassifier = (error: unknown, options: ClassifyOptions) => Fail
  * integration may read of it is {@link ExecutorPlan} (transport.ts); the rest is the executor's.
  */
 export interface DependencyCore extends ExecutorPlan {
-  readonly name: string;
-  /** The dependency's p99, in ms: an attempt with less time left is not started (SPEC D4, R6). */
-  readonly p99Ms: number;
   readonly maxAttempts: number;
-  /** The per-attempt timeout, ceil(p99 × slack), in ms (SPEC C1). */
-  readonly attemptTimeoutMs: number;
-  /** Calibrated connect timeout, in ms (SPEC C2). */
-  readonly connectTimeoutMs: number;
-  readonly defaultDeadlineMs: number;
-  readonly clock: Clock;
   readonly random: RandomSource;
   readonly backoff: BackoffOptions;
   readonly budget: RetryBudget;
   readonly recorder: LatencySource;
-  readonly hedge: HedgePolicy | undefined;
   /** The concurrency limit attempts take a slot of before they are sent (SPEC X7), when there is one. */
   readonly limiter: ConcurrencyLimiter | undefined;
   /**
@@ -46,11 +33,8 @@ export interface DependencyCore extends ExecutorPlan {
   /** The adaptive throttle calls are admitted by, unless it is switched off. */
   readonly throttle: AdaptiveThrottle | undefined;
   readonly retryResponseTimeout: boolean;
-  /** Honour a server's pushback (SPEC X6): an answer asking not to be retried ends the call. */
-  readonly pushback: boolean;
   readonly classifyError: ErrorClassifier;
   readonly headerFormat: HeaderFormat | undefined;
-  readonly events: Listeners;
   /**
    * The bounds of attempts that run the calibrated `attemptTimeoutMs` (most of them: those not cut by the
    * deadline), behind one clock timer. Undefined when there is no such bound.

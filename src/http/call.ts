@@ -310,7 +310,7 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
       writeDeadlineHeaders(
         own,
         route.headerFormat,
-        attempt.limitAt - started,
+        attempt.attemptEndAt - started,
         started + this.#epochOffset,
         'absolute',
       );
@@ -323,7 +323,7 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
   /** `grpc-timeout` / `x-envoy-expected-rq-timeout-ms` for `attempt` at `now` (flat pairs). */
   relativeHeaders(attempt: HttpAttempt, now: number): readonly string[] {
     const out: string[] = [];
-    writeDeadlineHeaders(out, this.route.headerFormat, attempt.limitAt - now, 0, 'relative');
+    writeDeadlineHeaders(out, this.route.headerFormat, attempt.attemptEndAt - now, 0, 'relative');
     return out;
   }
 

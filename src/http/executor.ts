@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import { createDependency, type Dependency } from '../dependency/dependency.js';
-import type { DependencyOptions } from '../dependency/options.js';
+import { DEPENDENCY_OPTIONS, type DependencyOptions } from '../dependency/options.js';
 import { executorOf } from '../dependency/transport.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
@@ -15,22 +15,33 @@ import { createLiveP99, type LiveCalibrationOptions, type LiveP99 } from './live
  * recalibrates the executor in place around a new p99 (same budget, recorder and listeners).
  */
 
-/** Options that configure the executor (passed to `createDependency`). */
-export const EXECUTOR_KEYS = [
-  'p99Ms',
-  'attempts',
-  'slack',
-  'retryBudget',
-  'hedge',
-  'recorder',
-  'backoff',
-  'retryResponseTimeout',
-  'pushback',
-  'random',
-  'concurrencyLimit',
-  'throttle',
-  'p99Assumed',
+/**
+ * The executor's options prazo/http does not take from its own options: those it sets itself (`name`,
+ * `defaultDeadlineMs`, `headerFormat` from `deadlineHeaders`, `clock`), and those it does not offer.
+ */
+const NOT_FROM_HTTP = [
+  'name',
+  'defaultDeadlineMs',
+  'headerFormat',
+  'clock',
+  'forceSlack',
+  'connectCapMs',
+  'overheadMs',
+  'classifyError',
 ] as const;
+
+/** An executor option a client (or an interceptor's entry) takes as its own and hands to `createDependency`. */
+export type ExecutorKey = Exclude<(typeof DEPENDENCY_OPTIONS.keys)[number], (typeof NOT_FROM_HTTP)[number]>;
+
+/**
+ * Options that configure the executor (passed to `createDependency`): derived from the executor's own
+ * declaration (`DEPENDENCY_OPTIONS`), so `hedge`, `p99Ms` and the rest are declared once.
+ */
+export const EXECUTOR_KEYS: readonly ExecutorKey[] = Object.freeze(
+  DEPENDENCY_OPTIONS.keys.filter(
+    (key): key is ExecutorKey => !(NOT_FROM_HTTP as readonly string[]).includes(key),
+  ),
+);
 
 export interface Live {
   readonly p99: LiveP99;

@@ -15,10 +15,13 @@ export type { RequestHeaders } from './headers.js';
 export { isReplayableBody } from './idempotency.js';
 export { type DependencyView, interceptor, type PrazoInterceptor } from './interceptor.js';
 export type {
+  HttpClientBaseOptions,
   HttpClientOptions,
   HttpDependencyOptions,
   InterceptorOptions,
+  OwnExecutorOptions,
   ResolvedHttpClientOptions,
+  SharedExecutorOptions,
 } from './options.js';
 export type { CallOptions, HttpRequestOptions } from './request.js';
 export { statusOutcome } from './status.js';

@@ -1,25 +1,19 @@
 import type { LookupFunction } from 'node:net';
 import type { Dispatcher } from 'undici';
 import type { InstancesOptions } from '../balance/options.js';
-import type { RetryBudget, RetryBudgetOptions } from '../budget/budget.js';
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
-import type { HedgeOptions } from '../hedge/policy.js';
-import type { LatencyRecorderOptions } from '../latency/recorder.js';
-import type { LatencySource } from '../latency/types.js';
-import type { ConcurrencyLimitOptions } from '../limit/options.js';
-import type { RandomSource } from '../retry/backoff.js';
-import type { ThrottleOptions } from '../throttle/options.js';
-import type { Live } from './executor.js';
+import type { DependencyOptions } from '../dependency/options.js';
+import type { ExecutorKey, Live } from './executor.js';
 import type { InstanceSettings } from './instances.js';
 import type { LiveCalibrationOptions } from './live.js';
 
 /**
- * Options of {@link createHttpClient}. Validated once, at construction; every problem is listed in one
- * `InvalidOptionsError`. Defaults and bounds live in `constants.ts` (`HTTP_DEFAULTS`, `HTTP_LIMITS`).
+ * What every client takes, whoever owns its executor. The executor's own options (`attempts`,
+ * `hedge`, ...) are typed from the executor's declaration (`DEPENDENCY_OPTIONS`): declared once.
  */
-export interface HttpClientOptions {
+export interface HttpClientBaseOptions {
   /** The dependency's name, in errors, events and metrics. Required, 1-100 characters. */
   readonly name: string;
   /**
@@ -53,55 +47,41 @@ export interface HttpClientOptions {
    * A concurrency limit (SPEC X7): at most `maxInFlight` attempts in flight (or `adaptive`), at most
    * `maxQueue` calls waiting; past that CONCURRENCY_LIMITED at once, nothing sent. Default none.
    */
-  readonly concurrencyLimit?: ConcurrencyLimitOptions;
+  readonly concurrencyLimit?: DependencyOptions['concurrencyLimit'];
   /**
    * Adaptive throttling (docs/throttling.md): once most recent attempts fail, calls are refused
    * locally with a probability that follows the failed share (THROTTLED, nothing sent). `false`
    * switches it off. Default on.
    */
-  readonly throttle?: boolean | ThrottleOptions;
+  readonly throttle?: DependencyOptions['throttle'];
   /**
    * `p99Ms` is a starting value (SPEC C8: a `kind`'s typical value, what prazo/config sets), not a
    * measurement: marked so until a measured p99 replaces it, and `live` calibration may move it
    * 20× either way by default (2× for a measured one). Default false.
    */
-  readonly p99Assumed?: boolean;
-  /**
-   * The dependency's healthy p99 in ms, measured from a histogram (SPEC C1). With less time than this
-   * left the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4, R6); the
-   * attempt (response) timeout is `ceil(p99Ms × slack)`. Required unless `dependency` is given.
-   * Range (0, 86400000].
-   */
-  readonly p99Ms?: number;
-  /**
-   * An executor made with `createDependency` to run the calls through (its p99, attempts, budget,
-   * hedging and recorder), e.g. shared with another client of the same service. Exclusive with the
-   * executor's own options (`p99Ms`, `attempts`, `slack`, `retryBudget`, `hedge`, `recorder`,
-   * `backoff`, `retryResponseTimeout`, `pushback`, `random`).
-   */
-  readonly dependency?: Dependency;
+  readonly p99Assumed?: DependencyOptions['p99Assumed'];
   /** Attempts per call, the original included (SPEC R6). Default 2; integer [1, 10]. */
-  readonly attempts?: number;
+  readonly attempts?: DependencyOptions['attempts'];
   /** Attempt timeout = `ceil(p99Ms × slack)` (SPEC C1). Default 1.4; [1.3, 1.5]. */
-  readonly slack?: number;
+  readonly slack?: DependencyOptions['slack'];
   /** The retry budget shared by retries and hedges (SPEC R1, H3): a budget, or options for one. */
-  readonly retryBudget?: RetryBudget | RetryBudgetOptions;
+  readonly retryBudget?: DependencyOptions['retryBudget'];
   /** Hedged requests after the live p95 (SPEC H1-H3): `true`, options, or false (default). */
-  readonly hedge?: boolean | HedgeOptions;
+  readonly hedge?: DependencyOptions['hedge'];
   /** Where latencies are recorded by outcome and the live p95 is read: a source, or recorder options. */
-  readonly recorder?: LatencySource | LatencyRecorderOptions;
+  readonly recorder?: DependencyOptions['recorder'];
   /** Full-jitter backoff ceilings, in ms. Defaults 25 and 1000. */
-  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
+  readonly backoff?: DependencyOptions['backoff'];
   /** Retry response timeouts of idempotent calls (SPEC R4). Default false. */
-  readonly retryResponseTimeout?: boolean;
+  readonly retryResponseTimeout?: DependencyOptions['retryResponseTimeout'];
   /**
    * Honour the server's pushback (SPEC X6): a failed answer with `grpc-retry-pushback-ms` negative or
    * unparseable (prazo/server's answer when its handler's own dependency failed) is the call's answer,
    * never retried nor hedged; a non-negative value is the wait before the retry, in ms. Default true.
    */
-  readonly pushback?: boolean;
+  readonly pushback?: DependencyOptions['pushback'];
   /** Uniform [0, 1) numbers for backoff jitter (tests). Default Math.random. */
-  readonly random?: RandomSource;
+  readonly random?: DependencyOptions['random'];
   /**
    * Live calibration (SPEC X2, C4): plan with the dependency's healthy measured p99 instead of
    * `p99Ms` (which becomes the starting point), within `[minP99Ms, maxP99Ms]` (default `[p99Ms / 2,
@@ -153,6 +133,43 @@ export interface HttpClientOptions {
   readonly clock?: Clock;
 }
 
+/**
+ * A client that builds its own executor: `p99Ms` is required. (A `dependency` given beside it is
+ * refused when the options are read, with the keys to move onto that executor.)
+ */
+export interface OwnExecutorOptions {
+  /**
+   * The dependency's healthy p99 in ms, measured from a histogram (SPEC C1). With less time than this
+   * left the call fails with DEADLINE_INSUFFICIENT without touching a socket (SPEC D4, R6); the
+   * attempt (response) timeout is `ceil(p99Ms × slack)`. Required unless `dependency` is given.
+   * Range (0, 86400000].
+   */
+  readonly p99Ms: number;
+  readonly dependency?: Dependency;
+}
+
+/**
+ * A client that runs through an executor made elsewhere: the executor's options are that executor's,
+ * so none of them (`p99Ms`, `attempts`, `hedge`, ...) is given here.
+ */
+export type SharedExecutorOptions = {
+  /**
+   * An executor made with `createDependency` to run the calls through (its p99, attempts, budget,
+   * hedging and recorder), e.g. shared with another client of the same service. Exclusive with the
+   * executor's own options (`p99Ms`, `attempts`, `slack`, `retryBudget`, `hedge`, `recorder`,
+   * `backoff`, `retryResponseTimeout`, `pushback`, `random`).
+   */
+  readonly dependency: Dependency;
+} & { readonly [K in ExecutorKey]?: undefined };
+
+/**
+ * Options of {@link createHttpClient}. Validated once, at construction; every problem is listed in one
+ * `InvalidOptionsError`. Defaults and bounds live in `constants.ts` (`HTTP_DEFAULTS`, `HTTP_LIMITS`).
+ * Either `p99Ms` (the client builds its executor) or a `dependency` (an executor made with
+ * `createDependency`), said at compile time as well as at run time.
+ */
+export type HttpClientOptions = HttpClientBaseOptions & (OwnExecutorOptions | SharedExecutorOptions);
+
 /** The options after validation, with defaults applied. */
 export interface ResolvedHttpClientOptions {
   readonly name: string;
@@ -190,9 +207,10 @@ export interface ResolvedHttpClientOptions {
  * QUEUE_TIMEOUT (never written, retried at once).
  */
 export type HttpDependencyOptions = Omit<
-  HttpClientOptions,
+  HttpClientBaseOptions,
   'origin' | 'connectTimeoutMs' | 'connections' | 'autoSelectFamily' | 'lookup' | 'dispatcher' | 'clock'
->;
+> &
+  (OwnExecutorOptions | SharedExecutorOptions);
 
 /** Options of {@link interceptor}. Validated once; every problem listed in one `InvalidOptionsError`. */
 export interface InterceptorOptions {

@@ -36,8 +36,11 @@ export abstract class PhaseTimer {
   protected readonly clock: Clock;
   /** The call's deadline, as an instant of `clock`. */
   protected readonly deadlineAt: number;
-  /** The end of the attempt's own limit (`startedAt + attemptTimeoutMs`), as an instant of `clock`. */
-  protected readonly attemptEndAt: number;
+  /**
+   * The instant the attempt's own limit ends (`startedAt + attemptTimeoutMs`, never past the
+   * deadline): its bound, and what its deadline headers tell the next hop.
+   */
+  readonly attemptEndAt: number;
   /** From the request written to the response head, in ms. */
   protected readonly responseTimeoutMs: number;
   /** Longest silence between body chunks while the consumer reads, in ms. */
@@ -61,7 +64,8 @@ export abstract class PhaseTimer {
     this.clock = clock;
     // Same clock (the common case): the deadline's own instant, without reading the clock again.
     this.deadlineAt = deadline.clock === clock ? deadline.at : startedAt + deadline.remainingMs();
-    this.attemptEndAt = startedAt + slice.attemptTimeoutMs;
+    const endAt = startedAt + slice.attemptTimeoutMs;
+    this.attemptEndAt = endAt < this.deadlineAt ? endAt : this.deadlineAt;
     this.responseTimeoutMs = responseTimeoutMs;
     this.bodyTimeoutMs = bodyTimeoutMs;
   }
@@ -69,14 +73,9 @@ export abstract class PhaseTimer {
   /** A bound was reached: end the attempt with this error. */
   protected abstract expire(error: Error): void;
 
-  /** The instant this attempt's own limit ends, bounded by the deadline (what the next hop is told). */
-  get limitAt(): number {
-    return this.attemptEndAt < this.deadlineAt ? this.attemptEndAt : this.deadlineAt;
-  }
-
   /** Arms the timer for the current phase's bound (queued, or request written). */
   protected guardHead(now: number): void {
-    const end = this.limitAt;
+    const end = this.attemptEndAt;
     this.#armBy(this.phase === RESPONSE ? Math.min(end, this.phaseAt + this.responseTimeoutMs) : end, now);
   }
 

@@ -4,7 +4,7 @@ import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import { createHttpClient } from './client.js';
 import { HTTP_LIMITS } from './constants.js';
-import type { HttpClientOptions } from './options.js';
+import type { HttpClientOptions, HttpDependencyOptions } from './options.js';
 import { resolveHttpClientOptions } from './validate.js';
 
 const problemsOf = (options: unknown): readonly string[] => {
@@ -50,6 +50,25 @@ describe('createHttpClient options (validated once, every problem listed)', () =
       '`dependency` is given: configure p99Ms, hedge on it, not here',
       "`name` (b) differs from the dependency's (a)",
     ]);
+  });
+
+  it('says at compile time that p99Ms is needed unless a dependency is given (npx tsc --noEmit; #26 item 3)', () => {
+    const dependency = resolveHttpClientOptions({ name: 'a', origin: 'http://h', p99Ms: 100 }).dependency;
+    const own: HttpClientOptions = { name: 'a', origin: 'http://h', p99Ms: 100, hedge: true };
+    const shared: HttpClientOptions = { name: 'a', origin: 'http://h', dependency };
+    // @ts-expect-error neither `p99Ms` nor a `dependency`: the executor has nothing to plan with
+    const neither: HttpClientOptions = { name: 'a', origin: 'http://h', attempts: 2 };
+    // @ts-expect-error a given executor's options are its own, not the client's
+    const beside: HttpClientOptions = { name: 'a', origin: 'http://h', dependency, hedge: true };
+    // @ts-expect-error an interceptor's entry says the same
+    const entry: HttpDependencyOptions = { name: 'a', hedge: true };
+    const sharedEntry: HttpDependencyOptions = { name: 'a', dependency };
+    expect(problemsOf(own)).toEqual([]);
+    expect(problemsOf(shared)).toEqual([]);
+    expect(problemsOf({ ...sharedEntry, origin: 'http://h' })).toEqual([]);
+    expect(problemsOf(neither).join('\n')).toMatch(/p99Ms/);
+    expect(problemsOf(beside)).toEqual(['`dependency` is given: configure hedge on it, not here']);
+    expect(problemsOf({ ...entry, origin: 'http://h' }).join('\n')).toMatch(/p99Ms/);
   });
 
   it('live calibration needs recorder options and its own executor', () => {
