@@ -113,9 +113,12 @@ describe('npm pack: what ships (SPEC P3)', () => {
       expect(pkg.peerDependenciesMeta[peer]?.optional, peer).toBe(true);
   });
 
+  // The library ships its sources beside its maps (the tools do not: scripts/strip-tool-maps.mjs).
+  // Measured: 964 kB packed / 3.83 MB unpacked before the demo's trace waterfall (#26), 1,018 kB /
+  // 4.02 MB with it. The bound is a budget that a new feature must argue for, not a ratchet.
   it('stays a library-sized download', () => {
-    expect(dry.size).toBeLessThan(1_000_000);
-    expect(dry.unpackedSize).toBeLessThan(4_000_000);
+    expect(dry.size).toBeLessThan(1_100_000);
+    expect(dry.unpackedSize).toBeLessThan(4_400_000);
   });
 });
 
