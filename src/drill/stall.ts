@@ -29,7 +29,14 @@ export interface StallProbe {
   stop(): readonly Stall[];
 }
 
-export const STALL_PROBE = Object.freeze({
+/** The probe's settings (below: why these). */
+export interface StallProbeSettings {
+  readonly everyMs: number;
+  readonly minStallMs: number;
+  readonly maxStalls: number;
+}
+
+export const STALL_PROBE: StallProbeSettings = Object.freeze({
   /** Tick period, in ms. */
   everyMs: 20,
   /** Lateness below this is not a stall (timer resolution, a GC of a small heap). */
@@ -38,7 +45,7 @@ export const STALL_PROBE = Object.freeze({
   maxStalls: 2_000,
 });
 
-export function startStallProbe(clock: Clock, settings: Partial<typeof STALL_PROBE> = {}): StallProbe {
+export function startStallProbe(clock: Clock, settings: Partial<StallProbeSettings> = {}): StallProbe {
   const { everyMs, minStallMs, maxStalls } = { ...STALL_PROBE, ...settings };
   const stalls: Stall[] = [];
   let due = clock.now() + everyMs;
