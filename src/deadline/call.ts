@@ -6,6 +6,7 @@ import { readOptions } from '../options/validator.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from './deadline.js';
 import { refusalOf } from './fits.js';
+import { armDeadlineTimer, type DeadlineTimer } from './timer.js';
 
 /** What the guarded call receives. */
 export interface DeadlineCallContext {
@@ -66,10 +67,11 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
   const controller = new AbortController();
   return new Promise<T>((resolve, reject) => {
     let settled = false;
+    let timer: DeadlineTimer | undefined;
     const finish = (): boolean => {
       if (settled) return false;
       settled = true;
-      clock.clearTimer(timer);
+      timer?.clear();
       if (callerSignal !== undefined) unsubscribeAbort(callerSignal, onCallerAbort);
       return true;
     };
@@ -78,7 +80,7 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
       controller.abort(callerSignal?.reason);
       reject(callerSignal?.reason);
     };
-    const timer = clock.setTimer(() => {
+    const expire = (): void => {
       if (!finish()) return;
       const error = new DeadlineExceededError({
         dependency: name,
@@ -87,7 +89,9 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
       });
       controller.abort(error);
       reject(error);
-    }, remaining);
+    };
+    // Beyond a timer's range (24.8 days) it is re-armed, and an endless deadline arms nothing (timer.ts).
+    timer = armDeadlineTimer(clock, () => deadline.remainingMs(), expire);
     if (callerSignal !== undefined) subscribeAbort(callerSignal, onCallerAbort);
 
     let pending: Promise<T>;

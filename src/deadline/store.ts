@@ -3,6 +3,7 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { option } from '../options/declare.js';
 import type { Deadline } from './deadline.js';
 import { assertFits, type FitTarget } from './fits.js';
+import { armDeadlineTimer } from './timer.js';
 
 /**
  * What every store integration (`prazo/pg`, `prazo/mysql`) does the same way before a statement is
@@ -78,22 +79,24 @@ export function withinDeadline<T>(
   return new Promise((resolve, reject) => {
     let late = false;
     const started = clock.now();
-    const timer = clock.setTimer(
+    // A deadline beyond a timer's range (24.8 days) or endless is not cut short (timer.ts).
+    const timer = armDeadlineTimer(
+      clock,
+      () => deadline.remainingMs(),
       () => {
         late = true;
         reject(wait.expired(clock.now() - started));
       },
-      deadline.remainingMs(),
       { unref: true },
     );
     pending.then(
       (value) => {
-        clock.clearTimer(timer);
+        timer.clear();
         if (late) wait.giveBack(value);
         else resolve(value);
       },
       (error: unknown) => {
-        clock.clearTimer(timer);
+        timer.clear();
         if (!late) reject(error);
       },
     );
