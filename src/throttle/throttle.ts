@@ -88,14 +88,17 @@ export class AdaptiveThrottle {
     this.#advance(now);
     const requests = this.#sumRequests;
     if (requests < this.minRequests) return true;
-    const p = (requests - this.k * this.#sumAccepts) / (requests + 1);
+    const raw = (requests - this.k * this.#sumAccepts) / (requests + 1);
+    // Capped first: a cap of 0 refuses nothing (a credit of 1 per call would still miss a threshold
+    // drawn above 1 now and then).
+    const p = raw < this.maxProbability ? raw : this.maxProbability;
     if (!(p > 0)) return true;
     if (!(this.#threshold >= 0.5)) {
       // The first refusable call: a random phase, so that clients started together do not probe in step.
       this.#threshold = this.#draw();
       this.#credit = (this.#draw() - 0.5) * this.#threshold;
     }
-    const credit = this.#credit + 1 - (p < this.maxProbability ? p : this.maxProbability);
+    const credit = this.#credit + 1 - p;
     if (credit >= this.#threshold) {
       this.#credit = credit - this.#threshold;
       this.#threshold = this.#draw();

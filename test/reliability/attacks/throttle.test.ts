@@ -125,14 +125,10 @@ describe('throttle attacks: option bounds (SRE k ≥ 1, Envoy probability < 1)',
 });
 
 describe('throttle attacks: what is refused', () => {
-  // DEFECT (src/throttle, owned elsewhere: left failing as it.fails for the lead to flip once fixed):
-  // throttle.ts admit() returns early only when the *uncapped* p is not above 0. The credit then grows
-  // by 1 − min(p, maxProbability) per call and a call goes out when it reaches a threshold drawn in
-  // [0.5, 1.5): with the cap at 0 each call adds 1, yet the first refusable call meets a threshold up to
-  // 1.5 with a credit that may start near 0, and is refused — THROTTLED "with probability 0.00".
-  // Fix: cap before the early return — `const p = min(raw, maxProbability); if (!(p > 0)) return true;`
-  // and `credit = this.#credit + 1 - p` (checked: this test then passes, the rest of the file too).
-  it.fails('maxProbability 0 means "never refuse" (Envoy max_rejection_probability 0): no call is refused', () => {
+  // Was a defect (fixed in src/throttle: the cap is applied before the early return): with the cap at
+  // 0 each call added 1 to the credit, yet a threshold drawn up to 1.5 refused one now and then —
+  // THROTTLED "with probability 0.00".
+  it('maxProbability 0 means "never refuse" (Envoy max_rejection_probability 0): no call is refused', () => {
     const refusedAt: number[] = [];
     for (const [, source] of SOURCES) {
       for (let seed = 0; seed < 20; seed += 1) {
@@ -391,9 +387,9 @@ describe('throttle attacks: through the executor', () => {
     expect(checked).toBeGreaterThan(5);
   });
 
-  // DEFECT (src/throttle): the same as "maxProbability 0 means never refuse" above, through the
-  // executor: a dependency configured never to be throttled answers THROTTLED. it.fails until fixed.
-  it.fails('a throttle with maxProbability 0 refuses no call of a failing dependency (it only counts)', async () => {
+  // Was a defect (fixed): the same as "maxProbability 0 means never refuse" above, through the
+  // executor: a dependency configured never to be throttled answered THROTTLED.
+  it('a throttle with maxProbability 0 refuses no call of a failing dependency (it only counts)', async () => {
     const clock = new FakeClock();
     const dep = createDependency({
       name: 'supplier',
