@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PRAZO_STACK_DEFAULTS } from '../constants.js';
 import { quantile } from '../stats.js';
-import { hopCalibration } from './calibration.js';
+import { hopCalibration, infeasibleHops } from './calibration.js';
 import { resolveDemoOptions } from './options.js';
 
 const settings = resolveDemoOptions({});
@@ -43,6 +43,16 @@ describe('the demo calibration: a hop above the hedged supplier waits for its he
     expect(slowHandler.rescueMs).toBe(
       supplier.rescueMs + (slowHandler.measuredP99Ms - supplier.measuredP99Ms),
     );
+  });
+
+  it('names the hops that cannot fit one attempt in the deadline: a loaded machine, not a calibration', () => {
+    expect(infeasibleHops({ orders, inventory, supplier })).toEqual([]);
+    // Measured at a load average of 9–15: the naive chain's orders p99 ~2,000 ms, inventory's ~1,070.
+    const queued = hopCalibration(spread(1_600), settings, inventory);
+    expect(queued.feasible).toBe(false);
+    expect(infeasibleHops({ orders: queued, inventory, supplier })).toEqual([
+      `orders p99 ${queued.measuredP99Ms} ms (timeout ${queued.responseMs} ms)`,
+    ]);
   });
 
   it('refuses a hop measured on too few calls', () => {
