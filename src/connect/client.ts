@@ -5,15 +5,16 @@ import type {
   UnaryRequest,
   UnaryResponse,
 } from '@connectrpc/connect';
-import type { Clock } from '../clock/clock.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import { Deadline } from '../deadline/deadline.js';
+import { refusalOf } from '../deadline/fits.js';
 import { formatGrpcTimeout, parseConnectTimeout, parseGrpcTimeout } from '../deadline/parse.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { AttemptContext } from '../dependency/types.js';
-import { DeadlineExceededError, DeadlineInsufficientError } from '../errors/deadline.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
@@ -140,7 +141,9 @@ async function unary(next: UnaryNext, req: UnaryRequest, dependency: Dependency)
     return await dependency.execute(operation, {
       idempotent: isIdempotentProcedure(req.method),
       signal: req.signal,
-      ...(own === undefined ? {} : { deadline: own }),
+      // A timeout longer than a timer holds (Connect allows 10 digits of ms, gRPC 8 digits of hours) is
+      // as far as one can wait, not an invalid deadline (the executor takes [0, 2^31 − 1] ms).
+      ...(own === undefined ? {} : { deadline: own < MAX_TIMER_DELAY_MS ? own : MAX_TIMER_DELAY_MS }),
     });
   } catch (error) {
     throw toConnectError(error);
@@ -163,13 +166,9 @@ async function stream(
   const ambient = currentDeadline();
   const deadline = own === undefined ? ambient : Deadline.after(own, { clock }).min(ambient);
   if (deadline === undefined) return (await next(req)) as StreamResponse;
-  const remainingMs = deadline.remainingMs();
-  const neededMs = dependency.p99Ms;
-  if (remainingMs <= 0 || remainingMs < neededMs) {
-    throw toConnectError(
-      new DeadlineInsufficientError({ dependency: dependency.name, remainingMs, neededMs, attempt: 1 }),
-    );
-  }
+  // SPEC D4's one rule (fits.ts), as the executor applies it to a unary call: the p99, and at least 1 ms.
+  const refused = refusalOf({ name: dependency.name, p99Ms: dependency.p99Ms }, deadline.remainingMs(), 1);
+  if (refused !== undefined) throw toConnectError(refused);
   const started = clock.now();
   const controller = new AbortController();
   const onCaller = (): void => controller.abort(req.signal.reason);

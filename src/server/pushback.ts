@@ -1,6 +1,6 @@
 import { type Deadline, isDeadline } from '../deadline/deadline.js';
 import { defineOptions, option } from '../options/declare.js';
-import { checkOptionKeys } from '../options/validator.js';
+import { readOptions } from '../options/validator.js';
 import { PUSHBACK_HEADER } from '../retry/constants.js';
 import { type DependencyFailure, DO_NOT_RETRY, dependencyFailureOf } from '../retry/pushback.js';
 import { PUSHBACK_STATUS } from './constants.js';
@@ -30,6 +30,13 @@ import type { DeadlineErrorBody } from './respond.js';
  * well have done part of its work, and a deadline is a 504.
  */
 
+/**
+ * The longest `Retry-After` written, in seconds (a day): what is left of a deadline further away, or
+ * endless (`Deadline.after(Infinity)`: "Infinity" is no delay-seconds, RFC 9110 §10.2.3), is capped
+ * to it, as `retryAfterS` is.
+ */
+const MAX_RETRY_AFTER_S = 86_400;
+
 /** Options of the pushback answer (the `pushback` option of every server integration). */
 export const PUSHBACK_OPTIONS = defineOptions({
   /**
@@ -37,7 +44,7 @@ export const PUSHBACK_OPTIONS = defineOptions({
    * `grpc-retry-pushback-ms`. Default: the seconds left of the request's deadline, rounded up, at
    * least 1. Integer [0, 86400].
    */
-  retryAfterS: option.integer({ unit: 's', min: 0, max: 86_400 }),
+  retryAfterS: option.integer({ unit: 's', min: 0, max: MAX_RETRY_AFTER_S }),
 });
 
 /** How a server answers a dependency failure: `retryAfterS` fixed, or from the deadline. */
@@ -64,12 +71,16 @@ export interface PushbackAnswer {
   readonly failure: DependencyFailure;
 }
 
-/** The `Retry-After` of a pushback, in seconds: fixed, or what is left of `deadline` (at least 1). */
+/**
+ * The `Retry-After` of a pushback, in seconds: fixed, or what is left of `deadline` (at least 1, at
+ * most a day).
+ */
 function retryAfterSeconds(deadline: Deadline | undefined, settings: PushbackSettings): number {
   if (settings.retryAfterS !== undefined) return settings.retryAfterS;
   if (deadline === undefined) return 1;
   const left = Math.ceil(deadline.remainingMs() / 1000);
-  return left > 1 ? left : 1;
+  if (!(left > 1)) return 1;
+  return left < MAX_RETRY_AFTER_S ? left : MAX_RETRY_AFTER_S;
 }
 
 /**
@@ -85,7 +96,9 @@ export function pushbackAnswer(
   error: unknown,
   options: PushbackSettings & { readonly deadline?: Deadline | undefined } = {},
 ): PushbackAnswer | undefined {
-  checkOptionKeys('pushbackAnswer', PUSHBACK_ANSWER_OPTIONS, options);
+  // Values checked too, not only keys: a `retryAfterS` of -1, 1.5 or NaN would be written as the
+  // header as it is, and a `deadline` that is not one would throw a TypeError mid-answer.
+  readOptions('pushbackAnswer', PUSHBACK_ANSWER_OPTIONS, options);
   const failure = dependencyFailureOf(error);
   if (failure === undefined) return undefined;
   const status = failure.kind === 'timeout' ? PUSHBACK_STATUS.timeout : PUSHBACK_STATUS.unavailable;
