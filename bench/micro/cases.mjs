@@ -208,6 +208,40 @@ export const MICRO_CASES = [
     },
   },
   {
+    name: 'executor execute() + otel, SDK metrics',
+    kind: 'prazo',
+    about:
+      'the same, observed by instrumentPrazo() into the metrics SDK (a MeterProvider, no exporter): every event recorded',
+    async: true,
+    setup: async () => {
+      const createDependency = await prazo('dependency', 'createDependency');
+      const instrumentPrazo = await prazo('otel', 'instrumentPrazo');
+      const { MeterProvider } = await import('@opentelemetry/sdk-metrics');
+      const dependency = createDependency({ name: 'bench', p99Ms: 50 });
+      instrumentPrazo({ dependencies: [dependency], meterProvider: new MeterProvider() });
+      const operation = () => RESOLVED;
+      const options = { idempotent: true };
+      return () => dependency.execute(operation, options);
+    },
+  },
+  {
+    name: 'executor execute() + otel, SDK tracing every span',
+    kind: 'prazo',
+    about:
+      'the same, traced into the tracing SDK recording every span (a BasicTracerProvider, no exporter): two spans per call; sample accordingly (#26)',
+    async: true,
+    setup: async () => {
+      const createDependency = await prazo('dependency', 'createDependency');
+      const instrumentPrazo = await prazo('otel', 'instrumentPrazo');
+      const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
+      const dependency = createDependency({ name: 'bench', p99Ms: 50 });
+      instrumentPrazo({ dependencies: [dependency], tracerProvider: new BasicTracerProvider() });
+      const operation = () => RESOLVED;
+      const options = { idempotent: true };
+      return () => dependency.execute(operation, options);
+    },
+  },
+  {
     name: 'executor execute(), hedging armed',
     kind: 'prazo',
     about: 'the same with a hedge armed at max(live p95, 1 s) that never fires: one timer per call',
