@@ -76,7 +76,7 @@ describe('connect attacks: the client interceptor', () => {
       ) as unknown as EchoClient;
       // Given as the header (connect-es' own `timeoutMs` timer cannot hold 30 days either: Node fires
       // a longer setTimeout at once), as a proxy or another client would forward it.
-      const header =
+      const header: Record<string, string> =
         protocol === 'connect'
           ? { 'connect-timeout-ms': String(30 * 86_400_000) }
           : { 'grpc-timeout': '720H' };

@@ -123,7 +123,7 @@ const DOORS: Record<string, Door> = {
         ran = true;
         return Promise.resolve('ok');
       },
-      { deadline },
+      { deadline, idempotent: false },
     );
     const v = await verdictOf(pending);
     expect(ran).toBe(!v.refused);

@@ -42,7 +42,7 @@ describe('patience attacks: when an attempt waits past its calibrated timeout', 
         clock,
         concurrencyLimit: { maxInFlight: 2, patience },
       });
-      const seen = watch(clock, dep.execute(slow(clock, 1_500), { deadline: 2_000 }));
+      const seen = watch(clock, dep.execute(slow(clock, 1_500), { deadline: 2_000, idempotent: false }));
       await clock.advanceAsync(2_500);
       if (patience) {
         expect(seen.outcome).toBe('ok');
@@ -97,7 +97,7 @@ describe('patience attacks: when an attempt waits past its calibrated timeout', 
     dep.on((e) => events.push(e));
     let admitted: ReturnType<typeof watch> | undefined;
     for (let i = 0; i < 50 && admitted === undefined; i += 1) {
-      const seen = watch(clock, dep.execute(slow(clock, 5_000), { deadline: 10_000 }));
+      const seen = watch(clock, dep.execute(slow(clock, 5_000), { deadline: 10_000, idempotent: false }));
       await clock.advanceAsync(0);
       if (seen.outcome === 'pending') admitted = seen;
     }
@@ -136,10 +136,10 @@ describe('patience attacks: when an attempt waits past its calibrated timeout', 
       clock,
       concurrencyLimit: { maxInFlight: 1, maxQueue: 0, patience: true },
     });
-    const seen = watch(clock, dep.execute(slow(clock, 60_000), { deadline: 3_000 }));
+    const seen = watch(clock, dep.execute(slow(clock, 60_000), { deadline: 3_000, idempotent: false }));
     await clock.advanceAsync(1);
     // The one slot is held: a second call is refused at once, nothing waits.
-    const second = watch(clock, dep.execute(slow(clock, 1), { deadline: 3_000 }));
+    const second = watch(clock, dep.execute(slow(clock, 1), { deadline: 3_000, idempotent: false }));
     await clock.advanceAsync(0);
     expect(isConcurrencyLimited(second.outcome)).toBe(true);
     await clock.advanceAsync(3_000);
@@ -168,7 +168,10 @@ describe('patience attacks: a deadline further than a timer holds (24.8 days)', 
     });
     const seen = watch(
       clock,
-      dep.execute(slow(clock, 26 * DAY), { deadline: Deadline.after(30 * DAY, { clock }) }),
+      dep.execute(slow(clock, 26 * DAY), {
+        deadline: Deadline.after(30 * DAY, { clock }),
+        idempotent: false,
+      }),
     );
     await clock.advanceAsync(25 * DAY);
     expect(seen.outcome).toBe('pending');
@@ -190,8 +193,8 @@ describe('patience attacks: a deadline further than a timer holds (24.8 days)', 
       concurrencyLimit: { maxInFlight: 1, maxQueue: 1, patience: true },
     });
     const endless = Deadline.after(Number.POSITIVE_INFINITY, { clock });
-    const first = watch(clock, dep.execute(slow(clock, 26 * DAY), { deadline: endless }));
-    const second = watch(clock, dep.execute(slow(clock, 1), { deadline: endless }));
+    const first = watch(clock, dep.execute(slow(clock, 26 * DAY), { deadline: endless, idempotent: false }));
+    const second = watch(clock, dep.execute(slow(clock, 1), { deadline: endless, idempotent: false }));
     await clock.advanceAsync(25 * DAY);
     expect(first.outcome).toBe('pending');
     expect(second.outcome).toBe('pending');
