@@ -210,3 +210,51 @@ describe('connect attacks: pushback of the refusals that protect a failing depen
     );
   }
 });
+
+describe('connect attacks: a refusal in the middle of a server stream', () => {
+  it.each(PROTOCOLS)(
+    '%s: the messages sent stay delivered, then unavailable + pushback, nothing retried',
+    async (protocol) => {
+      let calls = 0;
+      const server = await startServer(
+        (router) => {
+          router.service(EchoService, {
+            get: leftMs,
+            put: leftMs,
+            charge: leftMs,
+            async *watch(req: EchoRequest) {
+              calls += 1;
+              yield { text: `${req.text}1` };
+              throw new ThrottledError({
+                dependency: 'supplier',
+                requests: 20,
+                accepts: 0,
+                probability: 0.9,
+                windowMs: 1_000,
+              });
+            },
+          } as never);
+        },
+        [connectServerInterceptor({ maxMs: 5_000 })],
+      );
+      servers.push(server);
+      const dependency = createDependency({ name: 'middle', p99Ms: 50, attempts: 3, throttle: false });
+      const client = createClient(
+        EchoService,
+        transportFor(protocol, server.url, [connectClientInterceptor({ dependency })]),
+      ) as unknown as EchoClient;
+      const got: string[] = [];
+      let failure: unknown;
+      try {
+        for await (const m of client.watch({ text: 'w' }, { timeoutMs: 3_000 })) got.push(m.text);
+      } catch (error) {
+        failure = error;
+      }
+      expect(got).toEqual(['w1']);
+      expect(failure).toBeInstanceOf(ConnectError);
+      expect((failure as ConnectError).code).toBe(Code.Unavailable);
+      expect((failure as ConnectError).metadata.get('grpc-retry-pushback-ms')).toBe('-1');
+      expect(calls).toBe(1);
+    },
+  );
+});

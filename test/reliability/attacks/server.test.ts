@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { status as grpcStatus, type sendUnaryData } from '@grpc/grpc-js';
 import express from 'express';
 import fc from 'fast-check';
 import Fastify from 'fastify';
@@ -7,9 +8,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
 import { systemClock } from '../../../src/clock/system.js';
 import { Deadline } from '../../../src/deadline/deadline.js';
-import { NoInstanceError } from '../../../src/errors/capacity.js';
+import { ConcurrencyLimitError, NoInstanceError } from '../../../src/errors/capacity.js';
 import { ThrottledError } from '../../../src/errors/throttle.js';
 import { ConnectFailedError } from '../../../src/errors/timeout.js';
+import { echoClient, type SayReply, say, startEcho } from '../../../src/grpc/grpc.test-helpers.js';
+import { withGrpcDeadline } from '../../../src/grpc/server.js';
 import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
 import { faults, startServer } from '../../../src/http/servers.test-helpers.js';
 import { deadlineErrorHandler, deadlineMiddleware } from '../../../src/server/express.js';
@@ -290,4 +293,69 @@ describe('server attacks: Retry-After for any deadline pushbackAnswer is given',
     const all = new AggregateError([failure, refused], 'All promises were rejected');
     expect(pushbackAnswer(all)?.status).toBe(503);
   });
+});
+
+describe("server attacks: gRPC (withGrpcDeadline) answers the same refusals with gRPC's pushback", () => {
+  const REFUSALS: ReadonlyArray<readonly [string, () => Error]> = [
+    [
+      'THROTTLED',
+      () =>
+        new ThrottledError({ dependency: 's', requests: 20, accepts: 0, probability: 0.9, windowMs: 1_000 }),
+    ],
+    [
+      'CONCURRENCY_LIMITED',
+      () =>
+        new ConcurrencyLimitError({
+          dependency: 's',
+          limit: 2,
+          inFlight: 2,
+          queued: 2,
+          maxQueue: 2,
+          reason: 'queue-full',
+          waitedMs: 0,
+        }),
+    ],
+    ['NO_INSTANCE', () => new NoInstanceError({ dependency: 's' })],
+  ];
+
+  it.each(REFUSALS)(
+    "%s → UNAVAILABLE + grpc-retry-pushback-ms: -1; grpc-js's own retry policy calls once",
+    async (_code, make) => {
+      let calls = 0;
+      const server = await startEcho({
+        say: withGrpcDeadline(async (_call: unknown, _cb: sendUnaryData<SayReply>) => {
+          calls += 1;
+          throw new Error('stock lookup failed', { cause: make() });
+        }),
+      });
+      const config = {
+        methodConfig: [
+          {
+            name: [{ service: 'prazo.test.Echo' }],
+            retryPolicy: {
+              maxAttempts: 4,
+              initialBackoff: '0.01s',
+              maxBackoff: '0.05s',
+              backoffMultiplier: 2,
+              retryableStatusCodes: ['UNAVAILABLE'],
+            },
+          },
+        ],
+      };
+      const client = echoClient(server.address, {
+        'grpc.service_config': JSON.stringify(config),
+        'grpc.enable_retries': 1,
+      });
+      closers.push(
+        () => server.stop(),
+        async () => client.close(),
+      );
+      const error = (await say(client, { text: 'x' }, { deadline: systemClock.epochNow() + 3_000 }).catch(
+        (e: unknown) => e,
+      )) as { code?: number; metadata?: { get(k: string): unknown[] } };
+      expect(error.code).toBe(grpcStatus.UNAVAILABLE);
+      expect(error.metadata?.get('grpc-retry-pushback-ms')).toEqual(['-1']);
+      expect(calls).toBe(1);
+    },
+  );
 });
