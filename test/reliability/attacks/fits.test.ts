@@ -17,6 +17,7 @@ import { DeadlineExceededError, type DeadlineInsufficientError } from '../../../
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../../../src/errors/guards.js';
 import { deadlineInterceptor } from '../../../src/grpc/client.js';
 import { echoClient } from '../../../src/grpc/grpc.test-helpers.js';
+import { createHttpClient } from '../../../src/http/client.js';
 import { mysqlQuery } from '../../../src/mysql/query.js';
 import { queryWithDeadline } from '../../../src/pg/query.js';
 import { redisDeadlineClient } from '../../../src/redis/client.js';
@@ -142,6 +143,25 @@ const DOORS: Record<string, Door> = {
     const v = await verdictOf(pending);
     expect(ran).toBe(!v.refused);
     return v;
+  },
+  http: async (clock, deadline, p99) => {
+    // prazo/http through its executor: a real undici pool to the counting listener.
+    const client = createHttpClient({
+      name: 'door',
+      origin: `http://127.0.0.1:${port}`,
+      p99Ms: p99,
+      clock,
+      attempts: 1,
+      throttle: false,
+    });
+    try {
+      return await verdictOf(
+        client.request('/', { deadline }).then((res) => res.body.dump()),
+        300,
+      );
+    } finally {
+      void client.destroy();
+    }
   },
   pg: async (clock, deadline, p99) => {
     const pool = new pg.Pool({
