@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
+import { checkConfigText } from '../../../src/config/load.js';
 import { createDependency } from '../../../src/dependency/dependency.js';
 import { coded, fakeCall, mulberry32 } from '../../../src/dependency/dependency.test-helpers.js';
 import type { AttemptContext, DependencyEvent } from '../../../src/dependency/types.js';
@@ -121,6 +122,42 @@ describe('throttle attacks: option bounds (SRE k ≥ 1, Envoy probability < 1)',
     const dep = createDependency({ name: 'x', p99Ms: 10, clock });
     expect(() => dep.update({ throttle: false } as never)).toThrow(/throttle/);
     expect(() => dep.update({ throttle: { k: 3 } } as never)).toThrow(/throttle/);
+  });
+});
+
+describe('throttle attacks: the config file and live updates', () => {
+  it('prazo.config.yaml refuses the same bad throttle values, each with its line', () => {
+    const text = [
+      'dependencies:',
+      '  - name: supplier',
+      '    p99Ms: 100',
+      '    throttle: { k: 0.5, maxProbability: 1, buckets: 2.5, windowMs: .nan, minRequests: -1, windowMS: 10 }',
+    ].join('\n');
+    const { config, problems } = checkConfigText(text);
+    expect(config).toBeUndefined();
+    const errors = problems.filter((p) => p.severity === 'error').map((p) => JSON.stringify(p));
+    for (const key of ['k', 'maxProbability', 'buckets', 'windowMs', 'minRequests', 'windowMS'])
+      expect(
+        errors.some((e) => e.includes(key)),
+        `${key}: ${errors.join('\n')}`,
+      ).toBe(true);
+    const ok = checkConfigText(
+      'dependencies:\n  - name: supplier\n    p99Ms: 100\n    throttle: { maxProbability: 0, minRequests: 0 }\n',
+    );
+    expect(ok.problems.filter((p) => p.severity === 'error')).toEqual([]);
+  });
+
+  it('keeps its window across update() and recalibrate() (a new plan does not forget a live outage)', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({ name: 'x', p99Ms: 20, clock, throttle: { minRequests: 0 }, attempts: 1 });
+    const { operation } = failing(clock);
+    for (let i = 0; i < 10; i += 1) await settle(clock, dep.execute(operation));
+    const before = dep.throttling()!;
+    expect(before.requests).toBeGreaterThan(0);
+    dep.update({ p99Ms: 40 });
+    expect(dep.throttling()).toEqual(before);
+    dep.recalibrate(30);
+    expect(dep.throttling()).toEqual(before);
   });
 });
 
