@@ -452,6 +452,40 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
+describe('throttle attacks: a burst through the executor', () => {
+  it('50,000 calls in one instant against a dead dependency: refused in linear time, the probe share sent', async () => {
+    const clock = new FakeClock();
+    const dep = createDependency({
+      name: 'dead',
+      p99Ms: 20,
+      clock,
+      attempts: 1,
+      random: mulberry32(8),
+      throttle: { minRequests: 5 },
+    });
+    const { operation, sent } = failing(clock);
+    for (let i = 0; i < 20; i += 1) await settle(clock, dep.execute(operation));
+    const burst = async (n: number) => {
+      const sentBefore = sent();
+      const start = performance.now();
+      const calls: Promise<unknown>[] = [];
+      for (let i = 0; i < n; i += 1) calls.push(dep.execute(operation).catch((e: unknown) => e));
+      const ms = performance.now() - start;
+      await clock.advanceAsync(10);
+      const outcomes = await Promise.all(calls);
+      const refused = outcomes.filter((e) => isThrottled(e)).length;
+      return { ms, refused, sent: sent() - sentBefore };
+    };
+    const small = await burst(5_000);
+    const large = await burst(50_000);
+    expect(large.refused + large.sent).toBe(50_000);
+    // The share sent is the probe share of the refusal probability in force (≤ 0.9 refused).
+    expect(large.sent / 50_000).toBeGreaterThan(0.05);
+    expect(large.sent / 50_000).toBeLessThan(0.2);
+    expect(large.ms / Math.max(small.ms, 1)).toBeLessThan(40); // 10× the calls, not 100× the time
+  });
+});
+
 describe('throttle attacks: prazo/http on a real loopback socket', () => {
   it('a refused request opens no connection, sends no byte, records nothing: the server sees only probes', async () => {
     const server = await startServer(faults.status(503));
