@@ -378,6 +378,40 @@ describe('fits attacks: an endless or very far deadline', () => {
     }
   });
 
+  // DEFECT (src/redis/client.ts, not among the folders this brief may fix: it.fails until fixed).
+  // `bounded()` arms `deadline.remainingMs() + graceMs` as one timer; a timer clamps to 2^31 − 1 ms, so
+  // a command under a 30-day deadline is failed DEADLINE_EXCEEDED (outcome unknown) at 24.8 days and
+  // its connection set aside. Fix: arm it with src/deadline/timer.ts' `armDeadlineTimer(clock, () =>
+  // deadline.remainingMs() + graceMs, …)` (the same clamp is in its wait for a free connection, line
+  // ~353, and in src/pg/guard.ts' cancel timer and src/mysql/session.ts' kill timer).
+  it.fails('a redis command under a 30-day deadline is not failed at 24.8 days', async () => {
+    const day = 86_400_000;
+    const clock = new FakeClock();
+    let answer!: (v: unknown) => void;
+    const connection = {
+      duplicate: () => connection,
+      call: () =>
+        new Promise((r) => {
+          answer = r;
+        }),
+    };
+    const client = redisDeadlineClient(connection as never, { name: 'door', clock });
+    let outcome: unknown = 'pending';
+    client.command('GET', ['k'], { deadline: Deadline.after(30 * day, { clock }) }).then(
+      (v) => {
+        outcome = v;
+      },
+      (e: unknown) => {
+        outcome = e;
+      },
+    );
+    await clock.advanceAsync(25 * day);
+    expect(outcome).toBe('pending');
+    answer('value');
+    await clock.advanceAsync(0);
+    expect(outcome).toBe('value');
+  });
+
   it('the gRPC interceptor refuses a call whose deadline is already gone, on a real channel, no connection', async () => {
     const clock = new FakeClock({ epoch: Math.floor(systemClock.epochNow()) });
     const client = echoClient(`127.0.0.1:${port}`, {
