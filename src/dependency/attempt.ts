@@ -34,13 +34,13 @@ export interface AttemptOwner<T, C extends Carrier> {
  * `execute` operation receives, and its fate, reported once to the execution (`report`, or
  * `cancel` when the execution ends it first).
  *
- * How an attempt is bounded is the carrier's, so that one timer, not two, guards it: an operation's
- * run arms one timer around its promise ({@link OperationRun}); prazo/http's attempt times its own
- * phases. Cheap by construction (the executor's fixed cost matters on the HTTP hot path): the
+ * How an attempt is bounded is the carrier's, so that one timer, not two, guards it: an `execute`
+ * attempt is its own carrier and arms one timer around its operation's promise ({@link runs});
+ * prazo/http's attempt times its own phases. Cheap by construction (the executor's fixed cost matters on the HTTP hot path): the
  * AbortController is created only when `signal` is read, the headers and the attempt's own deadline
  * only when read.
  */
-export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, AttemptSlice {
+export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, AttemptSlice, Carrier {
   readonly kind: AttemptKind;
   readonly attempt: number;
   readonly attemptTimeoutMs: number;
@@ -59,6 +59,12 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
   #deadline: Deadline | undefined;
   #headers: Record<string, string> | undefined;
   #permit: ConcurrencyLimiter | undefined;
+  /** The operation it runs itself, when it is its own carrier (`execute`: no object besides it). */
+  #operation: Operation<T> | undefined;
+  #timer: Timer | undefined;
+  /** Its place in the dependency's queue of bounds, when the bound is the calibrated timeout. */
+  #queued = -1;
+  #lateChecked = false;
 
   constructor(
     owner: AttemptOwner<T, C>,
@@ -104,7 +110,8 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
   }
 
   get instance(): string | undefined {
-    return this.carrier.instance;
+    const carrier = this.carrier;
+    return carrier === (this as unknown) ? undefined : carrier.instance;
   }
 
   get signal(): AbortSignal {
@@ -176,44 +183,32 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     this.#reason = reason;
     this.#controller?.abort(reason);
   }
-}
 
-/**
- * One run of a promise-returning operation (`dependency.execute`'s carrier): one timer,
- * `min(attempt timeout, remaining deadline)`, bounds it. When it fires the attempt is over at once,
- * even if the operation ignores its signal: a late value is handed to `discard`, never returned. A
- * timer that fires late (the loop was blocked) first lets the pending I/O be read: an answer already
- * in the socket wins over a timeout it did not deserve.
- */
-export class OperationRun<T> implements Carrier {
-  readonly #slice: Attempt<T, OperationRun<T>>;
-  readonly #operation: Operation<T>;
-  #timer: Timer | undefined;
-  /** Its place in the dependency's queue of bounds, when the bound is the calibrated timeout. */
-  #queued = -1;
-  #lateChecked = false;
+  // ── an attempt that runs a promise-returning operation itself (`dependency.execute`) ─────────────
 
-  constructor(slice: Attempt<T, OperationRun<T>>, operation: Operation<T>) {
-    this.#slice = slice;
+  /**
+   * Makes this attempt the carrier of `operation`: one timer, `min(attempt timeout, remaining
+   * deadline)`, bounds it. When it fires the attempt is over at once, even if the operation ignores
+   * its signal: a late value is handed to `discard`, never returned. A timer that fires late (the
+   * loop was blocked) first lets the pending I/O be read: an answer already in the socket wins over a
+   * timeout it did not deserve.
+   */
+  runs(operation: Operation<T>): this {
     this.#operation = operation;
-  }
-
-  get instance(): undefined {
-    return undefined;
+    return this;
   }
 
   /** Arms the timer and runs the operation. Settlement is always asynchronous. */
   start(): void {
-    const slice = this.#slice;
-    const queue = slice.timers;
-    if (queue !== undefined && queue.delayMs === slice.attemptTimeoutMs) {
-      this.#queued = queue.add(() => this.#expire(), slice.startedAt);
+    const queue = this.timers;
+    if (queue !== undefined && queue.delayMs === this.attemptTimeoutMs) {
+      this.#queued = queue.add(() => this.#expire(), this.startedAt);
     } else {
-      this.#timer = slice.clock.setTimer(() => this.#expire(), slice.attemptTimeoutMs, { unref: true });
+      this.#timer = this.clock.setTimer(() => this.#expire(), this.attemptTimeoutMs, { unref: true });
     }
     let pending: Promise<T>;
     try {
-      pending = this.#operation(slice);
+      pending = this.#operation!(this);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -228,44 +223,43 @@ export class OperationRun<T> implements Carrier {
 
   halt(): void {
     this.#clearTimer();
-    this.#slice.releasePermit();
+    this.releasePermit();
   }
 
   #settle(ok: boolean, value: unknown): void {
-    const slice = this.#slice;
-    if (!slice.done) this.#clearTimer();
-    slice.releasePermit();
-    slice.report(ok, value);
+    if (!this.#over) this.#clearTimer();
+    this.releasePermit();
+    this.report(ok, value);
   }
 
   #expire(): void {
     this.#timer = undefined;
     this.#queued = -1;
-    const slice = this.#slice;
-    if (slice.done) return;
-    const elapsedMs = slice.clock.now() - slice.startedAt;
-    const timeoutMs = slice.attemptTimeoutMs;
+    if (this.#over) return;
+    const clock = this.clock;
+    const elapsedMs = clock.now() - this.startedAt;
+    const timeoutMs = this.attemptTimeoutMs;
     if (!this.#lateChecked && elapsedMs - timeoutMs >= LATE_TIMER_MS) {
       this.#lateChecked = true;
-      slice.timerLate(elapsedMs - timeoutMs);
-      runAfterIo(slice.clock, () => this.#expire());
+      this.timerLate(elapsedMs - timeoutMs);
+      runAfterIo(clock, () => this.#expire());
       return;
     }
-    const dependency = slice.dependency;
-    const error = slice.byDeadline
-      ? new DeadlineExceededError({ dependency, elapsedMs, deadlineEpochMs: slice.callDeadline.epochMs() })
+    const dependency = this.#owner.name;
+    const error = this.byDeadline
+      ? new DeadlineExceededError({ dependency, elapsedMs, deadlineEpochMs: this.#owner.deadline.epochMs() })
       : new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs });
     // The operation was told to stop (its signal aborts): its slot is free for the next call.
-    slice.releasePermit();
-    slice.report(false, error, true);
+    this.releasePermit();
+    this.report(false, error, true);
   }
 
   #clearTimer(): void {
     if (this.#timer !== undefined) {
-      this.#slice.clock.clearTimer(this.#timer);
+      this.#owner.clock.clearTimer(this.#timer);
       this.#timer = undefined;
     } else if (this.#queued >= 0) {
-      this.#slice.timers?.cancel(this.#queued);
+      this.#owner.attemptTimers?.cancel(this.#queued);
       this.#queued = -1;
     }
   }

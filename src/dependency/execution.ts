@@ -10,7 +10,7 @@ import { mergeFailures } from '../retry/merge.js';
 import { fitsDeadline, neededMs, planRetry, type StopReason } from '../retry/planner.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
-import { Attempt, type AttemptOwner, OperationRun } from './attempt.js';
+import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
 import { discardSafely, endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
@@ -593,14 +593,14 @@ export class Execution<T, C extends Carrier = Carrier>
 
 /**
  * `dependency.execute(operation, options)`'s transport: the call's end is a promise, each attempt one
- * run of a promise-returning operation bounded by one timer ({@link OperationRun}), the caller's
- * signal listened to once for the whole call.
+ * run of a promise-returning operation bounded by one timer (the attempt is its own carrier:
+ * `Attempt.runs`), the caller's signal listened to once for the whole call.
  */
-export class OperationTransport<T> implements Transport<T, OperationRun<T>> {
+export class OperationTransport<T> implements Transport<T, Attempt<T>> {
   readonly #operation: Operation<T>;
   readonly #options: ExecuteOptions<T>;
   readonly #name: string;
-  readonly #call: Execution<T, OperationRun<T>>;
+  readonly #call: Execution<T, Attempt<T>>;
   #resolve!: (value: T) => void;
   #reject!: (error: unknown) => void;
   #onCallerAbort: (() => void) | undefined;
@@ -642,8 +642,8 @@ export class OperationTransport<T> implements Transport<T, OperationRun<T>> {
     return promise;
   }
 
-  attempt(slice: AttemptSlice): OperationRun<T> {
-    return new OperationRun(slice as Attempt<T, OperationRun<T>>, this.#operation);
+  attempt(slice: AttemptSlice): Attempt<T> {
+    return (slice as Attempt<T>).runs(this.#operation);
   }
 
   classify(value: T): ResultVerdict | undefined {

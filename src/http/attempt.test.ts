@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { errors } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { DependencyEvent } from '../dependency/types.js';
@@ -224,6 +225,23 @@ describe('deadline headers out: one writer for every form (SPEC D1, D5; #25)', (
       expect(headers['grpc-timeout']).toMatch(/^[1-9]\d*[un]$/);
       expect(Number(headers['x-deadline-epoch-ms'])).toBe(Math.floor(endEpoch));
     }
+  });
+
+  it('never writes 0 (Envoy\'s "no timeout") in the Envoy header, whatever is left when written (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.double({ min: 0, max: 0.9999, noNaN: true }),
+        (deadlineMs, waited) => {
+          const { clock, dispatched } = driveCall({ deadlineMs, deadlineHeaders: { envoy: true } });
+          clock.advance(deadlineMs * waited); // time spent waiting for a connection before the write
+          const value = written(dispatched[0]!.headers)['x-envoy-expected-rq-timeout-ms'];
+          expect(value).toMatch(/^[1-9]\d*$/);
+          expect(Number(value)).toBeLessThanOrEqual(Math.ceil(deadlineMs * (1 - waited)) + 1);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 
   it('writes the same values as Deadline.toHeaders for the same limit and instant', () => {
