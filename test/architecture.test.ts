@@ -164,6 +164,12 @@ describe('architecture (docs/ARCHITECTURE.md)', () => {
           .map((to) => `${relative(ROOT, file)} -> ${relative(ROOT, to)}`),
       );
     expect(wrong).toEqual([]);
+    // The executor's classes are final: nothing outside src/dependency extends them.
+    const subclasses = files
+      .filter((f) => folderOf(f) !== 'dependency')
+      .filter((f) => /\bextends\s+(Execution|Attempt|Settlement)\b/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(ROOT, f));
+    expect(subclasses).toEqual([]);
     // And the seam exists: the transport interface, the executor's handle, the one unmanaged plan.
     const transport = readFileSync(join(ROOT, 'dependency/transport.ts'), 'utf8');
     for (const name of [
