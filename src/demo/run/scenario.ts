@@ -5,12 +5,12 @@ import type { TracePiece } from '../trace/types.js';
 import type { Scenario, ServiceReport, StackName, UserResult } from '../types.js';
 import type { DemoSettings } from './options.js';
 import type { ProgressEvent } from './progress-events.js';
-import { type RunningStack, resetStack } from './topology.js';
+import { type RunningStack, resetServices, resetSuppliers } from './topology.js';
 
 /** Everything measured for one stack in one scenario, before any summary. */
 export interface StackRaw {
   readonly stack: StackName;
-  /** Epoch ms just before the stack was reset for the scenario (an outage's clock starts after it). */
+  /** Epoch ms just before the suppliers were reset for the scenario (an outage's clock starts after it). */
   readonly resetEpochMs: number;
   /** Epoch ms at which the load started, and at which the measurements were taken. */
   readonly startEpochMs: number;
@@ -85,8 +85,14 @@ async function runStack(ctx: ScenarioContext, scenario: Scenario, running: Runni
   const { stack } = running;
   const loadMs = scenario.loadMs ?? settings.loadMs;
   ctx.onProgress({ type: 'phase', phase: 'starting', stack, loadMs });
+  await resetServices(group, running);
+  throwIfAborted(signal);
+  await warmPool(ctx, running);
+  throwIfAborted(signal);
+  // The suppliers last, just before the load: an outage's clock starts here, and nothing reaches them
+  // before the load does.
   const resetEpochMs = clock.epochNow();
-  await resetStack(group, running, scenario);
+  await resetSuppliers(group, running, scenario);
   throwIfAborted(signal);
   ctx.onProgress({ type: 'phase', phase: 'load', stack, loadMs });
   const startEpochMs = clock.epochNow();
@@ -120,6 +126,37 @@ async function runStack(ctx: ScenarioContext, scenario: Scenario, running: Runni
     services: reports,
     traces,
   };
+}
+
+/** How long the services get to settle after the reset and the warm-up, before the load. */
+const SETTLE_MS = 250;
+
+/**
+ * Between the services' reset and the suppliers': the reset gives the gateway a fresh, empty pool (the previous scenario's lingering calls are cut
+ * with the old one), where a long-running service's pool is warm. Cold, the first checkouts of a 5×
+ * load took the connections as they opened and the catalog's first requests waited for connects to a
+ * busy orders: the five slowest catalog answers of an `overload-hung` run (77–171 ms, the p99 of its
+ * 100) were its first five, sent in the first 0.42 s. So the pool is opened before the load, by as
+ * many concurrent catalog requests as it has connections (the catalog's own client, which no
+ * limit holds back; they end before the load starts, outside every measured bucket), and the
+ * services get `SETTLE_MS` to finish the reset's work (closing the old pools) first.
+ */
+async function warmPool(
+  ctx: Pick<ScenarioContext, 'settings' | 'clock' | 'signal'>,
+  running: RunningStack,
+): Promise<void> {
+  const { settings, clock, signal } = ctx;
+  await sleep(clock, SETTLE_MS, signal);
+  const n = settings.poolConnections;
+  await runLoad({
+    origin: running.gatewayOrigin,
+    // n requests within the first ms: concurrent, so the pool opens n connections.
+    routes: [{ route: 'catalog', path: '/catalog', rate: n * 1_000 }],
+    durationMs: 1,
+    deadlineMs: settings.userDeadlineMs,
+    clock,
+    ...(signal ? { signal } : {}),
+  });
 }
 
 function reportAll(group: ProcessGroup, running: RunningStack): Promise<ServiceReport[]> {

@@ -163,9 +163,23 @@ export async function resetStack(
   running: RunningStack,
   scenario: Scenario,
 ): Promise<void> {
+  await resetServices(group, running);
+  await resetSuppliers(group, running, scenario);
+}
+
+/** Resets the services (gateway, orders, inventory): fresh pools, budgets, windows; lingering work cut. */
+export async function resetServices(group: ProcessGroup, running: RunningStack): Promise<void> {
   await Promise.all(
     running.children.filter((c) => c.role !== 'supplier').map(({ child }) => group.reset(child, {})),
   );
+}
+
+/** Gives the supplier instances `scenario`'s behaviour (an outage's clock starts here). */
+export async function resetSuppliers(
+  group: ProcessGroup,
+  running: RunningStack,
+  scenario: Scenario,
+): Promise<void> {
   const suppliers = running.children.filter((c) => c.role === 'supplier');
   await Promise.all(
     suppliers.map(({ child }, i) => group.reset(child, { behaviour: behaviourOf(scenario, i) })),
