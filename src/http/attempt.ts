@@ -1,3 +1,4 @@
+import { writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import type { HttpCall } from './call.js';
 import {
@@ -339,7 +340,14 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   }
 
   relativeHeaders(): readonly string[] {
-    return this.#call.relativeHeaders(this, this.#dispatching ? this.slice.startedAt : this.clock.now());
+    return this.#relativeAt(this.#dispatching ? this.slice.startedAt : this.clock.now());
+  }
+
+  /** `grpc-timeout` / `x-envoy-expected-rq-timeout-ms` at `now` (flat pairs): what is left of its limit. */
+  #relativeAt(now: number): readonly string[] {
+    const out: string[] = [];
+    writeDeadlineHeaders(out, this.#call.route.headerFormat, this.attemptEndAt - now, 0, 'relative');
+    return out;
   }
 
   linkHeaders(list: string[], at: number): void {
@@ -348,7 +356,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   }
 
   #rewrite(now: number): void {
-    const fresh = this.#call.relativeHeaders(this, now);
+    const fresh = this.#relativeAt(now);
     const list = this.#written!;
     for (let i = 0; i < fresh.length; i += 1) list[this.#writtenAt + i] = fresh[i]!;
   }

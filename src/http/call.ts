@@ -320,13 +320,6 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
     return route.relative ? new WrittenHeaders(own, attempt) : own;
   }
 
-  /** `grpc-timeout` / `x-envoy-expected-rq-timeout-ms` for `attempt` at `now` (flat pairs). */
-  relativeHeaders(attempt: HttpAttempt, now: number): readonly string[] {
-    const out: string[] = [];
-    writeDeadlineHeaders(out, this.route.headerFormat, attempt.attemptEndAt - now, 0, 'relative');
-    return out;
-  }
-
   /** undici's own error of `attempt`, made prazo's where it is one of undici's timeouts (SPEC D6). */
   transportError(error: Error, attempt: HttpAttempt, queued: boolean): Error {
     const { name, clock, managed } = this.route;
