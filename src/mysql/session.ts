@@ -1,5 +1,6 @@
 import type { Deadline } from '../deadline/deadline.js';
 import { withinDeadline as boundedWait, checkFits as storeCheckFits } from '../deadline/store.js';
+import { armDeadlineTimer } from '../deadline/timer.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import {
@@ -212,7 +213,7 @@ export function guardStatement(
     const settle = (then: () => void): void => {
       if (settled) return;
       settled = true;
-      clock.clearTimer(killTimer);
+      killTimer.clear();
       if (giveUpTimer !== undefined) clock.clearTimer(giveUpTimer);
       if (signal !== undefined) unsubscribeAbort(signal, kill);
       then();
@@ -230,9 +231,10 @@ export function guardStatement(
       if (killed) handle.taint();
       giveUpTimer = clock.setTimer(giveUp, cancelGraceMs, { unref: true });
     }
-    const killTimer = clock.setTimer(kill, limited.covered ? remainingMs + cancelGraceMs : remainingMs, {
-      unref: true,
-    });
+    // Re-armed a timer's range at a time (a timer clamps at 24.8 days): a statement under a 30-day
+    // deadline is not killed at 24.8 days, and one under an endless deadline arms nothing.
+    const graceMs = limited.covered ? cancelGraceMs : 0;
+    const killTimer = armDeadlineTimer(clock, () => deadline.remainingMs() + graceMs, kill, { unref: true });
     if (signal !== undefined) subscribeAbort(signal, kill);
     handle.execute(limited.sql).then(
       (value) =>

@@ -1,4 +1,5 @@
 import type { Deadline } from '../deadline/deadline.js';
+import { armDeadlineTimer } from '../deadline/timer.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { sendCancelRequest } from './cancel.js';
@@ -14,7 +15,8 @@ export function isQueryCanceled(error: unknown): boolean {
 /**
  * Runs one statement on `client` under `deadline` with real, server-side cancellation (SPEC D7):
  * - the server's `statement_timeout` (set by the caller) is the first line: it fires on the server;
- * - one timer at `deadline + cancelGraceMs` sends a cancel request if no answer came by then;
+ * - one timer at `deadline + cancelGraceMs` sends a cancel request if no answer came by then (armed
+ *   with `armDeadlineTimer`: a deadline beyond a timer's 24.8 days is waited for in full);
  * - the caller's signal aborting sends a cancel request at once.
  * SQLSTATE 57014 then becomes the caller's abort reason, or DeadlineExceededError (pg error as cause).
  */
@@ -28,7 +30,11 @@ export async function guarded<T>(
   if (signal?.aborted) throw signal.reason;
   const started = clock.now();
   const cancel = (): void => sendCancelRequest(client);
-  const timer = clock.setTimer(cancel, deadline.remainingMs() + cancelGraceMs, { unref: true });
+  // Re-armed a timer's range at a time (a timer clamps at 24.8 days): a statement under a 30-day
+  // deadline is not cancelled at 24.8 days, and one under an endless deadline arms nothing.
+  const timer = armDeadlineTimer(clock, () => deadline.remainingMs() + cancelGraceMs, cancel, {
+    unref: true,
+  });
   if (signal !== undefined) subscribeAbort(signal, cancel);
   try {
     return await run();
@@ -43,7 +49,7 @@ export async function guarded<T>(
       cause: error,
     });
   } finally {
-    clock.clearTimer(timer);
+    timer.clear();
     if (signal !== undefined) unsubscribeAbort(signal, cancel);
   }
 }

@@ -1,9 +1,10 @@
-import type { Clock, Timer } from '../clock/clock.js';
+import type { Clock } from '../clock/clock.js';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { assertFits } from '../deadline/fits.js';
+import { armDeadlineTimer, type DeadlineTimer } from '../deadline/timer.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
@@ -331,10 +332,10 @@ export function redisDeadlineClient(
     const now = choose();
     if (now !== undefined) return Promise.resolve(now);
     return new Promise((resolve, reject) => {
-      let timer: Timer | undefined;
+      let timer: DeadlineTimer | undefined;
       const done = (): void => {
         waiters.delete(waiter);
-        if (timer !== undefined) clock.clearTimer(timer);
+        timer?.clear();
         if (signal !== undefined) unsubscribeAbort(signal, onAbort);
       };
       const waiter = (): void => {
@@ -350,7 +351,10 @@ export function redisDeadlineClient(
       waiters.add(waiter);
       if (signal !== undefined) subscribeAbort(signal, onAbort);
       if (deadline !== undefined) {
-        timer = clock.setTimer(
+        // Re-armed a timer's range at a time: a deadline 30 days away is not cut at 24.8 days.
+        timer = armDeadlineTimer(
+          clock,
+          () => deadline.remainingMs(),
           () => {
             done();
             reject(
@@ -359,7 +363,6 @@ export function redisDeadlineClient(
               }),
             );
           },
-          deadline.remainingMs(),
           { unref: true },
         );
       }
@@ -627,7 +630,7 @@ function bounded<T>(
     const finish = (then: () => void): void => {
       if (done) return;
       done = true;
-      if (timer !== undefined) clock.clearTimer(timer);
+      timer?.clear();
       if (signal !== undefined) unsubscribeAbort(signal, onAbort);
       then();
     };
@@ -636,12 +639,17 @@ function bounded<T>(
         late(); // the reply is still due all the same
         reject(signal?.reason);
       });
+    // The deadline + grace, a timer's range at a time (a timer clamps at 24.8 days): a command under a
+    // 30-day deadline is not failed early, and one under an endless deadline arms nothing.
     const timer =
       deadline === undefined
         ? undefined
-        : clock.setTimer(() => finish(() => reject(late())), deadline.remainingMs() + graceMs, {
-            unref: true,
-          });
+        : armDeadlineTimer(
+            clock,
+            () => deadline.remainingMs() + graceMs,
+            () => finish(() => reject(late())),
+            { unref: true },
+          );
     if (signal !== undefined) subscribeAbort(signal, onAbort);
     work.then(
       (value) => finish(() => resolve(value)),

@@ -7,6 +7,7 @@ import { createPool as createMysqlPool } from 'mysql2';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
+import { waitFor, waitForOrThrow } from '../../../src/clock/poll.test-helpers.js';
 import { systemClock } from '../../../src/clock/system.js';
 import { callWithDeadline } from '../../../src/deadline/call.js';
 import { Deadline } from '../../../src/deadline/deadline.js';
@@ -378,13 +379,10 @@ describe('fits attacks: an endless or very far deadline', () => {
     }
   });
 
-  // DEFECT (src/redis/client.ts, not among the folders this brief may fix: it.fails until fixed).
-  // `bounded()` arms `deadline.remainingMs() + graceMs` as one timer; a timer clamps to 2^31 − 1 ms, so
-  // a command under a 30-day deadline is failed DEADLINE_EXCEEDED (outcome unknown) at 24.8 days and
-  // its connection set aside. Fix: arm it with src/deadline/timer.ts' `armDeadlineTimer(clock, () =>
-  // deadline.remainingMs() + graceMs, …)` (the same clamp is in its wait for a free connection, line
-  // ~353, and in src/pg/guard.ts' cancel timer and src/mysql/session.ts' kill timer).
-  it.fails('a redis command under a 30-day deadline is not failed at 24.8 days', async () => {
+  // Was a defect (fixed): `bounded()` armed `deadline.remainingMs() + graceMs` as one timer, which a
+  // timer clamps to 2^31 − 1 ms: a command under a 30-day deadline was failed DEADLINE_EXCEEDED
+  // (outcome unknown) at 24.8 days. It is armed with `armDeadlineTimer` now (src/deadline/timer.ts).
+  it('a redis command under a 30-day deadline is not failed at 24.8 days', async () => {
     const day = 86_400_000;
     const clock = new FakeClock();
     let answer!: (v: unknown) => void;
@@ -427,6 +425,192 @@ describe('fits attacks: an endless or very far deadline', () => {
       expect(connections).toBe(before);
     } finally {
       client.close();
+    }
+  });
+});
+
+/** A promise's outcome as it stands: 'pending', its value, or its error. */
+function track(promise: Promise<unknown>): { readonly outcome: unknown } {
+  const state = { outcome: 'pending' as unknown };
+  promise.then(
+    (v) => {
+      state.outcome = v;
+    },
+    (e: unknown) => {
+      state.outcome = e;
+    },
+  );
+  return state;
+}
+
+describe("fits attacks: a store's own timers under a deadline beyond a timer's range (2^31 − 1 ms)", () => {
+  const day = 86_400_000;
+
+  it('a redis command under a 30-day or endless deadline is not failed at 24.8 days; at 30 days it is, DEADLINE_EXCEEDED', async () => {
+    for (const ms of [30 * day, Number.POSITIVE_INFINITY]) {
+      const clock = new FakeClock();
+      let answer!: (v: unknown) => void;
+      const connection = {
+        duplicate: () => connection,
+        call: () =>
+          new Promise((r) => {
+            answer = r;
+          }),
+      };
+      const client = redisDeadlineClient(connection as never, { name: 'door', clock, cancelGraceMs: 50 });
+      const run = track(client.command('GET', ['k'], { deadline: Deadline.after(ms, { clock }) }));
+      await clock.advanceAsync(25 * day);
+      expect(run.outcome, `deadline ${ms} ms`).toBe('pending');
+      if (ms === Number.POSITIVE_INFINITY) {
+        expect(clock.pendingTimers()).toBe(0); // an endless deadline arms nothing
+        answer('value');
+        await clock.advanceAsync(0);
+        expect(run.outcome).toBe('value');
+      } else {
+        await clock.advanceAsync(5 * day + 50);
+        expect(isDeadlineExceeded(run.outcome)).toBe(true);
+        expect(client.stuck).toBe(1); // set aside until its late reply comes
+      }
+    }
+  });
+
+  it('a redis command waiting for a free connection under a 30-day or endless deadline waits past 24.8 days; at 30 days it ends DEADLINE_EXCEEDED', async () => {
+    for (const ms of [30 * day, Number.POSITIVE_INFINITY]) {
+      const clock = new FakeClock();
+      const connection = { duplicate: () => connection, call: () => Promise.resolve('OK') };
+      const client = redisDeadlineClient(connection as never, { name: 'door', clock, maxConnections: 1 });
+      let release!: () => void;
+      // The only connection, held by a session: the command waits for it.
+      const held = client.session(
+        () =>
+          new Promise<void>((r) => {
+            release = r;
+          }),
+      );
+      const run = track(client.command('GET', ['k'], { deadline: Deadline.after(ms, { clock }) }));
+      await clock.advanceAsync(25 * day);
+      expect(run.outcome, `deadline ${ms} ms`).toBe('pending');
+      if (ms === Number.POSITIVE_INFINITY) {
+        expect(clock.pendingTimers()).toBe(0);
+      } else {
+        await clock.advanceAsync(5 * day);
+        expect(isDeadlineExceeded(run.outcome)).toBe(true);
+      }
+      release();
+      await held;
+      await clock.advanceAsync(0);
+      if (ms === Number.POSITIVE_INFINITY) expect(run.outcome).toBe('OK');
+    }
+  });
+
+  it('a pg statement under a 30-day or endless deadline gets no cancel request at 24.8 days; at 30 days it does, DEADLINE_EXCEEDED', async () => {
+    let cancels = 0;
+    let fail: ((e: unknown) => void) | undefined;
+    // The cancel request is a real connection to the "server" (sendCancelRequest): this one cancels.
+    const cancelServer = createServer((socket) => {
+      cancels += 1;
+      socket.on('error', () => undefined);
+      socket.destroy();
+      fail?.(
+        Object.assign(new Error('canceling statement due to user request'), {
+          code: '57014',
+          severity: 'ERROR',
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => cancelServer.listen(0, '127.0.0.1', resolve));
+    try {
+      for (const ms of [30 * day, Number.POSITIVE_INFINITY]) {
+        const clock = new FakeClock();
+        let succeed: ((v: unknown) => void) | undefined;
+        const client = {
+          processID: 42,
+          secretKey: 7,
+          host: '127.0.0.1',
+          port: (cancelServer.address() as AddressInfo).port,
+          getTransactionStatus: () => 'I',
+          query: (sql: string) =>
+            sql === 'SELECT long_report()'
+              ? new Promise((resolve, reject) => {
+                  succeed = resolve;
+                  fail = reject;
+                })
+              : Promise.resolve({ rows: [] }),
+        };
+        const before = cancels;
+        const run = track(
+          queryWithDeadline(client as never, 'SELECT long_report()', [], {
+            deadline: Deadline.after(ms, { clock }),
+            clock,
+          }),
+        );
+        await clock.advanceAsync(25 * day);
+        await waitFor(() => cancels > before, 300); // a cancel sent would arrive by then
+        expect(cancels - before, `deadline ${ms} ms`).toBe(0);
+        expect(run.outcome, `deadline ${ms} ms`).toBe('pending');
+        if (ms === Number.POSITIVE_INFINITY) {
+          expect(clock.pendingTimers()).toBe(0);
+          succeed?.({ rows: [{ ok: 1 }] });
+          await waitForOrThrow(() => run.outcome !== 'pending', 5_000, 'the answer');
+          expect(run.outcome).toEqual({ rows: [{ ok: 1 }] });
+        } else {
+          await clock.advanceAsync(5 * day + 100); // the deadline + cancelGraceMs (default 100)
+          await waitForOrThrow(() => run.outcome !== 'pending', 5_000, 'the cancel');
+          expect(cancels - before).toBe(1);
+          expect(isDeadlineExceeded(run.outcome), String(run.outcome)).toBe(true);
+        }
+      }
+    } finally {
+      await new Promise<void>((resolve) => cancelServer.close(() => resolve()));
+    }
+  });
+
+  it('a mysql statement under a 30-day or endless deadline is not killed at 24.8 days; at 30 days it is, DEADLINE_EXCEEDED', async () => {
+    for (const ms of [30 * day, Number.POSITIVE_INFINITY]) {
+      const clock = new FakeClock();
+      let succeed!: (v: unknown) => void;
+      let interrupt!: (e: unknown) => void;
+      const kills: string[] = [];
+      const connection = {
+        threadId: 7,
+        query: () =>
+          new Promise((resolve, reject) => {
+            succeed = resolve;
+            interrupt = reject;
+          }),
+      };
+      // Where KILL QUERY goes: it interrupts the statement, as the server does (1317).
+      const killVia = {
+        query: (sql: string) => {
+          kills.push(sql);
+          interrupt(
+            Object.assign(new Error('Query execution was interrupted'), { errno: 1317, sqlState: '70100' }),
+          );
+          return Promise.resolve([[], []]);
+        },
+      };
+      // An UPDATE on MySQL takes no server-side limit: only the client's kill timer ends it.
+      const run = track(
+        mysqlQuery(connection as never, 'UPDATE jobs SET state = 1', undefined, {
+          deadline: Deadline.after(ms, { clock }),
+          clock,
+          server: 'mysql',
+          killVia: killVia as never,
+        }),
+      );
+      await clock.advanceAsync(25 * day);
+      expect(kills, `deadline ${ms} ms`).toEqual([]);
+      expect(run.outcome, `deadline ${ms} ms`).toBe('pending');
+      if (ms === Number.POSITIVE_INFINITY) {
+        expect(clock.pendingTimers()).toBe(0);
+        succeed([{ affectedRows: 1 }, []]);
+        await clock.advanceAsync(0);
+        expect(run.outcome).toEqual([{ affectedRows: 1 }, []]);
+      } else {
+        await clock.advanceAsync(5 * day);
+        expect(kills).toEqual(['KILL QUERY 7']);
+        expect(isDeadlineExceeded(run.outcome), String(run.outcome)).toBe(true);
+      }
     }
   });
 });
