@@ -2,8 +2,12 @@ import { Metadata } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { Headers } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { ThrottledError } from '../errors/throttle.js';
+import { ConnectFailedError } from '../errors/timeout.js';
 import { classifyFailure } from './classify.js';
-import { parsePushback, readPushback, STOP } from './pushback.js';
+import { dependencyFailureOf, markDependencyFailure, parsePushback, readPushback, STOP } from './pushback.js';
 
 /**
  * `grpc-retry-pushback-ms` as gRPC's retry design (A6, "Pushback") defines it: an ASCII signed 32-bit
@@ -133,5 +137,89 @@ describe('classifyFailure honours a failure’s own pushback (SPEC X6)', () => {
       kind: 'status',
     });
     expect(classifyFailure(httpError(404, { 'grpc-retry-pushback-ms': '-1' })).pushback).toBeUndefined();
+  });
+});
+
+/**
+ * A handler that tried several replicas with `Promise.any` and lost every one throws an
+ * AggregateError: when each of its errors is a dependency's failure, so is the whole (SPEC X6), and
+ * the server pushes back instead of answering 500 (test/reliability/attacks/server.test.ts).
+ */
+describe('dependencyFailureOf: an AggregateError of dependency failures (Promise.any over replicas)', () => {
+  const throttled = (): ThrottledError =>
+    new ThrottledError({
+      dependency: 'replica-a',
+      requests: 20,
+      accepts: 0,
+      probability: 0.9,
+      windowMs: 1_000,
+    });
+  const refused = (): ConnectFailedError =>
+    new ConnectFailedError({
+      dependency: 'replica-b',
+      elapsedMs: 1,
+      cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }),
+    });
+  const exceeded = (): DeadlineExceededError => new DeadlineExceededError({ dependency: 'replica-c' });
+  const marked = (): Error =>
+    markDependencyFailure(Object.assign(new Error('reset'), { code: 'ECONNRESET' }), 'replica-d');
+
+  it('all refused: unavailable, the first one', () => {
+    const first = throttled();
+    const failure = dependencyFailureOf(new AggregateError([first, refused(), marked()]));
+    expect(failure?.kind).toBe('unavailable');
+    expect(failure?.error).toBe(first);
+  });
+
+  it('any of them a timeout: timeout, the first timeout (its code and status agree)', () => {
+    const late = exceeded();
+    const failure = dependencyFailureOf(new AggregateError([throttled(), late, refused()]));
+    expect(failure?.kind).toBe('timeout');
+    expect(failure?.error).toBe(late);
+  });
+
+  it('found inside a cause chain, and nested', () => {
+    const wrapped = new Error('checkout failed', { cause: new AggregateError([refused(), throttled()]) });
+    expect(dependencyFailureOf(wrapped)?.kind).toBe('unavailable');
+    const nested = new AggregateError([new AggregateError([refused()]), exceeded()]);
+    expect(dependencyFailureOf(nested)?.kind).toBe('timeout');
+  });
+
+  it('not when any error is not a dependency failure (a bug, a plain error), nor when there is none', () => {
+    expect(dependencyFailureOf(new AggregateError([refused(), new Error('bug')]))).toBeUndefined();
+    expect(
+      dependencyFailureOf(new AggregateError([refused(), new InvalidOptionsError('x', ['bad'])])),
+    ).toBeUndefined();
+    expect(dependencyFailureOf(new AggregateError([refused(), null]))).toBeUndefined();
+    expect(dependencyFailureOf(new AggregateError([]))).toBeUndefined();
+    // its own cause is still read, as before
+    const caused = new AggregateError([new Error('bug')], 'lost', { cause: refused() });
+    expect(dependencyFailureOf(caused)?.kind).toBe('unavailable');
+  });
+
+  it('bounded: nesting deeper than the cause chain is followed is not read', () => {
+    let deep: unknown = refused();
+    for (let i = 0; i < 10; i += 1) deep = new AggregateError([deep]);
+    expect(dependencyFailureOf(deep)).toBeUndefined();
+  });
+
+  it('property: a failure exactly when every error is one; timeout exactly when any is', () => {
+    const kinds = ['throttled', 'refused', 'exceeded', 'marked', 'plain', 'bug'] as const;
+    const make = {
+      throttled,
+      refused,
+      exceeded,
+      marked,
+      plain: () => new Error('plain'),
+      bug: () => new InvalidOptionsError('x', ['bad']),
+    };
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 8 }), (picked) => {
+        const failure = dependencyFailureOf(new AggregateError(picked.map((k) => make[k]())));
+        const all = picked.every((k) => k !== 'plain' && k !== 'bug');
+        expect(failure !== undefined).toBe(all);
+        if (failure !== undefined) expect(failure.kind === 'timeout').toBe(picked.includes('exceeded'));
+      }),
+    );
   });
 });

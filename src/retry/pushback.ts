@@ -164,10 +164,22 @@ function failedError(dependency: string, cause: object): PrazoError {
  * retries), found on the error itself or along its `cause` chain (4 levels: `new Error('checkout failed', { cause })`, a gRPC
  * error carrying prazo's cause). The first prazo error met decides: a bug (INVALID_OPTIONS) is not
  * one, whatever it wraps.
+ *
+ * An `AggregateError` (a handler's `Promise.any` over replicas, every one lost) is a dependency
+ * failure when each of its errors is one: this hop already tried them all, so its callers must not
+ * retry it either (answered 500, they would, and X6's amplification is back). It reads as a timeout
+ * when any of them is one (the first such: the answer's status and its error's code agree), else as
+ * its first failure. One error that is not a dependency's (a bug, a plain error) and it is none, as
+ * an empty one is (its own `cause`, if it has one, is still read). Nested aggregates count towards
+ * the same 4 levels.
  */
 export function dependencyFailureOf(error: unknown): DependencyFailure | undefined {
+  return failureFrom(error, 0);
+}
+
+function failureFrom(error: unknown, from: number): DependencyFailure | undefined {
   let current = error;
-  for (let depth = 0; depth <= MAX_CAUSE_DEPTH; depth += 1) {
+  for (let depth = from; depth <= MAX_CAUSE_DEPTH; depth += 1) {
     if (current === null || typeof current !== 'object') return undefined;
     if (isPrazoError(current)) {
       const kind = failureKind(current);
@@ -179,7 +191,23 @@ export function dependencyFailureOf(error: unknown): DependencyFailure | undefin
       const timeout = typeof code === 'string' && TIMEOUT_CODES.has(code);
       return { kind: timeout ? 'timeout' : 'unavailable', error: failedError(dependency, current) };
     }
+    if (current instanceof AggregateError) {
+      const all = everyFailure(current.errors, depth + 1);
+      if (all !== undefined) return all;
+    }
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/** The failure all of `errors` are (see {@link dependencyFailureOf}), or undefined. */
+function everyFailure(errors: unknown, depth: number): DependencyFailure | undefined {
+  if (!Array.isArray(errors) || errors.length === 0) return undefined;
+  let first: DependencyFailure | undefined;
+  for (const error of errors) {
+    const failure = failureFrom(error, depth);
+    if (failure === undefined) return undefined;
+    if (first === undefined || (failure.kind === 'timeout' && first.kind !== 'timeout')) first = failure;
+  }
+  return first;
 }

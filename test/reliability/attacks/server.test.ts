@@ -278,13 +278,11 @@ describe('server attacks: Retry-After for any deadline pushbackAnswer is given',
     expect(() => pushbackAnswer(failure, { deadline: 5_000 as never })).toThrow(/deadline/);
   });
 
-  // DEFECT (src/retry/pushback.ts, not among the folders this brief may fix: it.fails until fixed).
-  // dependencyFailureOf follows `cause` only: a handler that tried several replicas with Promise.any
-  // and lost them all to refusals throws an AggregateError of THROTTLED / CONNECT_FAILED errors, and is
-  // answered 500 without pushback, so its callers retry what this hop already gave up on (the
-  // amplification X6 exists to stop). Fix: when `error` is an AggregateError whose `errors` are all
-  // dependency failures, answer the first of them (kind 'timeout' if any is, else 'unavailable').
-  it.fails('an AggregateError whose every error is a dependency failure is pushed back', () => {
+  // Was a defect (fixed): dependencyFailureOf followed `cause` only, so a handler that tried several
+  // replicas with Promise.any and lost them all to refusals (an AggregateError of THROTTLED /
+  // CONNECT_FAILED) was answered 500 without pushback, and its callers retried what this hop had
+  // already given up on (the amplification X6 exists to stop).
+  it('an AggregateError whose every error is a dependency failure is pushed back', () => {
     const refused = new ConnectFailedError({
       dependency: 'replica-b',
       elapsedMs: 1,
