@@ -103,7 +103,6 @@ export function driveCall(options: DrivenCallOptions = {}) {
       },
     },
     ...routeHeaders(options.deadlineHeaders ?? {}),
-    defaultDeadlineMs: 1_000,
     generateIdempotencyKey: false,
     managed: true,
     instances: undefined,

@@ -209,7 +209,6 @@ class OriginTable {
       clock: this.#clock,
       plan: { current: passThroughPlan(origin, this.#clock) },
       ...routeHeaders(this.#passFormat),
-      defaultDeadlineMs: HTTP_LIMITS.maxMs,
       generateIdempotencyKey: false,
       managed: false,
       instances: undefined,

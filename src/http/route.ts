@@ -32,7 +32,6 @@ export interface Route {
   readonly relative: boolean;
   /** Lower-cased deadline header names the route writes: a caller's own are dropped. */
   readonly owned: readonly string[];
-  readonly defaultDeadlineMs: number;
   readonly generateIdempotencyKey: boolean;
   /** False for an origin nobody configured: statuses are not judged, nothing is retried. */
   readonly managed: boolean;
@@ -202,7 +201,6 @@ export function buildRoute(
     clock: o.clock,
     plan,
     ...routeHeaders(o.deadlineHeaders),
-    defaultDeadlineMs: o.defaultDeadlineMs,
     generateIdempotencyKey: o.generateIdempotencyKey,
     managed: true,
     instances:
