@@ -110,8 +110,9 @@ function attemptHeader(
  *   procedures (`idempotency_level = NO_SIDE_EFFECTS` or `IDEMPOTENT` in the descriptor), of the
  *   failures the dependency's `classifyError` calls retryable (a Connect `unavailable` is; a
  *   `grpc-retry-pushback-ms: -1` in the error's metadata stops them, SPEC X6).
- * - **Streams** carry the deadline (timeout headers, and the call's signal aborts at it) and D4, but
- *   are never retried or hedged: their messages cannot be sent again.
+ * - **Streams** carry the deadline (timeout headers, and the call's signal aborts at it) and D4 (its
+ *   refusal told to the dependency's listeners as a unary call's is), but are never retried or
+ *   hedged: their messages cannot be sent again.
  * - **Errors** stay `ConnectError`s: the server's as they came, prazo's own with the Connect code of
  *   their meaning (`deadline_exceeded` for the time running out, `unavailable` for a budget spent, a
  *   throttle or limit refusing) and the prazo error as `cause` (`isPrazoError(error.cause)`). A
@@ -151,10 +152,30 @@ async function unary(next: UnaryNext, req: UnaryRequest, dependency: Dependency)
 }
 
 /**
- * A stream: the deadline and D4 without the executor (one attempt, never repeated). Its deadline is
- * the earlier of its own timeout and the ambient one; with neither, it passes through as it is. The
- * call's signal aborts at the deadline with a `deadline_exceeded` ConnectError, as Connect-ES's own
- * timeout does.
+ * A stream's D4 refusal, told as a unary call's is: by the executor itself. `execute` under the same
+ * deadline (now refused: time only runs out) ends at once with DEADLINE_INSUFFICIENT, no attempt
+ * started, and its `deadline-insufficient` event (and span event, when traced) reaches the
+ * dependency's listeners — prazo/otel counts a refused stream as it counts a refused call. The
+ * executor's own error is the one thrown; `refused` only if the executor let it run after all.
+ */
+async function refusedByExecutor(
+  dependency: Dependency,
+  deadline: Deadline,
+  refused: Error,
+): Promise<unknown> {
+  try {
+    await dependency.execute(() => Promise.reject(refused), { deadline, idempotent: false });
+  } catch (error) {
+    return error;
+  }
+  return refused;
+}
+
+/**
+ * A stream: the deadline and D4 without the executor (one attempt, never repeated; only a refusal
+ * goes through it, to be told). Its deadline is the earlier of its own timeout and the ambient one;
+ * with neither, it passes through as it is. The call's signal aborts at the deadline with a
+ * `deadline_exceeded` ConnectError, as Connect-ES's own timeout does.
  */
 async function stream(
   next: AnyNext,
@@ -168,7 +189,7 @@ async function stream(
   if (deadline === undefined) return (await next(req)) as StreamResponse;
   // SPEC D4's one rule (fits.ts), as the executor applies it to a unary call: the p99, and at least 1 ms.
   const refused = refusalOf({ name: dependency.name, p99Ms: dependency.p99Ms }, deadline.remainingMs(), 1);
-  if (refused !== undefined) throw toConnectError(refused);
+  if (refused !== undefined) throw toConnectError(await refusedByExecutor(dependency, deadline, refused));
   const started = clock.now();
   const controller = new AbortController();
   const onCaller = (): void => controller.abort(req.signal.reason);

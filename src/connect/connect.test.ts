@@ -152,6 +152,9 @@ for (const protocol of PROTOCOLS) {
       expect((streamError as ConnectError).code).toBe(Code.DeadlineExceeded);
       expect(isDeadlineInsufficient((streamError as ConnectError).cause)).toBe(true);
       expect(seen).toHaveLength(0);
+      // The stream's refusal is told to the dependency's listeners as the unary call's is.
+      expect(events.map((e) => e.type)).toEqual(['deadline-insufficient', 'deadline-insufficient']);
+      expect(events[1]).toMatchObject({ dependency: 'echo', neededMs: 300, attempt: 1 });
     });
 
     it('retries an unavailable idempotent procedure (Get, Put), never a procedure with no idempotency level', async () => {

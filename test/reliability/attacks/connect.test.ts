@@ -18,6 +18,7 @@ import { connectServerInterceptor } from '../../../src/connect/server.js';
 import { currentDeadline, runWithDeadline } from '../../../src/deadline/ambient.js';
 import { Deadline } from '../../../src/deadline/deadline.js';
 import { createDependency } from '../../../src/dependency/dependency.js';
+import type { DependencyEvent } from '../../../src/dependency/types.js';
 import { isPrazoError } from '../../../src/errors/base.js';
 import { ConcurrencyLimitError, NoInstanceError } from '../../../src/errors/capacity.js';
 import { isDeadlineInsufficient } from '../../../src/errors/guards.js';
@@ -97,6 +98,8 @@ describe('connect attacks: the client interceptor', () => {
       EchoService,
       transportFor('connect', server.url, [connectClientInterceptor({ dependency, clock })]),
     ) as unknown as EchoClient;
+    const events: DependencyEvent[] = [];
+    dependency.on((e) => events.push(e));
     const ambient = Deadline.after(0.7, { clock }); // above the p99, below the 1 ms floor (fits.ts)
     const unary = await runWithDeadline(ambient, () => client.get({ text: 'u' })).catch((e: unknown) => e);
     expect(unary).toBeInstanceOf(ConnectError);
@@ -111,6 +114,10 @@ describe('connect attacks: the client interceptor', () => {
     expect(isDeadlineInsufficient(cause), String(streamed)).toBe(true);
     expect((streamed as ConnectError).code).toBe(Code.DeadlineExceeded);
     expect(calls()).toBe(0);
+    // Both refusals reach the dependency's listeners, with the same numbers (the fake clock stood still).
+    expect(events.map((e) => e.type)).toEqual(['deadline-insufficient', 'deadline-insufficient']);
+    expect(events[1]).toEqual(events[0]);
+    expect(events[0]).toMatchObject({ dependency: 'echo', remainingMs: 0.7, neededMs: 0.5, attempt: 1 });
   });
 });
 
