@@ -1,3 +1,5 @@
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+
 /** What counts as retryable, and the bounds of backoff and `Retry-After`, in one place (SPEC R2–R4). */
 
 /** HTTP statuses worth another attempt (SPEC R2). Everything else the server said on purpose. */
@@ -64,7 +66,7 @@ export const MAX_AGGREGATE_ERRORS = 8;
 export const MAX_RETRY_AFTER_LENGTH = 64;
 
 /** The longest wait a `Retry-After` can ask for, in ms (what a timer can hold, about 24.8 days). */
-export const MAX_RETRY_AFTER_MS = 2 ** 31 - 1;
+export const MAX_RETRY_AFTER_MS = MAX_TIMER_DELAY_MS;
 
 /**
  * The response header (HTTP) and trailer (gRPC metadata) by which a server pushes back (SPEC X6): gRPC's
