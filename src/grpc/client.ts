@@ -3,6 +3,7 @@ import {
   type Interceptor,
   type InterceptorOptions,
   type Listener,
+  Metadata,
   type NextCall,
   type Requester,
   type StatusObject,
@@ -13,11 +14,18 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import { refusalOf } from '../deadline/fits.js';
+import { type DependencyListener, Listeners } from '../dependency/events.js';
+import type { Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { DependencyFailedError } from '../errors/dependency.js';
+import { ThrottledError } from '../errors/throttle.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
+import type { RandomSource } from '../retry/backoff.js';
 import { readPushback } from '../retry/pushback.js';
+import { THROTTLE_OPTIONS } from '../throttle/options.js';
+import { AdaptiveThrottle, type ThrottleState } from '../throttle/throttle.js';
+import { DETAILS_PREFIX } from './constants.js';
 import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
 
@@ -31,11 +39,53 @@ export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions({
   p99Ms: option.number({ default: 0, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
   /** The dependency's name in errors. Default: the method path (`/pkg.Service/Method`). */
   name: option.string(),
+  /**
+   * Adaptive throttling of this client's calls (docs/throttling.md, the executor's own
+   * `AdaptiveThrottle` and options): once most recent calls end in UNAVAILABLE, DEADLINE_EXCEEDED,
+   * RESOURCE_EXHAUSTED, INTERNAL, UNKNOWN or DATA_LOSS (without the server's pushback), a new call is
+   * refused locally with probability max(0, (requests − k × accepts) / (requests + 1)), at most
+   * `maxProbability`: UNAVAILABLE at once, cause ThrottledError, nothing reaches the channel. One
+   * throttle per interceptor (one client = one dependency). `false` switches it off. Default on
+   * (`true`): k 2, a 1 s window, at most 90% refused, nothing refused under 10 requests in the window.
+   */
+  throttle: option.toggle(THROTTLE_OPTIONS),
+  /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
+  random: option.fn<RandomSource>(),
   /** Where time comes from (wall clock for the grpc-js deadline). Default: the system clock. */
   clock: option.clock(),
 });
 
 export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_OPTIONS>;
+
+/**
+ * What {@link deadlineInterceptor} returns: a grpc-js interceptor that also says where its throttle
+ * stands and emits the executor's `throttled` events (so `instrumentPrazo().addDependency(interceptor)`
+ * counts its refusals as it counts any dependency's).
+ */
+export interface DeadlineInterceptor extends Interceptor {
+  /** The throttle's window counts and the probability a new call is refused with now; undefined when off. */
+  throttling(): ThrottleState | undefined;
+  /** The dependency's `throttled` events (`{ type, dependency, requests, accepts, probability }`). */
+  on(listener: DependencyListener): Disposable;
+  /** The dependency's name (the `name` option, else 'grpc'). */
+  readonly name: string;
+}
+
+/**
+ * The statuses that are the dependency's failure for the throttle (not accepted): what the server
+ * did not answer (UNAVAILABLE: refused or reset connections; DEADLINE_EXCEEDED: our timeout), or
+ * answered as overloaded or broken. Anything else is an answer, and so is any of these carrying the
+ * server's pushback (`grpc-retry-pushback-ms: -1`): its own dependency failed, not it (the executor's
+ * rule, docs/throttling.md). CANCELLED is the caller's own doing: not counted at all.
+ */
+const NOT_ACCEPTED: ReadonlySet<number> = new Set([
+  status.UNAVAILABLE,
+  status.DEADLINE_EXCEEDED,
+  status.RESOURCE_EXHAUSTED,
+  status.INTERNAL,
+  status.UNKNOWN,
+  status.DATA_LOSS,
+]);
 
 /**
  * A grpc-js client interceptor that carries the ambient deadline onto the call (SPEC D1, D4, D5):
@@ -55,30 +105,82 @@ export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_O
  *   interceptors: [deadlineInterceptor({ p99Ms: 80 })],
  * });
  */
-export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): Interceptor {
+export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): DeadlineInterceptor {
   const o = readOptions('deadlineInterceptor', DEADLINE_INTERCEPTOR_OPTIONS, options);
   const { p99Ms, name } = o;
   const clock = o.clock ?? systemClock;
+  // One throttle per interceptor: a client (one channel, one backend) is one dependency, whatever
+  // its methods. Off, nothing is counted.
+  const throttle =
+    o.throttle === false
+      ? undefined
+      : new AdaptiveThrottle(o.throttle === true ? undefined : o.throttle, clock, o.random ?? Math.random);
+  const listeners = new Listeners();
+  const label = name ?? 'grpc';
+  const count =
+    throttle === undefined
+      ? undefined
+      : (received: StatusObject): void => {
+          if (received.code === status.CANCELLED) return; // the caller's own: says nothing of the server
+          const failed = NOT_ACCEPTED.has(received.code);
+          const told = failed ? readPushback(received.metadata) : undefined;
+          throttle.count(clock.now(), !failed || (told !== undefined && !told.retry));
+        };
 
-  return (callOptions: InterceptorOptions, nextCall: NextCall): InterceptingCall => {
+  const interceptor = (callOptions: InterceptorOptions, nextCall: NextCall): InterceptingCall => {
     const dependency = name ?? callOptions.method_definition.path;
     const own = grpcDeadlineEpochMs(callOptions.deadline);
     const ambient = currentDeadline();
     const ambientEpoch = ambient === undefined ? undefined : Math.floor(ambient.epochMs());
     const epoch =
       ambientEpoch !== undefined && (own === undefined || ambientEpoch < own) ? ambientEpoch : own;
+    if (epoch !== undefined) {
+      const remainingMs = Math.max(0, epoch - clock.epochNow());
+      const refused = refusalOf({ name: dependency, p99Ms }, remainingMs);
+      if (refused !== undefined) return new InterceptingCall(NOT_CALLED, refuse(deadlineStatus(refused)));
+    }
+    // After D4 (as in the executor): a call refused for its deadline says nothing of the server.
+    if (throttle !== undefined) {
+      const now = clock.now();
+      if (!throttle.admit(now)) {
+        const { requests, accepts, probability } = throttle.state(now);
+        if (listeners.active)
+          listeners.emit({ type: 'throttled', dependency: label, requests, accepts, probability });
+        const error = new ThrottledError({
+          dependency,
+          requests,
+          accepts,
+          probability,
+          windowMs: throttle.windowMs,
+        });
+        return new InterceptingCall(NOT_CALLED, refuse(throttledStatus(error)));
+      }
+    }
     if (epoch === undefined)
-      return new InterceptingCall(nextCall(callOptions), explain(dependency, undefined));
-
-    const remainingMs = Math.max(0, epoch - clock.epochNow());
-    const refused = refusalOf({ name: dependency, p99Ms }, remainingMs);
-    if (refused !== undefined) return new InterceptingCall(NOT_CALLED, refuse(deadlineStatus(refused)));
+      return new InterceptingCall(nextCall(callOptions), explain(dependency, undefined, undefined, count));
     const started = clock.now();
     const onDeadline = (): DeadlineExceededError =>
       new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });
     const next = nextCall(epoch === own ? callOptions : { ...callOptions, deadline: epoch });
-    return new InterceptingCall(next, explain(dependency, onDeadline, epoch));
+    return new InterceptingCall(next, explain(dependency, onDeadline, epoch, count));
   };
+  // A function's own `name` is read-only but configurable: it becomes the dependency's.
+  Object.defineProperty(interceptor, 'name', { value: label });
+  return Object.assign(interceptor, {
+    throttling: (): ThrottleState | undefined => throttle?.state(clock.now()),
+    on: (listener: DependencyListener): Disposable => listeners.add(listener),
+  }) as DeadlineInterceptor;
+}
+
+/**
+ * The status of a call the throttle refused: UNAVAILABLE (the dependency is failing: what a caller
+ * already handles), the ThrottledError as its `cause` (grpc-js copies it onto the error the caller
+ * gets; `prazoErrorOf` reads it, and prazo's servers answer a handler failing with it with their
+ * pushback). grpc-js's own retries run below the interceptor and never see it: not retried.
+ */
+function throttledStatus(error: ThrottledError): StatusObject & { cause: ThrottledError } {
+  const metadata = new Metadata();
+  return { code: status.UNAVAILABLE, details: `${DETAILS_PREFIX}${error.message}`, metadata, cause: error };
 }
 
 /** A requester that never calls `next`: the status is delivered without any I/O. */
@@ -122,9 +224,12 @@ function explain(
   dependency: string,
   onDeadline: (() => DeadlineExceededError) | undefined,
   epoch?: number,
+  count?: (received: StatusObject) => void,
 ): Requester {
   const listener: Listener = {
     onReceiveStatus: (received, next) => {
+      // Counted when the outcome is known: a unary call's or a stream's status, whatever its kind.
+      count?.(received);
       if ('cause' in received) return next(received);
       if (received.code === status.DEADLINE_EXCEEDED && onDeadline !== undefined)
         return next(Object.assign({}, received, { cause: onDeadline() }));
