@@ -118,7 +118,7 @@ export const MICRO_CASES = [
   {
     name: 'throttle decision, refusing 90%',
     kind: 'prazo',
-    about: 'AdaptiveThrottle.admit + count on a dependency failing every attempt (a random draw each)',
+    about: 'AdaptiveThrottle.admit + count on a dependency failing every attempt (refusals spread by a credit; one random draw per call let through)',
     setup: async () => throttleCase(false),
   },
   {

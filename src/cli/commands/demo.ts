@@ -10,6 +10,21 @@ import { DEFAULT_SCENARIOS, SCENARIOS } from '../../demo/scenarios.js';
 import type { StackName } from '../../demo/types.js';
 import { cliContext, loadWithUndici } from '../context.js';
 import { runInterruptible } from '../interruptible.js';
+
+/** "10 for healthy, tail, ...; 6 for instance-503": the scenarios that load longer, from their declarations. */
+function longerRuns(): string {
+  const bySeconds = new Map<number, string[]>();
+  for (const s of SCENARIOS) {
+    if (s.loadMs === undefined) continue;
+    const seconds = s.loadMs / 1000;
+    bySeconds.set(seconds, [...(bySeconds.get(seconds) ?? []), s.name]);
+  }
+  return [...bySeconds]
+    .sort(([a], [b]) => b - a)
+    .map(([seconds, names]) => `${seconds} for ${names.join(', ')}`)
+    .join('; ');
+}
+
 import { numberArg } from '../parse-args.js';
 
 /**
@@ -42,7 +57,7 @@ export function register(program: Command): void {
     .option('--quick', 'short run (2 s per scenario and stack)')
     .option(
       '--duration <seconds>',
-      'load time per scenario and stack, in seconds, for every scenario (default 3; 10 for healthy and tail, 6 for instance-503)',
+      `load time per scenario and stack, in seconds, for every scenario (default 3; ${longerRuns()})`,
       numberArg('--duration', 'seconds'),
     )
     .option(
