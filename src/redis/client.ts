@@ -8,9 +8,13 @@ import { armDeadlineTimer, type DeadlineTimer } from '../deadline/timer.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { ThrottledError } from '../errors/throttle.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
+import type { RandomSource } from '../retry/backoff.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
+import { THROTTLE_OPTIONS } from '../throttle/options.js';
+import { AdaptiveThrottle, type ThrottleState } from '../throttle/throttle.js';
 import { boundBlocking, serverBlockMs } from './blocking.js';
 
 /**
@@ -59,6 +63,19 @@ export const REDIS_CLIENT_OPTIONS = defineOptions({
    * late reply. Default 3; [1, 64].
    */
   maxConnections: option.integer({ default: 3, min: 1, max: 64 }),
+  /**
+   * Adaptive throttling of the client's commands (docs/throttling.md, the executor's own
+   * `AdaptiveThrottle` and options): once most recent exchanges go unanswered (not connected by the
+   * deadline, no reply by it, a reset connection, the server LOADING, BUSY, OOM, MASTERDOWN or out
+   * of clients), a command, transaction, pipeline or session is refused locally with probability
+   * max(0, (requests − k × accepts) / (requests + 1)), at most `maxProbability`: THROTTLED at once,
+   * nothing written, no connection taken. A reply, a command's own error included, is an answer.
+   * `false` switches it off. Default on (`true`): k 2, a 1 s window, at most 90% refused, nothing
+   * refused under 10 requests in the window.
+   */
+  throttle: option.toggle(THROTTLE_OPTIONS),
+  /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
+  random: option.fn<RandomSource>(),
   /** Where time comes from. Default: the system clock. */
   clock: option.clock(),
 });
@@ -127,6 +144,12 @@ export interface RedisDeadlineClient {
    * `instrumentPrazo().addDependency(client)` counts Redis as it counts any dependency.
    */
   on(listener: DependencyListener): Disposable;
+  /**
+   * Where the adaptive throttle stands (docs/throttling.md), or undefined when it is switched off: the
+   * exchanges counted in its window (refused ones included), those answered, and the probability a
+   * new command is refused with now.
+   */
+  throttling(): ThrottleState | undefined;
   /** Closes the duplicates prazo opened (after their pending replies); the given client stays yours. */
   close(): Promise<void>;
 }
@@ -369,6 +392,27 @@ export function redisDeadlineClient(
     });
   };
 
+  // One throttle per client: one Redis (or its proxy) is one dependency.
+  const throttle =
+    o.throttle === false
+      ? undefined
+      : new AdaptiveThrottle(o.throttle === true ? undefined : o.throttle, clock, o.random ?? Math.random);
+  /** Admits an exchange or a session, or fails it at once: nothing written, no connection taken. */
+  const admit = (): void => {
+    if (throttle === undefined) return;
+    const now = clock.now();
+    if (throttle.admit(now)) return;
+    const { requests, accepts, probability } = throttle.state(now);
+    emit(() => ({ type: 'throttled', dependency: o.name, requests, accepts, probability }));
+    throw new ThrottledError({
+      dependency: o.name,
+      requests,
+      accepts,
+      probability,
+      windowMs: throttle.windowMs,
+    });
+  };
+
   const fits = (deadline: Deadline | undefined): void => {
     if (deadline === undefined) return;
     assertFits(o, deadline.remainingMs(), (remainingMs) =>
@@ -400,6 +444,8 @@ export function redisDeadlineClient(
     const signal = c.signal ?? defaults?.signal;
     if (signal?.aborted) throw signal.reason;
     fits(deadline);
+    // A session's commands were admitted with it: never refused halfway through its sequence.
+    if (held === undefined) admit();
     const started = clock.now();
     emit(() => ({ type: 'attempt', ...ATTEMPT }));
     const ended = (
@@ -415,11 +461,22 @@ export function redisDeadlineClient(
         ...(phase === undefined ? {} : { phase }),
         ...(error === undefined ? {} : { error }),
       }));
+    let counted = false;
     try {
-      const reply = finish(await attempt(commands, deadline, signal, held));
+      const replies = await attempt(commands, deadline, signal, held);
+      counted = true;
+      if (throttle !== undefined)
+        throttle.count(
+          clock.now(),
+          replies.every((r) => r.status === 'fulfilled' || serverAnswered(r.reason)),
+        );
+      const reply = finish(replies);
       ended('success');
       return reply;
     } catch (error) {
+      // Counted when the outcome is known; the caller's own abort says nothing of the server.
+      if (!counted && throttle !== undefined && !(signal?.aborted && error === signal.reason))
+        throttle.count(clock.now(), serverAnswered(error));
       if (signal?.aborted && error === signal.reason) ended('cancelled', error);
       else if (error instanceof DeadlineExceededError)
         ended('timeout', error, error.outcome === 'unknown' ? 'deadline' : 'connect');
@@ -516,6 +573,7 @@ export function redisDeadlineClient(
     const defaults: Defaults = { deadline: s.deadline ?? currentDeadline(), signal: s.signal };
     if (defaults.signal?.aborted) throw defaults.signal.reason;
     fits(defaults.deadline);
+    admit(); // the session is admitted once, at its start: a refused one holds no connection
     const slot = await take(chooseHeld, defaults.deadline, defaults.signal);
     let open = true;
     const ensureOpen = (): void => {
@@ -593,6 +651,7 @@ export function redisDeadlineClient(
     session,
     name: o.name,
     on: (listener) => listeners.add(listener),
+    throttling: () => throttle?.state(clock.now()),
     get stuck() {
       return slots.filter((s) => s.late > 0).length;
     },
@@ -601,6 +660,38 @@ export function redisDeadlineClient(
       await Promise.all(slots.filter((s) => s.owned).map((s) => closeGracefully(s.connection)));
     },
   };
+}
+
+/**
+ * Replies that say the server cannot serve now (not its answer to the command): loading its data
+ * set, a script or module blocking it, out of memory, a replica without its master, a cluster down,
+ * a slot migrating; and a full server (`ERR max number of clients reached`).
+ */
+const UNAVAILABLE_REPLY =
+  /^(LOADING|BUSY|OOM|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS)\b|max number of clients/;
+
+/**
+ * Whether `error` is the server's own answer (an error reply: ioredis' `ReplyError`, node-redis'
+ * `ErrorReply`): the throttle counts it as accepted, as the executor counts a 4xx. A connection
+ * failure, a reply that never came by the deadline, or a reply saying the server cannot serve now
+ * is not.
+ */
+export function serverAnswered(error: unknown): boolean {
+  if (error === null || typeof error !== 'object') return false;
+  let reply = false;
+  for (
+    let p = Object.getPrototypeOf(error);
+    p !== null && p !== Error.prototype;
+    p = Object.getPrototypeOf(p)
+  ) {
+    const name = (p as { constructor?: { name?: unknown } }).constructor?.name;
+    if (name === 'ReplyError' || name === 'ErrorReply') {
+      reply = true;
+      break;
+    }
+  }
+  const message = (error as { message?: unknown }).message;
+  return reply && !(typeof message === 'string' && UNAVAILABLE_REPLY.test(message));
 }
 
 function newSlot(connection: RedisConnection, owned: boolean): Slot {

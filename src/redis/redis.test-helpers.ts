@@ -26,7 +26,7 @@ export interface TestRedis {
 
 const PATHS = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'];
 
-export async function startRedis(): Promise<TestRedis> {
+export async function startRedis(options: { port?: number } = {}): Promise<TestRedis> {
   const binary = PATHS.find((p) => existsSync(p));
   if (binary === undefined) {
     throw new Error(
@@ -35,7 +35,7 @@ export async function startRedis(): Promise<TestRedis> {
     );
   }
   const dir = await mkdtemp(join(tmpdir(), 'prazo-redis-'));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child: ChildProcess = spawn(
     binary,
     ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
