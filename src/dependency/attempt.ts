@@ -1,4 +1,4 @@
-import { type Clock, LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
+import { type Clock, LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo, type Timer } from '../clock/clock.js';
 import type { TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
@@ -203,9 +203,7 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     const queue = this.timers;
     if (queue !== undefined && queue.delayMs === this.attemptTimeoutMs) {
       this.#queued = queue.add(() => this.#expire(), this.startedAt);
-    } else {
-      this.#timer = this.clock.setTimer(() => this.#expire(), this.attemptTimeoutMs, { unref: true });
-    }
+    } else this.#arm(this.attemptTimeoutMs);
     let pending: Promise<T>;
     try {
       pending = this.#operation!(this);
@@ -232,6 +230,16 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     this.report(ok, value);
   }
 
+  /**
+   * A timer holds at most 2^31 − 1 ms (24.8 days): a patient attempt under a farther (or endless)
+   * deadline is bounded one range at a time ({@link #expire} re-arms), and an endless one by nothing.
+   */
+  #arm(delayMs: number): void {
+    if (delayMs === Number.POSITIVE_INFINITY) return;
+    const clamped = delayMs > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delayMs;
+    this.#timer = this.clock.setTimer(() => this.#expire(), clamped, { unref: true });
+  }
+
   #expire(): void {
     this.#timer = undefined;
     this.#queued = -1;
@@ -239,6 +247,10 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     const clock = this.clock;
     const elapsedMs = clock.now() - this.startedAt;
     const timeoutMs = this.attemptTimeoutMs;
+    if (timeoutMs > MAX_TIMER_DELAY_MS && elapsedMs < timeoutMs) {
+      this.#arm(timeoutMs - elapsedMs); // a range of a bound beyond one timer's reach has passed
+      return;
+    }
     if (!this.#lateChecked && elapsedMs - timeoutMs >= LATE_TIMER_MS) {
       this.#lateChecked = true;
       this.timerLate(elapsedMs - timeoutMs);

@@ -1,4 +1,4 @@
-import { LATE_TIMER_MS, runAfterIo } from '../clock/clock.js';
+import { LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { ConcurrencyLimitError } from '../errors/capacity.js';
@@ -225,7 +225,22 @@ export class Execution<T, C extends Carrier = Carrier>
     }
     this.#waiting = kind;
     this.#waitingSince = now;
-    this.timer = core.clock.setTimer(() => this.#waitedTooLong(), remaining - core.p99Ms);
+    this.#armWait(remaining - core.p99Ms);
+  }
+
+  /**
+   * Arms the queue wait's end `leftMs` away. A timer holds at most 2^31 − 1 ms (24.8 days): a wait
+   * beyond it is re-armed a range at a time (the deadline read anew), an endless one arms nothing.
+   */
+  #armWait(leftMs: number): void {
+    const clock = this.core.clock;
+    if (leftMs <= MAX_TIMER_DELAY_MS) this.timer = clock.setTimer(() => this.#waitedTooLong(), leftMs);
+    else if (leftMs !== Number.POSITIVE_INFINITY)
+      this.timer = clock.setTimer(() => {
+        this.timer = undefined;
+        if (this.#waiting !== undefined && !this.settled)
+          this.#armWait(this.deadline.remainingMsAt(clock.now(), clock) - this.core.p99Ms);
+      }, MAX_TIMER_DELAY_MS);
   }
 
   /** The concurrency limit hands this call a slot: its waiting attempt starts now, if it still fits. */

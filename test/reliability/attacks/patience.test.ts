@@ -32,6 +32,13 @@ function watch(clock: FakeClock, call: Promise<unknown>) {
 /** An operation that answers after `ms` (honouring its signal). */
 const slow = (clock: FakeClock, ms: number) => (ctx: AttemptContext) => fakeCall(clock, ctx, ms, () => 'ok');
 
+/**
+ * An operation that answers after `ms`, waited as two halves: a timer of the clock holds at most
+ * 24.8 days, so one 26-day timer would itself answer at 24.8 days.
+ */
+const slowFar = (clock: FakeClock, ms: number) => (ctx: AttemptContext) =>
+  fakeCall(clock, ctx, ms / 2, () => 'half').then(() => fakeCall(clock, ctx, ms / 2, () => 'ok'));
+
 describe('patience attacks: when an attempt waits past its calibrated timeout', () => {
   it('a patient attempt of a slow dependency waits to the deadline, an impatient one is cut at p99 × slack', async () => {
     for (const patience of [true, false]) {
@@ -152,13 +159,10 @@ describe('patience attacks: when an attempt waits past its calibrated timeout', 
 describe('patience attacks: a deadline further than a timer holds (24.8 days)', () => {
   const DAY = 86_400_000;
 
-  // DEFECT (src/dependency, owned elsewhere: it.fails until fixed). execution.ts #start gives a patient
-  // attempt `timeoutMs = remaining`, armed as one timer; a timer clamps its delay to 2^31 − 1 ms, so
-  // under a deadline 30 days away the attempt is cut at 24.8 days with DEADLINE_EXCEEDED while 5 days
-  // are left. Fix: arm the attempt's deadline timer as src/deadline/timer.ts' `armDeadlineTimer` does
-  // (re-armed a range at a time; none for an endless deadline), or cap a patient attempt's
-  // `timeoutMs` at MAX_TIMER_DELAY_MS and re-check the deadline when it fires.
-  it.fails('a patient attempt under a 30-day deadline is not cut at 24.8 days', async () => {
+  // A timer clamps its delay to 2^31 − 1 ms: a patient attempt armed with `remaining` as one timer
+  // was cut at 24.8 days with DEADLINE_EXCEEDED while 5 days were left. Its bound is now armed a
+  // range at a time (src/dependency/attempt.ts), re-checked when each range ends.
+  it('a patient attempt under a 30-day deadline is not cut at 24.8 days', async () => {
     const clock = new FakeClock();
     const dep = createDependency({
       name: 'batch',
@@ -168,7 +172,7 @@ describe('patience attacks: a deadline further than a timer holds (24.8 days)', 
     });
     const seen = watch(
       clock,
-      dep.execute(slow(clock, 26 * DAY), {
+      dep.execute(slowFar(clock, 26 * DAY), {
         deadline: Deadline.after(30 * DAY, { clock }),
         idempotent: false,
       }),
@@ -179,12 +183,11 @@ describe('patience attacks: a deadline further than a timer holds (24.8 days)', 
     expect(seen.outcome).toBe('ok');
   });
 
-  // DEFECT (src/dependency, the same clamp): under an endless deadline (`Deadline.after(Infinity)`,
-  // accepted by execute) the patient attempt's `timeoutMs` is Infinity, clamped to 24.8 days: it ends
-  // with DEADLINE_EXCEEDED then, a deadline that never passes; and execution.ts #wait arms
-  // `remaining − p99` as one timer too, so a call waiting for a slot would be refused
-  // CONCURRENCY_LIMITED (queue-timeout, waitedMs 2^31 − 1) at the same instant. Fix: as above.
-  it.fails('neither a patient attempt nor the call waiting for its slot ends at 24.8 days under an endless deadline', async () => {
+  // Under an endless deadline (`Deadline.after(Infinity)`, accepted by execute) the patient attempt's
+  // bound is Infinity: no timer at all (it was clamped to 24.8 days, ending with DEADLINE_EXCEEDED a
+  // deadline that never passes), and a call waiting for a slot waits while `remaining − p99` lasts,
+  // re-armed a range at a time (it was refused CONCURRENCY_LIMITED, queue-timeout, at 24.8 days).
+  it('neither a patient attempt nor the call waiting for its slot ends at 24.8 days under an endless deadline', async () => {
     const clock = new FakeClock();
     const dep = createDependency({
       name: 'batch',
@@ -193,7 +196,10 @@ describe('patience attacks: a deadline further than a timer holds (24.8 days)', 
       concurrencyLimit: { maxInFlight: 1, maxQueue: 1, patience: true },
     });
     const endless = Deadline.after(Number.POSITIVE_INFINITY, { clock });
-    const first = watch(clock, dep.execute(slow(clock, 26 * DAY), { deadline: endless, idempotent: false }));
+    const first = watch(
+      clock,
+      dep.execute(slowFar(clock, 26 * DAY), { deadline: endless, idempotent: false }),
+    );
     const second = watch(clock, dep.execute(slow(clock, 1), { deadline: endless, idempotent: false }));
     await clock.advanceAsync(25 * DAY);
     expect(first.outcome).toBe('pending');
