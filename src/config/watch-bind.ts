@@ -1,6 +1,6 @@
-import { coreOf, type PreparedUpdate, prepareUpdate } from '../dependency/core.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { LIVE_KEYS } from '../dependency/options.js';
+import { executorOf, type PreparedUpdate } from '../dependency/transport.js';
 import type { ConfigVersion, Disposable } from '../dependency/types.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { isOptionsObject } from '../options/declare.js';
@@ -142,8 +142,7 @@ export function compareVersions(previous: PrazoConfig, next: PrazoConfig): Versi
 }
 
 /** Whether `value` is an executor made by this copy of prazo. */
-const isExecutor = (value: unknown): value is Dependency =>
-  value !== null && typeof value === 'object' && coreOf(value) !== undefined;
+const isExecutor = (value: unknown): value is Dependency => executorOf(value) !== undefined;
 
 /**
  * The executors a target stands for. Throws `InvalidOptionsError` for a target that holds none made
@@ -186,7 +185,7 @@ export function prepareVersion(
       continue;
     }
     try {
-      updates.push(prepareUpdate(executor, liveSettings(entry), version)!);
+      updates.push(executorOf(executor)!.prepare(liveSettings(entry), version));
     } catch (error) {
       if (!(error instanceof InvalidOptionsError)) throw error;
       for (const p of error.problems) problems.push({ path: at, message: `${executor.name}: ${p}` });

@@ -11,7 +11,7 @@ import type { LatencySource } from '../latency/types.js';
 import { isOptionsObject, type OptionsOf } from '../options/declare.js';
 import { checkOptionKeys, OptionsValidator } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
-import { type DependencyCore, type PreparedUpdate, registerCore, replaceCore } from './core.js';
+import type { DependencyCore } from './core.js';
 import { invalidCallOption, resolveDeadline } from './deadline.js';
 import type { DependencyListener } from './events.js';
 import { OperationTransport } from './execution.js';
@@ -22,7 +22,7 @@ import {
   EXECUTE_OPTIONS,
   resolveDependency,
 } from './options.js';
-import { EXECUTOR, type Executor, type PlanFollower } from './transport.js';
+import { EXECUTOR, type Executor, type PlanFollower, type PreparedUpdate } from './transport.js';
 import type { ConfigVersion, Disposable, ExecuteOptions, Operation } from './types.js';
 
 /**
@@ -162,7 +162,6 @@ export function createDependency(options: DependencyOptions): Dependency {
         given = merged;
         if (label !== undefined) version = label;
         const assumedP99Ms = measured ? previous.p99Ms : undefined;
-        replaceCore(dependency, core);
         for (const follower of liveFollowers()) follower.follow(core);
         if (core.events.active) {
           core.events.emit({ type: 'update', dependency: core.name, keys, version: label });
@@ -185,6 +184,7 @@ export function createDependency(options: DependencyOptions): Dependency {
     follow(follower: PlanFollower): void {
       followers.add(new WeakRef(follower));
     },
+    prepare,
   };
 
   const dependency: Dependency = {
@@ -242,7 +242,6 @@ export function createDependency(options: DependencyOptions): Dependency {
   // The seam integrations drive it through (transport.ts): not enumerable, this copy's symbol.
   Object.defineProperty(dependency, EXECUTOR, { value: executor });
   Object.freeze(dependency);
-  registerCore(dependency, core, prepare);
   return dependency;
 }
 

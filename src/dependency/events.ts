@@ -13,8 +13,9 @@ export class Listeners {
   /** True when at least one listener is subscribed: build the event only then. */
   active = false;
   /**
-   * The tracer calls are traced with (prazo/otel installs one, `setTracer`): here because this list
-   * is the dependency's observers, shared by every version of its core. Undefined: no tracing.
+   * The tracer calls are traced with (prazo/otel installs one through the seam: `executorOf(d).plan
+   * .events`): here because this list is the dependency's observers, shared by every version of its
+   * plan. Undefined: no tracing.
    */
   tracer: CallTracer | undefined = undefined;
 

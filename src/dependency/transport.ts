@@ -7,7 +7,7 @@ import { resolveDeadline } from './deadline.js';
 import type { Listeners } from './events.js';
 import { Execution } from './execution.js';
 import type { AttemptTrace, TraceAttributes } from './trace.js';
-import type { AttemptKind, ResultVerdict } from './types.js';
+import type { AttemptKind, ConfigVersion, ResultVerdict } from './types.js';
 import { UNMANAGED } from './unmanaged.js';
 
 /**
@@ -190,12 +190,26 @@ export interface PlanFollower {
   follow(next: ExecutorPlan): void;
 }
 
-/** An executor made by `createDependency`, as an integration drives it. */
+/** An update validated and ready: `commit()` makes it, and cannot fail. */
+export interface PreparedUpdate {
+  commit(): void;
+}
+
+/**
+ * An executor made by `createDependency`, as an integration drives it. Its tracer is its plan's
+ * `events.tracer` (shared by every version of the plan): prazo/otel installs one there.
+ */
 export interface Executor {
   /** The plan a call starting now runs with. */
   readonly plan: ExecutorPlan;
   /** Follows the executor's updates from now on (held weakly: a follower gone stops following). */
   follow(follower: PlanFollower): void;
+  /**
+   * Validates an update (every problem in one `InvalidOptionsError`, its own and its followers'),
+   * changing nothing; `version` labels the settings. prazo/config applies one file to many
+   * executors: all are prepared, then all committed.
+   */
+  prepare(changes: unknown, version?: ConfigVersion): PreparedUpdate;
 }
 
 /** The key an executor is reached by on its dependency object: this copy of prazo's only. */

@@ -1,5 +1,5 @@
 import { createNoopMeter, metrics } from '@opentelemetry/api';
-import { setTracer, tracerOf } from '../dependency/core.js';
+import { executorOf } from '../dependency/transport.js';
 import type { Disposable } from '../dependency/types.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { METER_NAME, OTEL_LIMITS, TRACER_NAME } from './constants.js';
@@ -136,14 +136,12 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
  * executor of this copy of prazo (a user's own event source) is not traced: nothing to hook.
  */
 function traceDependency(dependency: InstrumentableDependency, tracer: OtelCallTracer): Disposable {
-  const executor: object =
-    dependency.dependency !== null && typeof dependency.dependency === 'object'
-      ? dependency.dependency
-      : dependency;
-  if (!setTracer(executor, tracer)) return { dispose: () => {} };
+  const events = (executorOf(dependency.dependency) ?? executorOf(dependency))?.plan.events;
+  if (events === undefined) return { dispose: () => {} };
+  events.tracer = tracer;
   return {
     dispose: () => {
-      if (tracerOf(executor) === tracer) setTracer(executor, undefined);
+      if (events.tracer === tracer) events.tracer = undefined;
     },
   };
 }

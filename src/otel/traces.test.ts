@@ -8,9 +8,9 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
-import { tracerOf } from '../dependency/core.js';
 import { createDependency } from '../dependency/dependency.js';
 import { fakeCall } from '../dependency/dependency.test-helpers.js';
+import { executorOf } from '../dependency/transport.js';
 import { instrumentPrazo } from './instrument.js';
 
 /**
@@ -180,7 +180,7 @@ describe('prazo/otel: spans of one call', () => {
     expect(named('prazo.call')[0]!.parentSpanContext?.spanId).toBe(parent.spanContext().spanId);
 
     instrumentation.dispose();
-    expect(tracerOf(dependency)).toBeUndefined();
+    expect(executorOf(dependency)!.plan.events.tracer).toBeUndefined();
     exporter.reset();
     const untraced = dependency.execute(() => Promise.resolve('ok'), { idempotent: true, deadline: 500 });
     await clock.runAllAsync();

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { setTracer } from '../../dependency/core.js';
+import { executorOf } from '../../dependency/transport.js';
 import { DependencyFailedError } from '../../errors/dependency.js';
 import { createHttpClient } from '../../http/client.js';
 import { createLatencyRecorder } from '../../latency/recorder.js';
@@ -60,7 +60,7 @@ function prazoClient(options: HopClientOptions): HopClient {
     dispatcher,
     clock,
   });
-  if (tracer !== undefined) setTracer(http.dependency, tracer); // the executor's seam (issue #26)
+  if (tracer !== undefined) executorOf(http.dependency)!.plan.events.tracer = tracer; // the executor's seam (#26)
   if (onThrottled !== undefined)
     http.on((event) => {
       if (event.type === 'throttled') onThrottled();

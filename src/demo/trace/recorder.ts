@@ -285,7 +285,7 @@ export class SpanRecorder {
     };
   }
 
-  /** prazo's tracing seam: install it on a hop's dependency (`setTracer`). */
+  /** prazo's tracing seam: install it on a hop's dependency (`executorOf(d).plan.events.tracer`). */
   readonly tracer: CallTracer = {
     startCall: (dependency, remainingMs) => {
       const scope = this.#als.getStore();
