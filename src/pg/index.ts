@@ -7,7 +7,7 @@
 export { isQueryCanceled } from './guard.js';
 export { pgDeadlineKnex } from './knex.js';
 export { PG_DEADLINE_OPTIONS, type PgDeadlineOptions } from './options.js';
-export { PG_POOL_OPTIONS, type PgPoolOptions, pgDeadlinePool } from './pool.js';
+export { PG_POOL_OPTIONS, type PgPoolOptions, type PgThrottled, pgDeadlinePool } from './pool.js';
 export { queryWithDeadline } from './query.js';
 export { type PgTransaction, transactionWithDeadline } from './transaction.js';
 export type { PgClient, PgPool, PgPoolClient } from './types.js';

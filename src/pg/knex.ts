@@ -1,3 +1,4 @@
+import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { withinDeadline } from '../deadline/store.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
@@ -5,6 +6,7 @@ import { readOptions } from '../options/validator.js';
 import { guardedText, PG_POOL_OPTIONS, type PgPoolOptions, perDeadline } from './pool.js';
 import { withStatementTimeout } from './query.js';
 import { checkFits, connectionBroken } from './session.js';
+import { admit, counted, newThrottle, pgAccepted } from './throttle.js';
 import type { PgClient } from './types.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
@@ -37,7 +39,10 @@ const CANCEL = /^\s*select\s+pg_cancel_backend\s*\(/i;
  * of `prazo/mysql`.
  */
 export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions = {}): K {
-  const resolve = perDeadline(readOptions('pgDeadlineKnex', PG_POOL_OPTIONS, options));
+  const fixed = readOptions('pgDeadlineKnex', PG_POOL_OPTIONS, options);
+  const resolve = perDeadline(fixed);
+  const name = fixed.name ?? PG_POOL_OPTIONS.defaults.name;
+  const clock = fixed.clock ?? systemClock;
   const client = (knex as { client?: KnexClient }).client;
   if (
     client === undefined ||
@@ -55,14 +60,22 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
   const marked = client as unknown as Record<symbol, unknown>;
   if (marked[PATCHED] === true) return knex;
   marked[PATCHED] = true;
+  // One throttle per Knex instance (one database): a connection is admitted when Knex acquires it
+  // (each query, or a transaction at its start); the statements on it are counted, never refused.
+  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
 
   const original = client.acquireConnection.bind(client);
-  const acquire = async (): Promise<unknown> => guardConnection(await original());
+  const acquire = async (): Promise<unknown> =>
+    guardConnection(await counted(throttle, clock, undefined, original, false));
   client.acquireConnection = async () => {
     const deadline = currentDeadline();
-    if (deadline === undefined) return acquire();
+    if (deadline === undefined) {
+      admit(throttle, name, clock);
+      return acquire();
+    }
     const resolved = resolve(deadline);
     checkFits(deadline, resolved);
+    admit(throttle, name, clock); // a refused query or transaction takes no connection
     return withinDeadline(acquire(), deadline, resolved.clock, {
       giveBack: (late) => {
         client.releaseConnection(late).catch(() => undefined);
@@ -86,8 +99,19 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
       const deadline = currentDeadline();
       const callback = args.at(-1);
       const text = guardedText(args[0]);
-      if (deadline === undefined || typeof callback !== 'function' || text === undefined || CANCEL.test(text))
+      if (typeof callback !== 'function' || text === undefined || CANCEL.test(text))
         return own.apply(conn, args);
+      if (deadline === undefined) {
+        if (throttle === undefined) return own.apply(conn, args);
+        return own.apply(conn, [
+          ...args.slice(0, -1),
+          (error: unknown, result: unknown) => {
+            const accepted = error ? pgAccepted(error, false) : true;
+            if (accepted !== undefined) throttle.count(clock.now(), accepted);
+            (callback as (e: unknown, r: unknown) => void)(error, result);
+          },
+        ]);
+      }
       const send = () =>
         new Promise((resolveQuery, reject) => {
           own.apply(conn, [
@@ -95,7 +119,9 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
             (error: unknown, result: unknown) => (error ? reject(error) : resolveQuery(result)),
           ]);
         });
-      withStatementTimeout(plain, deadline, resolve(deadline), send).then(
+      counted(throttle, clock, undefined, () =>
+        withStatementTimeout(plain, deadline, resolve(deadline), send),
+      ).then(
         (result) => callback(null, result),
         (error: unknown) => {
           // Knex's pool validates a connection on release and discards one marked disposed

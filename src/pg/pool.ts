@@ -1,14 +1,24 @@
+import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { type OptionsOf, pickOptions, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
+import type { ThrottleState } from '../throttle/throttle.js';
 import { PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
 import { runStatement } from './query.js';
 import { checkFits, connectionBroken, lease } from './session.js';
+import { admit, counted, newThrottle } from './throttle.js';
 import type { PgClient, PgPool, PgPoolClient } from './types.js';
 
 /** Options of {@link pgDeadlinePool}: those of `queryWithDeadline` that hold for every query of a pool. */
-export const PG_POOL_OPTIONS = pickOptions(PG_DEADLINE_OPTIONS, ['p99Ms', 'name', 'cancelGraceMs', 'clock']);
+export const PG_POOL_OPTIONS = pickOptions(PG_DEADLINE_OPTIONS, [
+  'p99Ms',
+  'name',
+  'cancelGraceMs',
+  'throttle',
+  'random',
+  'clock',
+]);
 
 export type PgPoolOptions = OptionsOf<typeof PG_POOL_OPTIONS>;
 
@@ -57,27 +67,46 @@ export function perDeadline(
  * everything outside a deadline pass through unchanged; inside a builder's transaction the timeout
  * is set for the statement and put back after (pg >= 8.21 tells prazo the transaction is open).
  */
-export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions = {}): P {
-  const resolve = perDeadline(readOptions('pgDeadlinePool', PG_POOL_OPTIONS, options));
+/** What {@link pgDeadlinePool} adds to the pool it wraps. */
+export interface PgThrottled {
+  /**
+   * Where the pool's adaptive throttle stands (docs/throttling.md), or undefined when it is switched
+   * off: the statements counted in its window (refused ones included), those answered, and the
+   * probability a new statement or connection is refused with now.
+   */
+  throttling(): ThrottleState | undefined;
+}
+
+export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions = {}): P & PgThrottled {
+  const fixed = readOptions('pgDeadlinePool', PG_POOL_OPTIONS, options);
+  const resolve = perDeadline(fixed);
+  const name = fixed.name ?? PG_POOL_OPTIONS.defaults.name;
+  const clock = fixed.clock ?? systemClock;
+  // One throttle per guarded pool: one database is one dependency. A statement of `pool.query`, and
+  // `pool.connect()` (a builder's transaction, or a client it keeps), are admitted; the statements of
+  // a connected client are counted, never refused: a transaction is decided at its start.
+  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
   const guardedQuery =
-    (target: object, original: Fn, onError: (error: unknown) => void) =>
+    (target: object, original: Fn, onError: (error: unknown) => void, admitting: boolean) =>
     (...args: unknown[]): unknown => {
       const deadline = currentDeadline();
-      if (
-        deadline === undefined ||
-        guardedText(args[0]) === undefined ||
-        args.length > 2 ||
-        typeof args.at(-1) === 'function'
-      )
+      if (guardedText(args[0]) === undefined || args.length > 2 || typeof args.at(-1) === 'function')
         return original.apply(target, args);
+      if (deadline === undefined) {
+        return (async () => {
+          if (admitting) admit(throttle, name, clock); // a refusal rejects, as the query would have
+          return counted(throttle, clock, undefined, async () => original.apply(target, args));
+        })();
+      }
       const resolved = resolve(deadline);
       const send = (client: PgClient) => (client.query as Fn).apply(client, args) as Promise<unknown>;
-      return runStatement(target as PgPoolClient, resolved, send).catch((error: unknown) => {
-        onError(error);
-        throw error;
-      });
+      return runStatement(target as PgPoolClient, resolved, send, throttle, admitting).catch(
+        (error: unknown) => {
+          onError(error);
+          throw error;
+        },
+      );
     };
-
   const wrapClient = (client: PgPoolClient, release: (broken?: unknown) => void): PgPoolClient => {
     let broken = false;
     let released = false;
@@ -93,30 +122,49 @@ export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions
           };
         }
         if (key === 'query')
-          return guardedQuery(target, value as Fn, (error) => {
-            if (connectionBroken(error)) broken = true;
-          });
+          return guardedQuery(
+            target,
+            value as Fn,
+            (error) => {
+              if (connectionBroken(error)) broken = true;
+            },
+            false,
+          );
         return (value as Fn).bind(target);
       },
     });
   };
 
-  return new Proxy(pool, {
+  const throttling = (): ThrottleState | undefined => throttle?.state(clock.now());
+  const guardedPool = new Proxy(pool, {
     get(target, key, receiver) {
+      if (key === 'throttling') return throttling; // the wrapper's own: the pool itself is not changed
       const value = Reflect.get(target, key, receiver) as unknown;
       if (typeof value !== 'function') return value;
       if (key === 'connect') {
         return async (...args: unknown[]) => {
           const deadline = currentDeadline();
-          if (deadline === undefined || args.length > 0) return (value as Fn).apply(target, args);
+          if (args.length > 0) return (value as Fn).apply(target, args);
+          if (deadline === undefined) {
+            admit(throttle, name, clock);
+            return counted(throttle, clock, undefined, async () => (value as Fn).apply(target, args), false);
+          }
           const resolved = resolve(deadline);
           checkFits(deadline, resolved);
-          const taken = await lease(target, deadline, resolved);
+          admit(throttle, name, clock); // a refused connect takes no connection: nothing opened
+          const taken = await counted(
+            throttle,
+            clock,
+            undefined,
+            () => lease(target, deadline, resolved),
+            false,
+          );
           return wrapClient(taken.client as PgPoolClient, taken.release);
         };
       }
-      if (key === 'query') return guardedQuery(target, value as Fn, () => undefined);
+      if (key === 'query') return guardedQuery(target, value as Fn, () => undefined, true);
       return (value as Fn).bind(target);
     },
   });
+  return guardedPool as P & PgThrottled;
 }

@@ -1,6 +1,7 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
+import type { AdaptiveThrottle } from '../throttle/throttle.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
 import {
@@ -11,6 +12,7 @@ import {
   leaseUnbounded,
   statementTimeoutMs,
 } from './session.js';
+import { admit, counted, throttleOf } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
 
 /**
@@ -36,7 +38,8 @@ export async function queryWithDeadline<R extends QueryResultRow = QueryResultRo
   options: PgDeadlineOptions = {},
 ): Promise<QueryResult<R>> {
   const resolved = resolvePgOptions('queryWithDeadline', options, currentDeadline());
-  return runStatement(target, resolved, (client) => client.query<R>(sql, params));
+  const throttle = throttleOf(target, resolved.throttle, resolved.clock, resolved.random);
+  return runStatement(target, resolved, (client) => client.query<R>(sql, params), throttle);
 }
 
 /**
@@ -50,26 +53,35 @@ export async function runStatement<T>(
   target: PgClient | PgPool,
   resolved: ResolvedPgOptions,
   statement: (client: PgClient) => Promise<T>,
+  throttle?: AdaptiveThrottle,
+  admitting = true,
 ): Promise<T> {
-  const { deadline } = resolved;
+  const { deadline, clock, signal } = resolved;
   if (deadline === undefined) {
-    const { client, release } = await leaseUnbounded(target);
-    try {
-      return await statement(client);
-    } finally {
-      release();
-    }
+    if (admitting) admit(throttle, resolved.name, clock);
+    return counted(throttle, clock, signal, async () => {
+      const { client, release } = await leaseUnbounded(target);
+      try {
+        return await statement(client);
+      } finally {
+        release();
+      }
+    });
   }
   checkFits(deadline, resolved);
-  const { client, release } = await lease(target, deadline, resolved);
-  try {
-    const result = await withStatementTimeout(client, deadline, resolved, () => statement(client));
-    release();
-    return result;
-  } catch (error) {
-    release(connectionBroken(error));
-    throw error;
-  }
+  // After D4, as in the executor: a call refused for its deadline says nothing of the server.
+  if (admitting) admit(throttle, resolved.name, clock);
+  return counted(throttle, clock, signal, async () => {
+    const { client, release } = await lease(target, deadline, resolved);
+    try {
+      const result = await withStatementTimeout(client, deadline, resolved, () => statement(client));
+      release();
+      return result;
+    } catch (error) {
+      release(connectionBroken(error));
+      throw error;
+    }
+  });
 }
 
 /**

@@ -2,9 +2,11 @@ import type { QueryResult, QueryResultRow } from 'pg';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import type { AdaptiveThrottle } from '../throttle/throttle.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
 import { beginSql, checkFits, lease, leaseUnbounded, statementTimeoutMs } from './session.js';
+import { admit, counted, throttleOf } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
 
 /** What the function given to {@link transactionWithDeadline} works with. */
@@ -35,16 +37,27 @@ export async function transactionWithDeadline<T>(
   options: PgDeadlineOptions = {},
 ): Promise<T> {
   const resolved = resolvePgOptions('transactionWithDeadline', options, currentDeadline());
-  const { deadline } = resolved;
+  const { deadline, clock, signal } = resolved;
   if (deadline !== undefined) checkFits(deadline, resolved);
-  const { client, release } =
-    deadline === undefined ? await leaseUnbounded(target) : await lease(target, deadline, resolved);
+  // Decided once, at BEGIN: a refused transaction takes no connection and opens nothing; one under
+  // way is never refused halfway (its statements are counted, each when its outcome is known).
+  const throttle = throttleOf(target, resolved.throttle, clock, resolved.random);
+  admit(throttle, resolved.name, clock);
+  const { client, release } = await counted(
+    throttle,
+    clock,
+    signal,
+    () => (deadline === undefined ? leaseUnbounded(target) : lease(target, deadline, resolved)),
+    false,
+  );
   try {
-    await client.query(deadline === undefined ? 'BEGIN' : beginSql(deadline));
-    const tx = transaction(client, deadline, resolved);
+    await counted(throttle, clock, signal, () =>
+      client.query(deadline === undefined ? 'BEGIN' : beginSql(deadline)),
+    );
+    const tx = transaction(client, deadline, resolved, throttle);
     const result = await fn(tx);
     if (deadline?.expired()) throw exceeded(deadline, resolved);
-    await client.query('COMMIT');
+    await counted(throttle, clock, signal, () => client.query('COMMIT'));
     release();
     return result;
   } catch (error) {
@@ -65,9 +78,15 @@ function transaction(
   client: PgClient,
   deadline: Deadline | undefined,
   options: ResolvedPgOptions,
+  throttle: AdaptiveThrottle | undefined,
 ): PgTransaction {
+  const { clock, signal } = options;
   if (deadline === undefined) {
-    return { client, deadline, query: (sql, params = []) => client.query(sql, params) };
+    return {
+      client,
+      deadline,
+      query: (sql, params = []) => counted(throttle, clock, signal, () => client.query(sql, params)),
+    };
   }
   let inForceMs = statementTimeoutMs(deadline);
   return {
@@ -80,7 +99,9 @@ function transaction(
         inForceMs = statementTimeoutMs(deadline);
         await client.query("SELECT set_config('statement_timeout', $1, true)", [String(inForceMs)]);
       }
-      return guarded(client, deadline, options, () => client.query<R>(sql, params));
+      return counted(throttle, clock, signal, () =>
+        guarded(client, deadline, options, () => client.query<R>(sql, params)),
+      );
     },
   };
 }
