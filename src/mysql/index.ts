@@ -12,6 +12,7 @@ export { MYSQL_DEADLINE_OPTIONS, type MysqlDeadlineOptions } from './options.js'
 export {
   MYSQL_POOL_OPTIONS,
   type MysqlPoolOptions,
+  type MysqlThrottled,
   mysqlDeadlinePool,
   mysqlOptionsFrom,
   type StoreEntry,

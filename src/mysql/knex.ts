@@ -1,9 +1,12 @@
+import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { readOptions } from '../options/validator.js';
 import { type MysqlConnection, serverOf } from './driver.js';
+import { emitterOf } from './events.js';
 import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, perDeadline } from './pool.js';
 import { checkFits, guardStatement } from './session.js';
 import { isTransactionControl } from './statement.js';
+import { admit, counted, newThrottle } from './throttle.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
 interface KnexClient {
@@ -55,6 +58,13 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   marked[PATCHED] = true;
 
   const resolve = perDeadline(fixed);
+  const name = fixed.name ?? MYSQL_POOL_OPTIONS.defaults.name;
+  const clock = fixed.clock ?? systemClock;
+  const emit = emitterOf(fixed.events);
+  // One throttle per Knex instance (one database): a connection is admitted when Knex acquires it
+  // under a deadline (each query, or a transaction at its start); its statements are counted, never
+  // refused.
+  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
 
   /**
    * Guards a connection's `query` once: Knex calls it as `query({ sql, ...options }, bindings,
@@ -89,25 +99,27 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
       let tainted = false;
       const guarded = async (): Promise<unknown[]> => {
         const server = fixed.server ?? (await serverOf(raw));
-        return (await guardStatement(text, server, deadline, resolve(deadline), {
-          execute: (sql) =>
-            new Promise((done, fail) => {
-              const limited = typeof statement === 'string' ? sql : { ...(statement as object), sql };
-              own.apply(raw, [
-                limited,
-                ...rest,
-                (error: unknown, ...values: unknown[]) => (error ? fail(error) : done(values)),
-              ]);
-            }),
-          kill: () => {
-            client.cancelQuery(raw).catch(() => undefined);
-            return true;
-          },
-          taint: () => {
-            tainted = true;
-          },
-          drop: destroy,
-        })) as unknown[];
+        return (await counted(throttle, clock, undefined, () =>
+          guardStatement(text, server, deadline, resolve(deadline), {
+            execute: (sql) =>
+              new Promise((done, fail) => {
+                const limited = typeof statement === 'string' ? sql : { ...(statement as object), sql };
+                own.apply(raw, [
+                  limited,
+                  ...rest,
+                  (error: unknown, ...values: unknown[]) => (error ? fail(error) : done(values)),
+                ]);
+              }),
+            kill: () => {
+              client.cancelQuery(raw).catch(() => undefined);
+              return true;
+            },
+            taint: () => {
+              tainted = true;
+            },
+            drop: destroy,
+          }),
+        )) as unknown[];
       };
       guarded().then(
         (values) => {
@@ -127,8 +139,10 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   const acquire = client.acquireConnection.bind(client);
   client.acquireConnection = async () => {
     const deadline = currentDeadline();
-    if (deadline !== undefined) checkFits(deadline, resolve(deadline));
-    return guardConnection(await acquire());
+    if (deadline === undefined) return guardConnection(await acquire());
+    checkFits(deadline, resolve(deadline));
+    admit(throttle, name, clock, emit); // a refused query or transaction takes no connection
+    return guardConnection(await counted(throttle, clock, undefined, acquire, false));
   };
   return knex;
 }

@@ -4,8 +4,11 @@ import { type ResolvedStoreOptions, STORE_DEADLINE_SPECS, withDeadlineInForce } 
 import type { DependencyEvent } from '../dependency/types.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
+import type { RandomSource } from '../retry/backoff.js';
+import { THROTTLE_OPTIONS } from '../throttle/options.js';
 import type { MysqlServer, MysqlTarget } from './driver.js';
 import { emitterOf, isStoreEvents, type StoreEvents } from './events.js';
+import type { ThrottleToggle } from './throttle.js';
 
 const isTarget = (value: unknown): boolean =>
   value !== null &&
@@ -35,6 +38,20 @@ export const MYSQL_DEADLINE_OPTIONS = defineOptions({
    * `createStoreEvents(name)`. Default none.
    */
   events: option.value<StoreEvents>('events from createStoreEvents(name)', isStoreEvents),
+  /**
+   * Adaptive throttling (docs/throttling.md, the executor's own `AdaptiveThrottle` and options): once
+   * most recent statements go unanswered (connect refused, a reset, the deadline's kill or statement
+   * limit, too many connections, the server shutting down), a statement or a transaction is refused
+   * at its start with probability max(0, (requests − k × accepts) / (requests + 1)), at most
+   * `maxProbability`: THROTTLED at once, no connection taken, nothing sent, a `throttled` event. A
+   * result or an error the server sent (a duplicate key, a syntax error) is an answer. One throttle
+   * per guarded pool or Knex instance; `mysqlQuery` and `mysqlTransaction` share one per target, made
+   * with the options of its first call. `false` switches it off. Default on (`true`): k 2, a 1 s
+   * window, at most 90% refused, nothing refused under 10 requests in the window.
+   */
+  throttle: option.toggle(THROTTLE_OPTIONS),
+  /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
+  random: option.fn<RandomSource>(),
 });
 
 export type MysqlDeadlineOptions = OptionsOf<typeof MYSQL_DEADLINE_OPTIONS>;
@@ -44,6 +61,8 @@ export interface ResolvedMysqlOptions extends ResolvedStoreOptions {
   readonly killVia: MysqlTarget | undefined;
   /** Emits an event built only when someone listens; absent without `events`. */
   readonly emit: ((event: () => DependencyEvent) => void) | undefined;
+  readonly throttle?: ThrottleToggle;
+  readonly random?: RandomSource | undefined;
 }
 
 /** Validates per call (these options are per call by nature); every problem reported together. */

@@ -1,13 +1,16 @@
+import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import type { OptionsOf } from '../options/declare.js';
 import { pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
+import type { ThrottleState } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver.js';
 import { emitterOf } from './events.js';
 import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
 import { connectionFit, isTransactionControl } from './statement.js';
+import { admit, counted, newThrottle } from './throttle.js';
 
 /** Options of {@link mysqlDeadlinePool}: those of `mysqlQuery` that hold for every query of a pool. */
 export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
@@ -17,6 +20,8 @@ export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
   'server',
   'killVia',
   'events',
+  'throttle',
+  'random',
   'clock',
 ]);
 
@@ -99,9 +104,20 @@ function deliver(result: Promise<unknown>, callback: Fn | undefined): unknown {
  * never came, is destroyed when released. Outside any deadline the pool behaves as given. A call
  * that returns a stream (no callback, callback API) passes through unguarded.
  */
-export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPoolOptions = {}): P {
+export function mysqlDeadlinePool<P extends MysqlPool>(
+  pool: P,
+  options: MysqlPoolOptions = {},
+): P & MysqlThrottled {
   const fixed = readOptions('mysqlDeadlinePool', MYSQL_POOL_OPTIONS, options);
   const resolve = perDeadline(fixed);
+  const name = fixed.name ?? MYSQL_POOL_OPTIONS.defaults.name;
+  const clock = fixed.clock ?? systemClock;
+  const emit = emitterOf(fixed.events);
+  // One throttle per guarded pool: one database is one dependency. A statement of `pool.query` /
+  // `execute` and `getConnection()` (a builder's transaction, or a connection it keeps) are admitted
+  // under a deadline; the statements of a connection handed out are counted, never refused: a
+  // transaction is decided at its start.
+  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
   const promiseApi = typeof (pool as { Promise?: unknown }).Promise === 'function';
 
   /**
@@ -131,23 +147,32 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
       const { deadline, resolved, rest, callback, text } = parts;
       const run = async (): Promise<unknown> => {
         checkFits(deadline, resolved);
-        const session = await openSession(pool, deadline, resolved);
+        admit(throttle, name, clock, emit); // refused: no connection taken, nothing sent
+        const session = await counted(
+          throttle,
+          clock,
+          undefined,
+          () => openSession(pool, deadline, resolved),
+          false,
+        );
         try {
-          const result = await guardStatement(text, session.server, deadline, resolved, {
-            execute: (sql) =>
-              call(
-                session.connection,
-                method,
-                [withText(rest[0], sql), ...rest.slice(1)],
-                callback !== undefined,
-              ),
-            kill: () => sendKill(session, fixed.killVia ?? pool),
-            taint: () => session.taint(),
-            drop: () => {
-              session.taint();
-              session.end(true);
-            },
-          });
+          const result = await counted(throttle, clock, undefined, () =>
+            guardStatement(text, session.server, deadline, resolved, {
+              execute: (sql) =>
+                call(
+                  session.connection,
+                  method,
+                  [withText(rest[0], sql), ...rest.slice(1)],
+                  callback !== undefined,
+                ),
+              kill: () => sendKill(session, fixed.killVia ?? pool),
+              taint: () => session.taint(),
+              drop: () => {
+                session.taint();
+                session.end(true);
+              },
+            }),
+          );
           session.end();
           return result;
         } catch (error) {
@@ -172,16 +197,18 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
           const parts = guardable(args);
           if (parts === undefined) return (value as Fn).apply(target, args);
           const { deadline, resolved, rest, callback, text } = parts;
-          const result = guardStatement(text, session.server, deadline, resolved, {
-            execute: (sql) =>
-              call(target, key, [withText(rest[0], sql), ...rest.slice(1)], callback !== undefined),
-            kill: () => sendKill(session, fixed.killVia ?? pool),
-            taint: () => session.taint(),
-            drop: () => {
-              session.taint();
-              session.end(true);
-            },
-          });
+          const result = counted(throttle, clock, undefined, () =>
+            guardStatement(text, session.server, deadline, resolved, {
+              execute: (sql) =>
+                call(target, key, [withText(rest[0], sql), ...rest.slice(1)], callback !== undefined),
+              kill: () => sendKill(session, fixed.killVia ?? pool),
+              taint: () => session.taint(),
+              drop: () => {
+                session.taint();
+                session.end(true);
+              },
+            }),
+          );
           return deliver(result, callback);
         };
       },
@@ -195,8 +222,16 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
         return wrapConnection((await invoke(pool, 'getConnection', [])) as MysqlConnection);
       const resolved = resolve(deadline);
       checkFits(deadline, resolved); // below the p99: no connection is taken
-      const pending = invoke(pool, 'getConnection', []) as Promise<MysqlConnection>;
-      return wrapConnection(await withinDeadline(pending, deadline, resolved));
+      admit(throttle, name, clock, emit); // nor when refused: the transaction is decided here
+      const taken = await counted(
+        throttle,
+        clock,
+        undefined,
+        () =>
+          withinDeadline(invoke(pool, 'getConnection', []) as Promise<MysqlConnection>, deadline, resolved),
+        false,
+      );
+      return wrapConnection(taken);
     };
     return (...args: unknown[]): unknown => {
       const { callback } = split(args);
@@ -205,15 +240,27 @@ export function mysqlDeadlinePool<P extends MysqlPool>(pool: P, options: MysqlPo
     };
   };
 
+  const throttling = (): ThrottleState | undefined => throttle?.state(clock.now());
   return new Proxy(pool, {
     get(target, key, receiver) {
+      if (key === 'throttling') return throttling; // the wrapper's own: the pool itself is not changed
       const value = Reflect.get(target, key, receiver) as unknown;
       if (typeof value !== 'function') return value;
       if (key === 'getConnection') return getConnection(value as Fn);
       if (typeof key === 'string' && STATEMENT_METHODS.has(key)) return poolStatement(key, value as Fn);
       return (value as Fn).bind(target);
     },
-  });
+  }) as P & MysqlThrottled;
+}
+
+/** What {@link mysqlDeadlinePool} adds to the pool it wraps. */
+export interface MysqlThrottled {
+  /**
+   * Where the pool's adaptive throttle stands (docs/throttling.md), or undefined when it is switched
+   * off: the statements counted in its window (refused ones included), those answered, and the
+   * probability a new statement or connection is refused with now.
+   */
+  throttling(): ThrottleState | undefined;
 }
 
 /** What {@link mysqlOptionsFrom} reads of a `prazo.config.yaml` entry (`loadConfig`'s `DependencyConfig`). */

@@ -3,6 +3,7 @@ import { invoke, type MysqlTarget } from './driver.js';
 import { type MysqlDeadlineOptions, resolveMysqlOptions } from './options.js';
 import { checkFits, openSession, runStatement } from './session.js';
 import { connectionFit } from './statement.js';
+import { admit, counted, throttleOf } from './throttle.js';
 
 /**
  * Runs one statement on MySQL or MariaDB under the ambient or given deadline (SPEC D4, D7), through
@@ -28,19 +29,24 @@ export async function mysqlQuery<T = unknown>(
   if (typeof sql !== 'string' || sql.trim() === '')
     throw new TypeError('mysqlQuery: sql must be a non-empty string');
   const resolved = resolveMysqlOptions('mysqlQuery', options, currentDeadline());
-  const { deadline } = resolved;
+  const { deadline, clock, signal } = resolved;
   if (deadline !== undefined) checkFits(deadline, resolved);
-  const session = await openSession(target, deadline, resolved);
-  try {
-    const result =
-      deadline === undefined
-        ? await invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
-        : await runStatement(session, sql, values, deadline, resolved, target);
-    session.end();
-    return result as T;
-  } catch (error) {
-    if (!connectionFit(error)) session.taint();
-    session.end();
-    throw error;
-  }
+  // After D4, as in the executor: a call refused for its deadline says nothing of the server.
+  const throttle = throttleOf(target, resolved.throttle, clock, resolved.random);
+  admit(throttle, resolved.name, clock, resolved.emit);
+  return counted(throttle, clock, signal, async () => {
+    const session = await openSession(target, deadline, resolved);
+    try {
+      const result =
+        deadline === undefined
+          ? await invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
+          : await runStatement(session, sql, values, deadline, resolved, target);
+      session.end();
+      return result as T;
+    } catch (error) {
+      if (!connectionFit(error)) session.taint();
+      session.end();
+      throw error;
+    }
+  });
 }

@@ -4,6 +4,7 @@ import { DeadlineExceededError } from '../errors/deadline.js';
 import { invoke, type MysqlConnection, type MysqlTarget } from './driver.js';
 import { type MysqlDeadlineOptions, type ResolvedMysqlOptions, resolveMysqlOptions } from './options.js';
 import { checkFits, openSession, runStatement, type Session } from './session.js';
+import { admit, counted, throttleOf } from './throttle.js';
 
 /** What the function given to {@link mysqlTransaction} works with. */
 export interface MysqlTransaction {
@@ -35,13 +36,25 @@ export async function mysqlTransaction<T>(
   options: MysqlDeadlineOptions = {},
 ): Promise<T> {
   const resolved = resolveMysqlOptions('mysqlTransaction', options, currentDeadline());
-  const { deadline, signal } = resolved;
+  const { deadline, signal, clock } = resolved;
   if (deadline !== undefined) checkFits(deadline, resolved);
-  const session = await openSession(target, deadline, resolved);
+  // Decided once, at its start: a refused transaction takes no connection and opens nothing; one
+  // under way is never refused halfway (its statements are counted, each when its outcome is known).
+  const throttle = throttleOf(target, resolved.throttle, clock, resolved.random);
+  admit(throttle, resolved.name, clock, resolved.emit);
+  const session = await counted(
+    throttle,
+    clock,
+    signal,
+    () => openSession(target, deadline, resolved),
+    false,
+  );
   const run = (sql: string, values?: unknown): Promise<unknown> =>
-    deadline === undefined
-      ? invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
-      : runStatement(session, sql, values, deadline, resolved, target);
+    counted(throttle, clock, signal, () =>
+      deadline === undefined
+        ? invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
+        : runStatement(session, sql, values, deadline, resolved, target),
+    );
   try {
     await run('START TRANSACTION');
     const result = await fn(transaction(session, deadline, resolved, run));
