@@ -59,16 +59,18 @@ export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_O
 
 /**
  * What {@link deadlineInterceptor} returns: a grpc-js interceptor that also says where its throttle
- * stands and emits the executor's `throttled` events (so `instrumentPrazo().addDependency(interceptor)`
- * counts its refusals as it counts any dependency's).
+ * stands, and whose `events` emit the executor's `throttled` events (so
+ * `instrumentPrazo().addDependency(interceptor.events)` counts its refusals as any dependency's).
  */
 export interface DeadlineInterceptor extends Interceptor {
   /** The throttle's window counts and the probability a new call is refused with now; undefined when off. */
   throttling(): ThrottleState | undefined;
-  /** The dependency's `throttled` events (`{ type, dependency, requests, accepts, probability }`). */
-  on(listener: DependencyListener): Disposable;
-  /** The dependency's name (the `name` option, else 'grpc'). */
-  readonly name: string;
+  /** The dependency's events (`throttled`: `{ type, dependency, requests, accepts, probability }`), by its name. */
+  readonly events: {
+    /** The `name` option, else 'grpc'. */
+    readonly name: string;
+    on(listener: DependencyListener): Disposable;
+  };
 }
 
 /**
@@ -164,11 +166,13 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
     const next = nextCall(epoch === own ? callOptions : { ...callOptions, deadline: epoch });
     return new InterceptingCall(next, explain(dependency, onDeadline, epoch, count));
   };
-  // A function's own `name` is read-only but configurable: it becomes the dependency's.
-  Object.defineProperty(interceptor, 'name', { value: label });
+  const events = Object.freeze({
+    name: label,
+    on: (listener: DependencyListener) => listeners.add(listener),
+  });
   return Object.assign(interceptor, {
     throttling: (): ThrottleState | undefined => throttle?.state(clock.now()),
-    on: (listener: DependencyListener): Disposable => listeners.add(listener),
+    events,
   }) as DeadlineInterceptor;
 }
 

@@ -7,6 +7,7 @@
 
 export {
   DEADLINE_INTERCEPTOR_OPTIONS,
+  type DeadlineInterceptor,
   type DeadlineInterceptorOptions,
   deadlineInterceptor,
 } from './client.js';

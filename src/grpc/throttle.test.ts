@@ -17,6 +17,8 @@ import { FakeClock } from '../clock/fake.js';
 import { systemClock } from '../clock/system.js';
 import type { DependencyEvent } from '../dependency/types.js';
 import { isThrottled } from '../errors/guards.js';
+import { instrumentPrazo } from '../otel/instrument.js';
+import { createSdk, pointValue } from '../otel/sdk.test-helpers.js';
 import { seededRandom } from '../testing/random.js';
 import { deadlineInterceptor } from './client.js';
 import { Echo, echoClient, echoService, type SayReply, say } from './grpc.test-helpers.js';
@@ -126,7 +128,7 @@ describe('deadlineInterceptor: adaptive throttling (issue 23 item 1)', () => {
     const counted = below();
     const prazo = deadlineInterceptor({ name: 'deep', clock, random: seededRandom(7) });
     const events: DependencyEvent[] = [];
-    prazo.on((e) => events.push(e));
+    prazo.events.on((e) => events.push(e));
     const client = echoClient(`127.0.0.1:${down.port}`, {
       interceptors: [prazo, counted.interceptor],
       ...FAST_RECONNECT,
@@ -243,7 +245,7 @@ describe('deadlineInterceptor: adaptive throttling (issue 23 item 1)', () => {
             throttle: { minRequests: 0 },
           });
           const events: DependencyEvent[] = [];
-          prazo.on((e) => events.push(e));
+          prazo.events.on((e) => events.push(e));
           const client = echoClient(`127.0.0.1:${server.port}`, {
             interceptors: [prazo, counted.interceptor],
           });
@@ -279,6 +281,27 @@ describe('deadlineInterceptor: adaptive throttling (issue 23 item 1)', () => {
       { numRuns: 15 },
     );
   }, 60_000);
+
+  it("prazo/otel counts the interceptor's refusals (addDependency(interceptor.events))", async () => {
+    const sdk = createSdk();
+    const clock = new FakeClock();
+    const down = await resetting();
+    stops.push(() => down.close());
+    const prazo = deadlineInterceptor({ name: 'deep', clock, random: seededRandom(5) });
+    const otel = instrumentPrazo({ meterProvider: sdk.provider });
+    otel.addDependency(prazo.events);
+    const client = echoClient(`127.0.0.1:${down.port}`, { interceptors: [prazo], ...FAST_RECONNECT });
+    stops.push(() => client.close());
+    let refused = 0;
+    for (let i = 0; i < 100; i += 1) if ((await step(client, clock)).refused) refused += 1;
+    expect(refused).toBeGreaterThan(30);
+    const metrics = await sdk.collect();
+    expect(pointValue(metrics.get('prazo.dependency.throttled'), { 'prazo.dependency': 'deep' })).toBe(
+      refused,
+    );
+    otel.dispose();
+    await sdk.shutdown();
+  });
 
   it('throttle: false switches it off; bad throttle options are refused with their names', () => {
     expect(deadlineInterceptor({ throttle: false }).throttling()).toBeUndefined();
