@@ -5,19 +5,17 @@ import { DeadlineExceededError } from '../errors/deadline.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
 import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
+import type { DependencyCore } from './core.js';
 import type { AttemptTrace } from './trace.js';
 import type { AttemptSlice, Carrier } from './transport.js';
 import type { AttemptContext, AttemptKind, Operation } from './types.js';
 
 /** What an attempt reports to the execution that started it. */
 export interface AttemptOwner<T, C extends Carrier> {
-  readonly name: string;
-  readonly clock: Clock;
-  /** The dependency's queue of calibrated attempt bounds (one clock timer for all of them). */
-  readonly attemptTimers: TimerQueue | undefined;
+  /** The plan the call runs with: the attempt reads its name, clock, timers and header format there. */
+  readonly core: DependencyCore;
   readonly deadline: Deadline;
   readonly idempotencyKey: string | undefined;
-  outgoingHeaders(deadline: Deadline): Record<string, string>;
   /** The attempt settled: `ok` with a value, or failed with `value` as the error. */
   ended(attempt: Attempt<T, C>, ok: boolean, value: unknown, timedOut: boolean): void;
   /** The attempt was cancelled (hedge lost, caller aborted): it has no outcome of its own. */
@@ -71,7 +69,6 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     kind: AttemptKind,
     attempt: number,
     attemptTimeoutMs: number,
-    connectTimeoutMs: number,
     byDeadline: boolean,
     startedAt: number,
   ) {
@@ -79,6 +76,7 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     this.kind = kind;
     this.attempt = attempt;
     this.attemptTimeoutMs = attemptTimeoutMs;
+    const connectTimeoutMs = owner.core.connectTimeoutMs;
     this.connectTimeoutMs = connectTimeoutMs < attemptTimeoutMs ? connectTimeoutMs : attemptTimeoutMs;
     this.byDeadline = byDeadline;
     this.startedAt = startedAt;
@@ -94,15 +92,15 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
   }
 
   get dependency(): string {
-    return this.#owner.name;
+    return this.#owner.core.name;
   }
 
   get clock(): Clock {
-    return this.#owner.clock;
+    return this.#owner.core.clock;
   }
 
   get timers(): TimerQueue | undefined {
-    return this.#owner.attemptTimers;
+    return this.#owner.core.attemptTimers;
   }
 
   get callDeadline(): Deadline {
@@ -125,7 +123,7 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
   /** This attempt's deadline: the call's, cut to the end of this attempt's slice. */
   get deadline(): Deadline {
     if (this.#deadline === undefined) {
-      const left = this.attemptTimeoutMs - (this.#owner.clock.now() - this.startedAt);
+      const left = this.attemptTimeoutMs - (this.clock.now() - this.startedAt);
       this.#deadline = this.#owner.deadline.cap(left);
     }
     return this.#deadline;
@@ -133,7 +131,7 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
 
   get headers(): Readonly<Record<string, string>> {
     if (this.#headers === undefined) {
-      const headers = this.#owner.outgoingHeaders(this.deadline);
+      const headers = this.deadline.toHeaders(this.#owner.core.headerFormat);
       const key = this.#owner.idempotencyKey;
       if (key !== undefined) headers[IDEMPOTENCY_KEY_HEADER] = key;
       this.#headers = headers;
@@ -257,7 +255,7 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
       runAfterIo(clock, () => this.#expire());
       return;
     }
-    const dependency = this.#owner.name;
+    const dependency = this.dependency;
     const error = this.byDeadline
       ? new DeadlineExceededError({ dependency, elapsedMs, deadlineEpochMs: this.#owner.deadline.epochMs() })
       : new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs });
@@ -268,10 +266,10 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
 
   #clearTimer(): void {
     if (this.#timer !== undefined) {
-      this.#owner.clock.clearTimer(this.#timer);
+      this.clock.clearTimer(this.#timer);
       this.#timer = undefined;
     } else if (this.#queued >= 0) {
-      this.#owner.attemptTimers?.cancel(this.#queued);
+      this.timers?.cancel(this.#queued);
       this.#queued = -1;
     }
   }

@@ -1,5 +1,6 @@
 import { LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { fitsDeadline, insufficientError, neededMs } from '../deadline/fits.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { ConcurrencyLimitError } from '../errors/capacity.js';
 import { isQueueTimeout } from '../errors/guards.js';
@@ -7,13 +8,13 @@ import { ThrottledError } from '../errors/throttle.js';
 import type { LimitWaiter } from '../limit/limiter.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
-import { fitsDeadline, neededMs, planRetry, type StopReason } from '../retry/planner.js';
+import { planRetry, type StopReason } from '../retry/planner.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
-import { discardSafely, endEvent, failureOf, insufficient, outcomeOf, resultVerdict } from './outcome.js';
+import { discardSafely, endEvent, failureOf, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
 import type { CallTrace, TraceAttributes, TraceEventName, TraceOutcome } from './trace.js';
 import type { AttemptSlice, Call, Carrier, Transport } from './transport.js';
@@ -80,22 +81,6 @@ export class Execution<T, C extends Carrier = Carrier>
     this.#retryResponseTimeout = retryResponseTimeout;
   }
 
-  get name(): string {
-    return this.core.name;
-  }
-
-  get clock() {
-    return this.core.clock;
-  }
-
-  get attemptTimers() {
-    return this.core.attemptTimers;
-  }
-
-  outgoingHeaders(deadline: Deadline): Record<string, string> {
-    return deadline.toHeaders(this.core.headerFormat);
-  }
-
   /** A decision worth a span event, when the call is traced. */
   #traceEvent(name: TraceEventName, attributes: TraceAttributes): void {
     this.#trace?.event(name, attributes);
@@ -114,7 +99,7 @@ export class Execution<T, C extends Carrier = Carrier>
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
       if (this.#trace !== undefined) this.#insufficientEvent(remaining, 1);
-      this.finish(false, insufficient(core, remaining, 1));
+      this.finish(false, insufficientError(core, remaining, 1));
       return;
     }
     const throttle = core.throttle;
@@ -151,7 +136,7 @@ export class Execution<T, C extends Carrier = Carrier>
         (core.throttle === undefined || core.throttle.refusing(now) === false));
     const timeoutMs = byDeadline ? remaining : core.attemptTimeoutMs;
     const n = ++this.#started;
-    const attempt = new Attempt<T, C>(this, kind, n, timeoutMs, core.connectTimeoutMs, byDeadline, now);
+    const attempt = new Attempt<T, C>(this, kind, n, timeoutMs, byDeadline, now);
     const carrier = this.#transport.attempt(attempt);
     attempt.carrier = carrier;
     if (permit) attempt.holdPermit(core.limiter!);
@@ -524,7 +509,7 @@ export class Execution<T, C extends Carrier = Carrier>
       const error = new RetryBudgetExhaustedError({ dependency: core.name, originals, extras, cause: value });
       this.finish(false, error);
     } else if (reason === 'deadline-insufficient') {
-      this.finish(false, insufficient(core, remaining, next));
+      this.finish(false, insufficientError(core, remaining, next));
     } else {
       // The dependency's own failure (refused, reset, a gRPC UNAVAILABLE...), given as it was thrown,
       // after this layer's plan: marked, so a server answering it pushes back (SPEC X6). A failure

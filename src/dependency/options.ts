@@ -6,8 +6,8 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { TimerQueue } from '../clock/timer-queue.js';
 import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from '../deadline/deadline.js';
-import { HEDGE_OPTIONS } from '../hedge/options.js';
-import { createHedgePolicy, type HedgePolicy } from '../hedge/policy.js';
+import { HEDGE_OPTIONS, hedgePlanOf } from '../hedge/options.js';
+import { createHedgePolicy } from '../hedge/policy.js';
 import { RECORDER_OPTIONS } from '../latency/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import type { LatencySource } from '../latency/types.js';
@@ -187,8 +187,6 @@ export const LIVE_KEYS = Object.freeze([
   'retryResponseTimeout',
 ] as const);
 
-export type LiveKey = (typeof LIVE_KEYS)[number];
-
 const { retryBudget: _instanceOrOptions, ...liveSpecs } = pickOptions(DEPENDENCY_OPTIONS, LIVE_KEYS).specs;
 
 /**
@@ -246,17 +244,7 @@ export function resolveDependency(
   const recorder = isLatencySource(o.recorder)
     ? o.recorder
     : createLatencyRecorder({ ...o.recorder, clock: o.recorder?.clock ?? clock });
-  let hedge: HedgePolicy | undefined;
-  if (o.hedge !== undefined && o.hedge !== false) {
-    const h = o.hedge === true ? {} : o.hedge;
-    // Default ceiling: the attempt timeout (a later hedge could not beat it), but never below the
-    // floor, so a dependency with a tiny timeout gets a working policy instead of a contradiction.
-    const floor = h.minDelayMs ?? HEDGE_OPTIONS.defaults.minDelayMs;
-    hedge = createHedgePolicy(recorder, {
-      ...h,
-      maxDelayMs: h.maxDelayMs ?? Math.max(timeouts.responseMs, floor),
-    });
-  }
+  const hedgePlan = hedgePlanOf(o.hedge, timeouts.responseMs);
   const core: DependencyCore = {
     name: o.name,
     p99Ms: o.p99Ms,
@@ -272,7 +260,7 @@ export function resolveDependency(
     },
     budget,
     recorder,
-    hedge,
+    hedge: hedgePlan && createHedgePolicy(recorder, hedgePlan.options),
     limiter:
       shared.limiter ??
       (o.concurrencyLimit === undefined ? undefined : new ConcurrencyLimiter(o.concurrencyLimit, clock)),

@@ -1,5 +1,4 @@
 import { isPrazoError } from '../errors/base.js';
-import { DeadlineInsufficientError } from '../errors/deadline.js';
 import { isTimeoutError } from '../errors/guards.js';
 import type { Outcome } from '../latency/types.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
@@ -121,13 +120,4 @@ export function failureOf(
     pushback: core.pushback,
   };
   return failureVerdict(core.classifyError, value, classifyOptions, core.name);
-}
-
-/** The error of an attempt not started for lack of time (SPEC D4, R6), naming which attempt it was. */
-export function insufficient(
-  core: DependencyCore,
-  remainingMs: number,
-  attempt: number,
-): DeadlineInsufficientError {
-  return new DeadlineInsufficientError({ dependency: core.name, remainingMs, neededMs: core.p99Ms, attempt });
 }

@@ -9,7 +9,8 @@ import type { DependencyCore } from './core.js';
  * never dropped.
  */
 export abstract class Settlement<T> {
-  protected readonly core: DependencyCore;
+  /** The plan the call runs with (its attempts read it too). */
+  readonly core: DependencyCore;
   /** True once the call's end was delivered. */
   settled = false;
   protected timer: Timer | undefined;

@@ -6,6 +6,7 @@ import { executorOf } from '../dependency/transport.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySnapshot } from '../latency/types.js';
+import { option } from '../options/declare.js';
 import type { OptionsValidator } from '../options/validator.js';
 import { createLiveP99, type LiveCalibrationOptions, type LiveP99 } from './live.js';
 
@@ -51,11 +52,6 @@ export interface Live {
   rebuild(p99Ms: number, current: Dependency): Dependency | undefined;
 }
 
-const hasMethods = (value: unknown, names: readonly string[]): boolean =>
-  value !== null &&
-  typeof value === 'object' &&
-  names.every((n) => typeof (value as Record<string, unknown>)[n] === 'function');
-
 function fold<R>(v: OptionsValidator, build: () => R): R | undefined {
   try {
     return build();
@@ -72,7 +68,7 @@ export function readExecutor(
   shared: { defaultDeadlineMs: number; headerFormat: HeaderFormat; clock: Clock },
 ): { dependency: Dependency | undefined; live: Live | undefined } {
   if (raw.dependency !== undefined) {
-    if (!hasMethods(raw.dependency, ['execute', 'on']) || executorOf(raw.dependency) === undefined) {
+    if (executorOf(raw.dependency) === undefined) {
       v.problem('`dependency` must be an executor made with createDependency()');
       return { dependency: undefined, live: undefined };
     }
@@ -93,7 +89,7 @@ function readLive(
   raw: Record<string, unknown>,
   options: DependencyOptions,
 ): { dependency: Dependency | undefined; live: Live | undefined } {
-  if (hasMethods(raw.recorder, ['record'])) {
+  if (option.hasMethods('record')(raw.recorder)) {
     v.problem('`live` needs recorder options, not a recorder: it listens to every window that closes');
   }
   const liveOptions = (raw.live === true ? {} : raw.live) as LiveCalibrationOptions;

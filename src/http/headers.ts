@@ -70,8 +70,3 @@ export function appendCallerHeaders(
   }
   return key;
 }
-
-/** Appends a `Record` of headers (e.g. `Deadline.toHeaders()`) to `out`. */
-export function appendRecord(out: string[], headers: Readonly<Record<string, string>>): void {
-  for (const name in headers) out.push(name, headers[name]!);
-}

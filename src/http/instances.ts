@@ -7,6 +7,7 @@ import {
   InstanceSet,
   type InstanceState,
 } from '../balance/instances.js';
+import { QUANTILES } from '../calibrate/sources/types.js';
 import type { Clock } from '../clock/clock.js';
 import type { ExecutorPlan } from '../dependency/transport.js';
 import type { DependencyEvent } from '../dependency/types.js';
@@ -21,8 +22,6 @@ import type { Dispatch } from './handler.js';
  * its estimate has decayed tenfold (about 23 s at the 10 s decay), and ejection does the rest.
  */
 const FAILURE_PENALTY_TIMEOUTS = 10;
-/** Without hedging, an attempt is unanswered only when a deadline cut it past the dependency's p99. */
-const UNHEDGED_PERCENTILE = 0.99;
 /**
  * A route's instances (SPEC X5): the origins an HTTP dependency is reached at — a fixed list, or the
  * addresses its name resolves to (DNS discovery of a Kubernetes headless Service) — each with what
@@ -107,8 +106,9 @@ export class RouteInstances {
       floorMs: () => core().p99Ms,
       penaltyMs: () => FAILURE_PENALTY_TIMEOUTS * core().attemptTimeoutMs,
       timeoutMs: () => core().attemptTimeoutMs,
-      // Without hedging nothing is overtaken; with it, a share above what it hedges is the instance's.
-      unansweredFloor: () => 1 - (core().hedge?.percentile ?? UNHEDGED_PERCENTILE),
+      // With hedging, a share above what it hedges is the instance's; without, nothing is overtaken:
+      // an attempt is unanswered only when a deadline cut it past the dependency's p99.
+      unansweredFloor: () => 1 - (core().hedge?.percentile ?? QUANTILES.p99),
       listener,
     });
     const discovery = settings.discovery;

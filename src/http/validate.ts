@@ -9,6 +9,7 @@ import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
+import { option } from '../options/declare.js';
 import { closestName, foreignNameHint } from '../options/suggest.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
@@ -47,11 +48,6 @@ const KNOWN = new Set<string>([
 ]);
 
 const ROUTE_KNOWN = new Set<string>(ROUTE_KEYS);
-
-const hasMethods = (value: unknown, names: readonly string[]): boolean =>
-  value !== null &&
-  typeof value === 'object' &&
-  names.every((n) => typeof (value as Record<string, unknown>)[n] === 'function');
 
 /** Parses `origin` to `scheme://host:port`, or records why it cannot. */
 function readOrigin(v: OptionsValidator, value: unknown): string {
@@ -256,7 +252,7 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
   if (raw.lookup !== undefined && typeof raw.lookup !== 'function') {
     v.problem('`lookup` must be a function like dns.lookup');
   }
-  if (raw.dispatcher !== undefined && !hasMethods(raw.dispatcher, ['dispatch'])) {
+  if (raw.dispatcher !== undefined && !option.hasMethods('dispatch')(raw.dispatcher)) {
     v.problem('`dispatcher` must be an undici Dispatcher (with `dispatch`)');
   }
   v.done();
@@ -287,7 +283,7 @@ export function resolveRouteOptions(entry: unknown, where: string, clock: Clock)
 
 /** Reads a `clock` option: a Clock, or the system clock (with a problem when it is not one). */
 export function readClock(v: OptionsValidator, value: unknown): Clock {
-  const ok = value === undefined || hasMethods(value, ['now', 'epochNow', 'setTimer', 'clearTimer']);
+  const ok = value === undefined || option.hasMethods('now', 'epochNow', 'setTimer', 'clearTimer')(value);
   if (!ok) v.problem('`clock` must implement Clock (now, epochNow, setTimer, clearTimer)');
   return ok ? ((value as Clock | undefined) ?? systemClock) : systemClock;
 }
