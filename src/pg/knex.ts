@@ -70,12 +70,12 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
   client.acquireConnection = async () => {
     const deadline = currentDeadline();
     if (deadline === undefined) {
-      admit(throttle, name, clock);
+      admit(throttle, name, clock, fixed.events);
       return acquire();
     }
     const resolved = resolve(deadline);
     checkFits(deadline, resolved);
-    admit(throttle, name, clock); // a refused query or transaction takes no connection
+    admit(throttle, name, clock, fixed.events); // a refused query or transaction takes no connection
     return withinDeadline(acquire(), deadline, resolved.clock, {
       giveBack: (late) => {
         client.releaseConnection(late).catch(() => undefined);

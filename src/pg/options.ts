@@ -5,6 +5,7 @@ import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
+import { isStoreEvents, type StoreEvents } from './events.js';
 import type { ThrottleToggle } from './throttle.js';
 
 /** Options of `queryWithDeadline` and `transactionWithDeadline`, declared once (the store's, and a name). */
@@ -23,6 +24,11 @@ export const PG_DEADLINE_OPTIONS = defineOptions({
    * on (`true`): k 2, a 1 s window, at most 90% refused, nothing refused under 10 requests in it.
    */
   throttle: option.toggle(THROTTLE_OPTIONS),
+  /**
+   * Where the throttle's refusals go (`throttled` events), for `instrumentPrazo`:
+   * `createStoreEvents(name)`. Default none.
+   */
+  events: option.value<StoreEvents>('events from createStoreEvents(name)', isStoreEvents),
   /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
   random: option.fn<RandomSource>(),
 });
@@ -32,6 +38,7 @@ export type PgDeadlineOptions = OptionsOf<typeof PG_DEADLINE_OPTIONS>;
 export interface ResolvedPgOptions extends ResolvedStoreOptions {
   readonly throttle?: ThrottleToggle;
   readonly random?: RandomSource | undefined;
+  readonly events?: StoreEvents | undefined;
 }
 
 /** Validates per call (these options are per call by nature); every problem reported together. */

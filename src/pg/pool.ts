@@ -17,6 +17,7 @@ export const PG_POOL_OPTIONS = pickOptions(PG_DEADLINE_OPTIONS, [
   'cancelGraceMs',
   'throttle',
   'random',
+  'events',
   'clock',
 ]);
 
@@ -94,7 +95,7 @@ export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions
         return original.apply(target, args);
       if (deadline === undefined) {
         return (async () => {
-          if (admitting) admit(throttle, name, clock); // a refusal rejects, as the query would have
+          if (admitting) admit(throttle, name, clock, fixed.events); // a refusal rejects, as the query would have
           return counted(throttle, clock, undefined, async () => original.apply(target, args));
         })();
       }
@@ -146,12 +147,12 @@ export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions
           const deadline = currentDeadline();
           if (args.length > 0) return (value as Fn).apply(target, args);
           if (deadline === undefined) {
-            admit(throttle, name, clock);
+            admit(throttle, name, clock, fixed.events);
             return counted(throttle, clock, undefined, async () => (value as Fn).apply(target, args), false);
           }
           const resolved = resolve(deadline);
           checkFits(deadline, resolved);
-          admit(throttle, name, clock); // a refused connect takes no connection: nothing opened
+          admit(throttle, name, clock, fixed.events); // a refused connect takes no connection: nothing opened
           const taken = await counted(
             throttle,
             clock,

@@ -58,7 +58,7 @@ export async function runStatement<T>(
 ): Promise<T> {
   const { deadline, clock, signal } = resolved;
   if (deadline === undefined) {
-    if (admitting) admit(throttle, resolved.name, clock);
+    if (admitting) admit(throttle, resolved.name, clock, resolved.events);
     return counted(throttle, clock, signal, async () => {
       const { client, release } = await leaseUnbounded(target);
       try {
@@ -70,7 +70,7 @@ export async function runStatement<T>(
   }
   checkFits(deadline, resolved);
   // After D4, as in the executor: a call refused for its deadline says nothing of the server.
-  if (admitting) admit(throttle, resolved.name, clock);
+  if (admitting) admit(throttle, resolved.name, clock, resolved.events);
   return counted(throttle, clock, signal, async () => {
     const { client, release } = await lease(target, deadline, resolved);
     try {

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
+import type { DependencyEvent } from '../dependency/types.js';
 import { isDeadlineExceeded } from '../errors/guards.js';
 import {
   type Outcome,
@@ -15,6 +16,7 @@ import {
 } from '../mysql/switch-proxy.test-helpers.js';
 import { seededRandom } from '../testing/random.js';
 import { startPostgres, type TestPostgres } from './embedded.test-helpers.js';
+import { createStoreEvents } from './events.js';
 import { pgDeadlineKnex } from './knex.js';
 import { pgDeadlinePool } from './pool.js';
 import { queryWithDeadline } from './query.js';
@@ -57,7 +59,10 @@ describe('pgDeadlinePool: adaptive throttling (issue 23 item 1)', () => {
   it('a database that is down: after the window ~90% refused, no connection for a refused query, recovery once it is back', async () => {
     const clock = new FakeClock();
     proxy.down();
-    const pool = pgDeadlinePool(rawPool(), { name: 'orders-db', clock, random: seededRandom(7) });
+    const events = createStoreEvents('orders-db');
+    const seen: DependencyEvent[] = [];
+    events.on((e) => seen.push(e));
+    const pool = pgDeadlinePool(rawPool(), { name: 'orders-db', events, clock, random: seededRandom(7) });
     const query = () => pool.query('SELECT 1');
     const before = proxy.connections;
     const outcomes: Outcome[] = [];
@@ -71,6 +76,9 @@ describe('pgDeadlinePool: adaptive throttling (issue 23 item 1)', () => {
     expect(share).toBeLessThan(0.95);
     expect(refused[0]!.error).toMatchObject({ code: 'THROTTLED', dependency: 'orders-db', accepts: 0 });
     expect(pool.throttling()!.probability).toBeCloseTo(0.9, 5);
+    const throttled = seen.filter((e) => e.type === 'throttled');
+    expect(throttled).toHaveLength(refused.length); // the executor's event, for prazo/otel
+    expect(throttled[0]).toMatchObject({ dependency: 'orders-db', accepts: 0 });
 
     proxy.up();
     const took = await recovery(clock, query);
@@ -168,7 +176,10 @@ describe('pgDeadlinePool: adaptive throttling (issue 23 item 1)', () => {
         async (kinds, seed) => {
           const clock = new FakeClock();
           proxy.down();
-          const options = { clock, random: seededRandom(seed), throttle: { minRequests: 0 } };
+          const events = createStoreEvents('db');
+          const seen: DependencyEvent[] = [];
+          events.on((e) => seen.push(e));
+          const options = { clock, random: seededRandom(seed), throttle: { minRequests: 0 }, events };
           const raw = rawPool(2);
           const pool = pgDeadlinePool(rawPool(2), options);
           const knex = pgDeadlineKnex(
@@ -202,6 +213,7 @@ describe('pgDeadlinePool: adaptive throttling (issue 23 item 1)', () => {
             }
           }
           expect(refused).toBeGreaterThan(0);
+          expect(seen.filter((e) => e.type === 'throttled')).toHaveLength(refused);
           expect(pool.throttling()!.accepts).toBe(0);
         },
       ),

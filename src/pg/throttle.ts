@@ -6,6 +6,7 @@ import type { RandomSource } from '../retry/backoff.js';
 import type { ThrottleOptions } from '../throttle/options.js';
 import { AdaptiveThrottle } from '../throttle/throttle.js';
 import { QUERY_CANCELED } from './constants.js';
+import { emitterOf, type StoreEvents } from './events.js';
 
 /**
  * Adaptive throttling of a PostgreSQL dependency (issue 23, docs/throttling.md): the executor's own
@@ -47,12 +48,21 @@ export function throttleOf(
   return throttle;
 }
 
-/** Admits a statement or a transaction at `clock.now()`, or fails it at once: nothing sent, no connection taken. */
-export function admit(throttle: AdaptiveThrottle | undefined, name: string, clock: Clock): void {
+/**
+ * Admits a statement or a transaction at `clock.now()`, or fails it at once (nothing sent, no
+ * connection taken) after a `throttled` event on `events`, the executor's own (prazo/otel counts it).
+ */
+export function admit(
+  throttle: AdaptiveThrottle | undefined,
+  name: string,
+  clock: Clock,
+  events?: StoreEvents,
+): void {
   if (throttle === undefined) return;
   const now = clock.now();
   if (throttle.admit(now)) return;
   const { requests, accepts, probability } = throttle.state(now);
+  emitterOf(events)?.(() => ({ type: 'throttled', dependency: name, requests, accepts, probability }));
   throw new ThrottledError({ dependency: name, requests, accepts, probability, windowMs: throttle.windowMs });
 }
 

@@ -42,7 +42,7 @@ export async function transactionWithDeadline<T>(
   // Decided once, at BEGIN: a refused transaction takes no connection and opens nothing; one under
   // way is never refused halfway (its statements are counted, each when its outcome is known).
   const throttle = throttleOf(target, resolved.throttle, clock, resolved.random);
-  admit(throttle, resolved.name, clock);
+  admit(throttle, resolved.name, clock, resolved.events);
   const { client, release } = await counted(
     throttle,
     clock,
