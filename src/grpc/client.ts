@@ -64,7 +64,9 @@ export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_O
  */
 export interface DeadlineInterceptor extends Interceptor {
   /** The throttle's window counts and the probability a new call is refused with now; undefined when off. */
-  throttling(): ThrottleState | undefined;
+  throttling():
+    | { readonly requests: number; readonly accepts: number; readonly probability: number }
+    | undefined;
   /** The dependency's events (`throttled`: `{ type, dependency, requests, accepts, probability }`), by its name. */
   readonly events: {
     /** The `name` option, else 'grpc'. */

@@ -5,7 +5,6 @@
  * @module prazo/grpc
  */
 
-export type { ThrottleState } from '../throttle/throttle.js';
 export {
   DEADLINE_INTERCEPTOR_OPTIONS,
   type DeadlineInterceptor,

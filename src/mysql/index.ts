@@ -6,7 +6,6 @@
  * @module prazo/mysql
  */
 
-export type { ThrottleState } from '../throttle/throttle.js';
 export type { MysqlConnection, MysqlPool, MysqlServer, MysqlTarget } from './driver.js';
 export { createStoreEvents, type StoreEvents } from './events.js';
 export { knexWithDeadline } from './knex.js';

@@ -260,7 +260,9 @@ export interface MysqlThrottled {
    * off: the statements counted in its window (refused ones included), those answered, and the
    * probability a new statement or connection is refused with now.
    */
-  throttling(): ThrottleState | undefined;
+  throttling():
+    | { readonly requests: number; readonly accepts: number; readonly probability: number }
+    | undefined;
 }
 
 /** What {@link mysqlOptionsFrom} reads of a `prazo.config.yaml` entry (`loadConfig`'s `DependencyConfig`). */

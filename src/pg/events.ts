@@ -5,10 +5,10 @@ import type { DependencyEvent, Disposable } from '../dependency/types.js';
  * Where a PostgreSQL dependency's decisions go: the executor's own events (SPEC X3), so
  * `instrumentPrazo().addDependency(events)` counts them as any dependency's. For now prazo/pg emits
  * the throttle's refusals (`throttled`, issue 23); attempts and their outcomes are prazo/mysql's and
- * prazo/redis's so far. The same brand as prazo/mysql's `createStoreEvents` (a global symbol): events
- * made by either entry are accepted by both, one name for one database.
+ * prazo/redis's so far. The same brand as prazo/mysql's `createStoreEvents` (a global symbol), so
+ * the two are interchangeable.
  */
-export interface StoreEvents {
+export interface PgEvents {
   readonly name: string;
   on(listener: DependencyListener): Disposable;
 }
@@ -16,9 +16,9 @@ export interface StoreEvents {
 const LISTENERS = Symbol.for('prazo.storeEvents');
 
 /** Events of one PostgreSQL dependency: pass as `events` to `queryWithDeadline`, `pgDeadlinePool`, ... */
-export function createStoreEvents(name: string): StoreEvents {
+export function createPgEvents(name: string): PgEvents {
   if (typeof name !== 'string' || name.length === 0)
-    throw new TypeError('createStoreEvents(name): a name is required');
+    throw new TypeError('createPgEvents(name): a name is required');
   const listeners = new Listeners();
   return Object.freeze({
     name,
@@ -34,7 +34,7 @@ export const isStoreEvents = (value: unknown): boolean =>
 
 /** The emitter behind `events`, or none: events are built only when someone listens. */
 export function emitterOf(
-  events: StoreEvents | undefined,
+  events: PgEvents | undefined,
 ): ((event: () => DependencyEvent) => void) | undefined {
   const listeners = (events as Record<symbol, unknown> | undefined)?.[LISTENERS] as Listeners | undefined;
   if (listeners === undefined) return undefined;

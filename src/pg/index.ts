@@ -5,8 +5,7 @@
  * @module prazo/pg
  */
 
-export type { ThrottleState } from '../throttle/throttle.js';
-export { createStoreEvents, type StoreEvents } from './events.js';
+export { createPgEvents, type PgEvents } from './events.js';
 export { isQueryCanceled } from './guard.js';
 export { pgDeadlineKnex } from './knex.js';
 export { PG_DEADLINE_OPTIONS, type PgDeadlineOptions } from './options.js';

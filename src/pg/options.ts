@@ -5,7 +5,7 @@ import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
-import { isStoreEvents, type StoreEvents } from './events.js';
+import { isStoreEvents, type PgEvents } from './events.js';
 import type { ThrottleToggle } from './throttle.js';
 
 /** Options of `queryWithDeadline` and `transactionWithDeadline`, declared once (the store's, and a name). */
@@ -26,9 +26,9 @@ export const PG_DEADLINE_OPTIONS = defineOptions({
   throttle: option.toggle(THROTTLE_OPTIONS),
   /**
    * Where the throttle's refusals go (`throttled` events), for `instrumentPrazo`:
-   * `createStoreEvents(name)`. Default none.
+   * `createPgEvents(name)`. Default none.
    */
-  events: option.value<StoreEvents>('events from createStoreEvents(name)', isStoreEvents),
+  events: option.value<PgEvents>('events from createPgEvents(name)', isStoreEvents),
   /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
   random: option.fn<RandomSource>(),
 });
@@ -38,7 +38,7 @@ export type PgDeadlineOptions = OptionsOf<typeof PG_DEADLINE_OPTIONS>;
 export interface ResolvedPgOptions extends ResolvedStoreOptions {
   readonly throttle?: ThrottleToggle;
   readonly random?: RandomSource | undefined;
-  readonly events?: StoreEvents | undefined;
+  readonly events?: PgEvents | undefined;
 }
 
 /** Validates per call (these options are per call by nature); every problem reported together. */

@@ -75,7 +75,9 @@ export interface PgThrottled {
    * off: the statements counted in its window (refused ones included), those answered, and the
    * probability a new statement or connection is refused with now.
    */
-  throttling(): ThrottleState | undefined;
+  throttling():
+    | { readonly requests: number; readonly accepts: number; readonly probability: number }
+    | undefined;
 }
 
 export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions = {}): P & PgThrottled {

@@ -16,7 +16,7 @@ import {
 } from '../mysql/switch-proxy.test-helpers.js';
 import { seededRandom } from '../testing/random.js';
 import { startPostgres, type TestPostgres } from './embedded.test-helpers.js';
-import { createStoreEvents } from './events.js';
+import { createPgEvents } from './events.js';
 import { pgDeadlineKnex } from './knex.js';
 import { pgDeadlinePool } from './pool.js';
 import { queryWithDeadline } from './query.js';
@@ -59,7 +59,7 @@ describe('pgDeadlinePool: adaptive throttling (issue 23 item 1)', () => {
   it('a database that is down: after the window ~90% refused, no connection for a refused query, recovery once it is back', async () => {
     const clock = new FakeClock();
     proxy.down();
-    const events = createStoreEvents('orders-db');
+    const events = createPgEvents('orders-db');
     const seen: DependencyEvent[] = [];
     events.on((e) => seen.push(e));
     const pool = pgDeadlinePool(rawPool(), { name: 'orders-db', events, clock, random: seededRandom(7) });
@@ -176,7 +176,7 @@ describe('pgDeadlinePool: adaptive throttling (issue 23 item 1)', () => {
         async (kinds, seed) => {
           const clock = new FakeClock();
           proxy.down();
-          const events = createStoreEvents('db');
+          const events = createPgEvents('db');
           const seen: DependencyEvent[] = [];
           events.on((e) => seen.push(e));
           const options = { clock, random: seededRandom(seed), throttle: { minRequests: 0 }, events };

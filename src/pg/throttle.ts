@@ -6,7 +6,7 @@ import type { RandomSource } from '../retry/backoff.js';
 import type { ThrottleOptions } from '../throttle/options.js';
 import { AdaptiveThrottle } from '../throttle/throttle.js';
 import { QUERY_CANCELED } from './constants.js';
-import { emitterOf, type StoreEvents } from './events.js';
+import { emitterOf, type PgEvents } from './events.js';
 
 /**
  * Adaptive throttling of a PostgreSQL dependency (issue 23, docs/throttling.md): the executor's own
@@ -56,7 +56,7 @@ export function admit(
   throttle: AdaptiveThrottle | undefined,
   name: string,
   clock: Clock,
-  events?: StoreEvents,
+  events?: PgEvents,
 ): void {
   if (throttle === undefined) return;
   const now = clock.now();

@@ -14,7 +14,7 @@ import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
-import { AdaptiveThrottle, type ThrottleState } from '../throttle/throttle.js';
+import { AdaptiveThrottle } from '../throttle/throttle.js';
 import { boundBlocking, serverBlockMs } from './blocking.js';
 
 /**
@@ -149,7 +149,9 @@ export interface RedisDeadlineClient {
    * exchanges counted in its window (refused ones included), those answered, and the probability a
    * new command is refused with now.
    */
-  throttling(): ThrottleState | undefined;
+  throttling():
+    | { readonly requests: number; readonly accepts: number; readonly probability: number }
+    | undefined;
   /** Closes the duplicates prazo opened (after their pending replies); the given client stays yours. */
   close(): Promise<void>;
 }

@@ -8,7 +8,6 @@
  * @module prazo/redis
  */
 
-export type { ThrottleState } from '../throttle/throttle.js';
 export {
   REDIS_CLIENT_OPTIONS,
   REDIS_COMMAND_OPTIONS,
