@@ -37,6 +37,25 @@ describe('store entries in prazo.config.yaml', () => {
     expect(() => redisOptionsFrom(orders)).toThrow(/not a Redis store/);
   });
 
+  it("passes the entry's throttle to the store: switched off, or its options (issue 23)", () => {
+    const { config, problems } = checkConfigText(`
+dependencies:
+  - name: orders-db
+    p99Ms: 40
+    throttle: { k: 3, minRequests: 20 }
+    store: { kind: mysql }
+  - name: cache
+    p99Ms: 3
+    throttle: false
+    store: { kind: redis }
+`);
+    expect(problems).toEqual([]);
+    expect(mysqlOptionsFrom(config!.dependencies.get('orders-db')!)).toMatchObject({
+      throttle: { k: 3, minRequests: 20 },
+    });
+    expect(redisOptionsFrom(config!.dependencies.get('cache')!)).toMatchObject({ throttle: false });
+  });
+
   it('refuses a misspelt key, an unknown kind and an out-of-range grace, at their lines', () => {
     const bad = `
 dependencies:

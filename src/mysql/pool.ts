@@ -267,14 +267,19 @@ export interface MysqlThrottled {
 
 /** What {@link mysqlOptionsFrom} reads of a `prazo.config.yaml` entry (`loadConfig`'s `DependencyConfig`). */
 export interface StoreEntry {
-  readonly options: { readonly name?: string; readonly p99Ms?: number };
+  readonly options: {
+    readonly name?: string;
+    readonly p99Ms?: number;
+    /** The entry's `throttle:` (the executor's declaration): the store's throttle too. */
+    readonly throttle?: MysqlPoolOptions['throttle'];
+  };
   readonly store?: { readonly kind: string; readonly cancelGraceMs?: number };
 }
 
 /**
  * The options of `mysqlQuery`, `mysqlTransaction`, `mysqlDeadlinePool` and `knexWithDeadline` from
  * a `prazo.config.yaml` dependency with `store: { kind: mysql | mariadb }`: its name, its p99 (given
- * or measured from its histogram), the store's grace and dialect.
+ * or measured from its histogram), its `throttle`, the store's grace and dialect.
  */
 export function mysqlOptionsFrom(entry: StoreEntry): MysqlPoolOptions {
   const kind = entry.store?.kind;
@@ -289,6 +294,7 @@ export function mysqlOptionsFrom(entry: StoreEntry): MysqlPoolOptions {
     ...(entry.options.name === undefined ? {} : { name: entry.options.name }),
     ...(entry.options.p99Ms === undefined ? {} : { p99Ms: entry.options.p99Ms }),
     ...(grace === undefined ? {} : { cancelGraceMs: grace }),
+    ...(entry.options.throttle === undefined ? {} : { throttle: entry.options.throttle }),
     server: kind,
   };
 }

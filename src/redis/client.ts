@@ -809,7 +809,12 @@ async function closeGracefully(connection: RedisConnection): Promise<void> {
 
 /** What {@link redisOptionsFrom} reads of a `prazo.config.yaml` entry (`loadConfig`'s `DependencyConfig`). */
 export interface RedisStoreEntry {
-  readonly options: { readonly name?: string; readonly p99Ms?: number };
+  readonly options: {
+    readonly name?: string;
+    readonly p99Ms?: number;
+    /** The entry's `throttle:` (the executor's declaration): the client's throttle too. */
+    readonly throttle?: RedisClientOptions['throttle'];
+  };
   readonly store?: {
     readonly kind: string;
     readonly cancelGraceMs?: number;
@@ -819,7 +824,8 @@ export interface RedisStoreEntry {
 
 /**
  * The options of {@link redisDeadlineClient} from a `prazo.config.yaml` dependency with
- * `store: { kind: redis }`: its name, its p99 (given or measured), the store's grace and block margin.
+ * `store: { kind: redis }`: its name, its p99 (given or measured), its `throttle`, the store's grace
+ * and block margin.
  */
 export function redisOptionsFrom(entry: RedisStoreEntry): RedisClientOptions {
   if (entry.store?.kind !== 'redis') {
@@ -834,5 +840,6 @@ export function redisOptionsFrom(entry: RedisStoreEntry): RedisClientOptions {
     ...(entry.options.p99Ms === undefined ? {} : { p99Ms: entry.options.p99Ms }),
     ...(cancelGraceMs === undefined ? {} : { cancelGraceMs }),
     ...(blockMarginMs === undefined ? {} : { blockMarginMs }),
+    ...(entry.options.throttle === undefined ? {} : { throttle: entry.options.throttle }),
   };
 }
