@@ -310,6 +310,7 @@ const NO_OPTIONS: Record<string, string> = {
   isQueryCanceled: 'a guard',
   isStatementInterrupted: 'a guard',
   createStoreEvents: 'takes a name only',
+  createPgEvents: 'takes a name only',
   mysqlOptionsFrom: 'reads a config entry (validated by loadConfig)',
   redisOptionsFrom: 'reads a config entry (validated by loadConfig)',
   suggestConcurrencyLimit: 'two numbers (rate, p99 in ms); undefined for any that is not finite and positive',
