@@ -388,3 +388,36 @@ describe('the stack docs/http.md recommends', () => {
     expect(Number(to.seen[0]!.headers['x-deadline-epoch-ms'])).toBeGreaterThan(0);
   });
 });
+
+describe('a legacy handler above prazo (undici.request, stream, fetch): compose wraps it in its WrapHandler', () => {
+  /** The raw header names a legacy `dispatch` handler is given by `dispatcher`. */
+  function rawNames(origin: string, dispatcher: Dispatcher): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      let names: string[] = [];
+      dispatcher.dispatch({ origin, path: '/', method: 'GET' }, {
+        onConnect() {},
+        onHeaders(_status: number, raw: Buffer[]) {
+          names = raw.filter((_, i) => i % 2 === 0).map(String);
+          return true;
+        },
+        onData: () => true,
+        onComplete: () => resolve(names),
+        onError: reject,
+      } as never);
+    });
+  }
+
+  it('gets the raw header buffers undici read, as on a bare Agent (not rebuilt, lowercased, from the parsed object)', async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'X-Custom-Case': 'v', 'Content-Length': '2' });
+      res.end('ok');
+    });
+    const bare = new Agent();
+    cleanup.push(() => bare.destroy());
+    const expected = await rawNames(server.origin, bare);
+    expect(expected).toContain('X-Custom-Case');
+    const { dispatcher, events } = stack(managed(server.origin), ['prazo']);
+    expect(await rawNames(server.origin, dispatcher)).toEqual(expected);
+    expect(attempts(events)).toBe(1);
+  });
+});

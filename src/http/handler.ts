@@ -36,9 +36,16 @@ export type DispatchHandler = Dispatcher.DispatchHandler & LegacyHandlerMethods;
 export type Dispatch = Dispatcher['dispatch'];
 export type ResponseHeaders = IncomingHttpHeaders;
 
-/** True for a handler on the current API (what undici 7 and 8 call `onRequestStart` on). */
+/**
+ * True for a handler to be spoken to on the current API (what undici 7 and 8 call `onRequestStart`
+ * on). Not undici's `WrapHandler`, the current-API face `compose` puts on a legacy handler (that of
+ * `undici.request`, `stream`, `fetch`): it passes the legacy callbacks straight through, while its
+ * `onResponseStart` rebuilds raw header buffers from the parsed object (two `Buffer.from` a header,
+ * ~1.1 kB a response). Spoken to on the legacy API, it gets the raw buffers undici already holds.
+ */
 export function speaksCurrentApi(handler: DispatchHandler): boolean {
-  return typeof handler.onRequestStart === 'function';
+  if (typeof handler.onRequestStart !== 'function') return false;
+  return !(typeof handler.onHeaders === 'function' && handler.constructor?.name === 'WrapHandler');
 }
 
 /**
