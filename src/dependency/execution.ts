@@ -4,7 +4,6 @@ import { fitsDeadline, insufficientError, neededMs } from '../deadline/fits.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { ConcurrencyLimitError } from '../errors/capacity.js';
 import { isQueueTimeout } from '../errors/guards.js';
-import { ThrottledError } from '../errors/throttle.js';
 import type { LimitWaiter } from '../limit/limiter.js';
 import type { FailureVerdict } from '../retry/classify.js';
 import { mergeFailures } from '../retry/merge.js';
@@ -301,7 +300,8 @@ export class Execution<T, C extends Carrier = Carrier>
   #throttled(now: number): void {
     const core = this.core;
     const throttle = core.throttle!;
-    const { requests, accepts, probability } = throttle.state(now);
+    const error = throttle.refusal(core.name, now);
+    const { requests, accepts, probability } = error;
     notify.throttled(core, requests, accepts, probability);
     if (this.#trace !== undefined)
       this.#traceEvent('throttled', {
@@ -309,13 +309,6 @@ export class Execution<T, C extends Carrier = Carrier>
         'prazo.throttle.accepts': accepts,
         'prazo.throttle.probability': probability,
       });
-    const error = new ThrottledError({
-      dependency: core.name,
-      requests,
-      accepts,
-      probability,
-      windowMs: throttle.windowMs,
-    });
     this.finish(false, error);
   }
 

@@ -19,7 +19,7 @@ import { BACKOFF_OPTIONS, type RandomSource } from '../retry/backoff.js';
 import { classifyFailure } from '../retry/classify.js';
 import { isValidIdempotencyKey } from '../retry/idempotency.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
-import { AdaptiveThrottle } from '../throttle/throttle.js';
+import { type AdaptiveThrottle, throttleFrom } from '../throttle/throttle.js';
 import type { DependencyCore, ErrorClassifier } from './core.js';
 import { Listeners } from './events.js';
 import type { ResultVerdict } from './types.js';
@@ -266,10 +266,7 @@ export function resolveDependency(
       (o.concurrencyLimit === undefined ? undefined : new ConcurrencyLimiter(o.concurrencyLimit, clock)),
     patience: o.concurrencyLimit?.patience === true,
     throttle:
-      o.throttle === false
-        ? undefined
-        : (shared.throttle ??
-          new AdaptiveThrottle(o.throttle === true ? undefined : o.throttle, clock, o.random ?? Math.random)),
+      o.throttle === false ? undefined : (shared.throttle ?? throttleFrom(o.throttle, clock, o.random)),
     retryResponseTimeout: o.retryResponseTimeout,
     pushback: o.pushback,
     classifyError: o.classifyError ?? classifyFailure,

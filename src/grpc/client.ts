@@ -18,13 +18,13 @@ import { type DependencyListener, Listeners } from '../dependency/events.js';
 import type { Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { DependencyFailedError } from '../errors/dependency.js';
-import { ThrottledError } from '../errors/throttle.js';
+import type { ThrottledError } from '../errors/throttle.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { readPushback } from '../retry/pushback.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
-import { AdaptiveThrottle, type ThrottleState } from '../throttle/throttle.js';
+import { type ThrottleState, throttleFrom } from '../throttle/throttle.js';
 import { DETAILS_PREFIX } from './constants.js';
 import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
@@ -115,10 +115,7 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
   const clock = o.clock ?? systemClock;
   // One throttle per interceptor: a client (one channel, one backend) is one dependency, whatever
   // its methods. Off, nothing is counted.
-  const throttle =
-    o.throttle === false
-      ? undefined
-      : new AdaptiveThrottle(o.throttle === true ? undefined : o.throttle, clock, o.random ?? Math.random);
+  const throttle = throttleFrom(o.throttle, clock, o.random);
   const listeners = new Listeners();
   const label = name ?? 'grpc';
   const count =
@@ -147,16 +144,10 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
     if (throttle !== undefined) {
       const now = clock.now();
       if (!throttle.admit(now)) {
-        const { requests, accepts, probability } = throttle.state(now);
+        const error = throttle.refusal(dependency, now);
+        const { requests, accepts, probability } = error;
         if (listeners.active)
           listeners.emit({ type: 'throttled', dependency: label, requests, accepts, probability });
-        const error = new ThrottledError({
-          dependency,
-          requests,
-          accepts,
-          probability,
-          windowMs: throttle.windowMs,
-        });
         return new InterceptingCall(NOT_CALLED, refuse(throttledStatus(error)));
       }
     }

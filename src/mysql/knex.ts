@@ -1,12 +1,13 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { readOptions } from '../options/validator.js';
+import { throttleFrom } from '../throttle/throttle.js';
 import { type MysqlConnection, serverOf } from './driver.js';
 import { emitterOf } from './events.js';
 import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, perDeadline } from './pool.js';
 import { checkFits, guardStatement } from './session.js';
 import { isTransactionControl } from './statement.js';
-import { admit, counted, newThrottle } from './throttle.js';
+import { admit, counted } from './throttle.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
 interface KnexClient {
@@ -64,7 +65,7 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   // One throttle per Knex instance (one database): a connection is admitted when Knex acquires it
   // under a deadline (each query, or a transaction at its start); its statements are counted, never
   // refused.
-  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
+  const throttle = throttleFrom(fixed.throttle, clock, fixed.random);
 
   /**
    * Guards a connection's `query` once: Knex calls it as `query({ sql, ...options }, bindings,

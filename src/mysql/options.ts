@@ -6,9 +6,9 @@ import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
+import type { ThrottleToggle } from '../throttle/throttle.js';
 import type { MysqlServer, MysqlTarget } from './driver.js';
 import { emitterOf, isStoreEvents, type StoreEvents } from './events.js';
-import type { ThrottleToggle } from './throttle.js';
 
 const isTarget = (value: unknown): boolean =>
   value !== null &&

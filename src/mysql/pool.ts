@@ -5,12 +5,13 @@ import type { OptionsOf } from '../options/declare.js';
 import { pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { ThrottleState } from '../throttle/throttle.js';
+import { throttleFrom } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver.js';
 import { emitterOf } from './events.js';
 import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
 import { connectionFit, isTransactionControl } from './statement.js';
-import { admit, counted, newThrottle } from './throttle.js';
+import { admit, counted } from './throttle.js';
 
 /** Options of {@link mysqlDeadlinePool}: those of `mysqlQuery` that hold for every query of a pool. */
 export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
@@ -117,7 +118,7 @@ export function mysqlDeadlinePool<P extends MysqlPool>(
   // `execute` and `getConnection()` (a builder's transaction, or a connection it keeps) are admitted
   // under a deadline; the statements of a connection handed out are counted, never refused: a
   // transaction is decided at its start.
-  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
+  const throttle = throttleFrom(fixed.throttle, clock, fixed.random);
   const promiseApi = typeof (pool as { Promise?: unknown }).Promise === 'function';
 
   /**

@@ -1,9 +1,10 @@
 import { currentDeadline } from '../deadline/ambient.js';
+import { throttleOf } from '../throttle/throttle.js';
 import { invoke, type MysqlTarget } from './driver.js';
 import { type MysqlDeadlineOptions, resolveMysqlOptions } from './options.js';
 import { checkFits, openSession, runStatement } from './session.js';
 import { connectionFit } from './statement.js';
-import { admit, counted, throttleOf } from './throttle.js';
+import { admit, counted } from './throttle.js';
 
 /**
  * Runs one statement on MySQL or MariaDB under the ambient or given deadline (SPEC D4, D7), through

@@ -2,10 +2,7 @@ import type { Clock } from '../clock/clock.js';
 import type { DependencyEvent } from '../dependency/types.js';
 import { isPrazoError } from '../errors/base.js';
 import { ErrorCode } from '../errors/codes.js';
-import { ThrottledError } from '../errors/throttle.js';
-import type { RandomSource } from '../retry/backoff.js';
-import type { ThrottleOptions } from '../throttle/options.js';
-import { AdaptiveThrottle } from '../throttle/throttle.js';
+import { type AdaptiveThrottle, countedBy } from '../throttle/throttle.js';
 
 /**
  * Adaptive throttling of a MySQL or MariaDB dependency (issue 23, docs/throttling.md): the executor's
@@ -14,37 +11,6 @@ import { AdaptiveThrottle } from '../throttle/throttle.js';
  * one of their own; `mysqlQuery` and `mysqlTransaction` share one per target (the pool or connection
  * they are given: one database is one dependency), made at the first call with that call's options.
  */
-
-const BY_TARGET = new WeakMap<object, AdaptiveThrottle>();
-
-/** What `throttle` reads as: `false` off, `true` / undefined the defaults, or the throttle's options. */
-export type ThrottleToggle = boolean | ThrottleOptions | undefined;
-
-/** A new throttle for a guard built once, or none when switched off. */
-export function newThrottle(
-  option: ThrottleToggle,
-  clock: Clock,
-  random: RandomSource | undefined,
-): AdaptiveThrottle | undefined {
-  if (option === false) return undefined;
-  return new AdaptiveThrottle(option === true ? undefined : option, clock, random ?? Math.random);
-}
-
-/** The throttle the per-call functions share for `target`, made at its first call. */
-export function throttleOf(
-  target: object,
-  option: ThrottleToggle,
-  clock: Clock,
-  random: RandomSource | undefined,
-): AdaptiveThrottle | undefined {
-  if (option === false) return undefined;
-  let throttle = BY_TARGET.get(target);
-  if (throttle === undefined) {
-    throttle = newThrottle(option, clock, random)!;
-    BY_TARGET.set(target, throttle);
-  }
-  return throttle;
-}
 
 /**
  * Admits a statement or a transaction at `clock.now()`, or fails it at once (nothing sent, no
@@ -59,9 +25,10 @@ export function admit(
   if (throttle === undefined) return;
   const now = clock.now();
   if (throttle.admit(now)) return;
-  const { requests, accepts, probability } = throttle.state(now);
+  const refusal = throttle.refusal(name, now);
+  const { requests, accepts, probability } = refusal;
   emit?.(() => ({ type: 'throttled', dependency: name, requests, accepts, probability }));
-  throw new ThrottledError({ dependency: name, requests, accepts, probability, windowMs: throttle.windowMs });
+  throw refusal;
 }
 
 /**
@@ -96,24 +63,15 @@ export function mysqlAccepted(error: unknown, aborted: boolean): boolean | undef
 }
 
 /**
- * Counts `work`'s outcome on `throttle` when it is known, and passes it on. `success` false: only a
- * failure is counted (taking a connection is not a statement; failing to is the server not answering).
+ * Counts `work`'s outcome on `throttle` once it is known ({@link mysqlAccepted}), and passes it on.
+ * `success` false: only a failure is counted (taking a connection is not a statement).
  */
-export async function counted<T>(
+export function counted<T>(
   throttle: AdaptiveThrottle | undefined,
   clock: Clock,
   signal: AbortSignal | undefined,
   work: () => Promise<T>,
   success = true,
 ): Promise<T> {
-  if (throttle === undefined) return work();
-  try {
-    const result = await work();
-    if (success) throttle.count(clock.now(), true);
-    return result;
-  } catch (error) {
-    const accepted = mysqlAccepted(error, signal?.aborted === true);
-    if (accepted !== undefined) throttle.count(clock.now(), accepted);
-    throw error;
-  }
+  return countedBy(throttle, mysqlAccepted, clock, signal, work, success);
 }

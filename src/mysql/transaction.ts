@@ -1,10 +1,11 @@
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { throttleOf } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlTarget } from './driver.js';
 import { type MysqlDeadlineOptions, type ResolvedMysqlOptions, resolveMysqlOptions } from './options.js';
 import { checkFits, openSession, runStatement, type Session } from './session.js';
-import { admit, counted, throttleOf } from './throttle.js';
+import { admit, counted } from './throttle.js';
 
 /** What the function given to {@link mysqlTransaction} works with. */
 export interface MysqlTransaction {

@@ -3,10 +3,11 @@ import { currentDeadline } from '../deadline/ambient.js';
 import { withinDeadline } from '../deadline/store.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { readOptions } from '../options/validator.js';
+import { throttleFrom } from '../throttle/throttle.js';
 import { guardedText, PG_POOL_OPTIONS, type PgPoolOptions, perDeadline } from './pool.js';
 import { withStatementTimeout } from './query.js';
 import { checkFits, connectionBroken } from './session.js';
-import { admit, counted, newThrottle, pgAccepted } from './throttle.js';
+import { admit, counted, pgAccepted } from './throttle.js';
 import type { PgClient } from './types.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
@@ -62,7 +63,7 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
   marked[PATCHED] = true;
   // One throttle per Knex instance (one database): a connection is admitted when Knex acquires it
   // (each query, or a transaction at its start); the statements on it are counted, never refused.
-  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
+  const throttle = throttleFrom(fixed.throttle, clock, fixed.random);
 
   const original = client.acquireConnection.bind(client);
   const acquire = async (): Promise<unknown> =>

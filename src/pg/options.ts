@@ -5,8 +5,8 @@ import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
+import type { ThrottleToggle } from '../throttle/throttle.js';
 import { isStoreEvents, type PgEvents } from './events.js';
-import type { ThrottleToggle } from './throttle.js';
 
 /** Options of `queryWithDeadline` and `transactionWithDeadline`, declared once (the store's, and a name). */
 export const PG_DEADLINE_OPTIONS = defineOptions({

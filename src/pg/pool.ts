@@ -4,10 +4,11 @@ import type { Deadline } from '../deadline/deadline.js';
 import { type OptionsOf, pickOptions, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { ThrottleState } from '../throttle/throttle.js';
+import { throttleFrom } from '../throttle/throttle.js';
 import { PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
 import { runStatement } from './query.js';
 import { checkFits, connectionBroken, lease } from './session.js';
-import { admit, counted, newThrottle } from './throttle.js';
+import { admit, counted } from './throttle.js';
 import type { PgClient, PgPool, PgPoolClient } from './types.js';
 
 /** Options of {@link pgDeadlinePool}: those of `queryWithDeadline` that hold for every query of a pool. */
@@ -88,7 +89,7 @@ export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions
   // One throttle per guarded pool: one database is one dependency. A statement of `pool.query`, and
   // `pool.connect()` (a builder's transaction, or a client it keeps), are admitted; the statements of
   // a connected client are counted, never refused: a transaction is decided at its start.
-  const throttle = newThrottle(fixed.throttle, clock, fixed.random);
+  const throttle = throttleFrom(fixed.throttle, clock, fixed.random);
   const guardedQuery =
     (target: object, original: Fn, onError: (error: unknown) => void, admitting: boolean) =>
     (...args: unknown[]): unknown => {

@@ -2,6 +2,7 @@ import type { QueryResult, QueryResultRow } from 'pg';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import type { AdaptiveThrottle } from '../throttle/throttle.js';
+import { throttleOf } from '../throttle/throttle.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
 import {
@@ -12,7 +13,7 @@ import {
   leaseUnbounded,
   statementTimeoutMs,
 } from './session.js';
-import { admit, counted, throttleOf } from './throttle.js';
+import { admit, counted } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
 
 /**

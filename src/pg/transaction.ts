@@ -3,10 +3,11 @@ import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import type { AdaptiveThrottle } from '../throttle/throttle.js';
+import { throttleOf } from '../throttle/throttle.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
 import { beginSql, checkFits, lease, leaseUnbounded, statementTimeoutMs } from './session.js';
-import { admit, counted, throttleOf } from './throttle.js';
+import { admit, counted } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
 
 /** What the function given to {@link transactionWithDeadline} works with. */

@@ -8,13 +8,12 @@ import { armDeadlineTimer, type DeadlineTimer } from '../deadline/timer.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
-import { ThrottledError } from '../errors/throttle.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
-import { AdaptiveThrottle } from '../throttle/throttle.js';
+import { throttleFrom } from '../throttle/throttle.js';
 import { boundBlocking, serverBlockMs } from './blocking.js';
 
 /**
@@ -395,24 +394,16 @@ export function redisDeadlineClient(
   };
 
   // One throttle per client: one Redis (or its proxy) is one dependency.
-  const throttle =
-    o.throttle === false
-      ? undefined
-      : new AdaptiveThrottle(o.throttle === true ? undefined : o.throttle, clock, o.random ?? Math.random);
+  const throttle = throttleFrom(o.throttle, clock, o.random);
   /** Admits an exchange or a session, or fails it at once: nothing written, no connection taken. */
   const admit = (): void => {
     if (throttle === undefined) return;
     const now = clock.now();
     if (throttle.admit(now)) return;
-    const { requests, accepts, probability } = throttle.state(now);
+    const refusal = throttle.refusal(o.name, now);
+    const { requests, accepts, probability } = refusal;
     emit(() => ({ type: 'throttled', dependency: o.name, requests, accepts, probability }));
-    throw new ThrottledError({
-      dependency: o.name,
-      requests,
-      accepts,
-      probability,
-      windowMs: throttle.windowMs,
-    });
+    throw refusal;
   };
 
   const fits = (deadline: Deadline | undefined): void => {

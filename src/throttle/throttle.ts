@@ -1,4 +1,5 @@
 import type { Clock } from '../clock/clock.js';
+import { ThrottledError } from '../errors/throttle.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { THROTTLE_OPTIONS, type ThrottleOptions } from './options.js';
@@ -132,6 +133,15 @@ export class AdaptiveThrottle {
     return this.#probability() > 0;
   }
 
+  /**
+   * The error of a call refused at `now`: the window's numbers, which the `throttled` event carries
+   * too. Every door (the executor, gRPC, the stores) fails a refused call with it.
+   */
+  refusal(dependency: string, now: number): ThrottledError {
+    const { requests, accepts, probability } = this.state(now);
+    return new ThrottledError({ dependency, requests, accepts, probability, windowMs: this.windowMs });
+  }
+
   /** The counts and the refusal probability at `now` (metrics, the error of a refused call). */
   state(now: number = this.#clock.now()): ThrottleState {
     this.#advance(now);
@@ -181,4 +191,71 @@ export interface ThrottleState {
   readonly requests: number;
   readonly accepts: number;
   readonly probability: number;
+}
+
+/** What an integration's `throttle` option reads as: `false` off, `true` / undefined the defaults, or the throttle's options. */
+export type ThrottleToggle = boolean | ThrottleOptions | undefined;
+
+/** The throttle a `throttle` option asks for (one per dependency), or none when it is switched off. */
+export function throttleFrom(
+  toggle: ThrottleToggle,
+  clock: Clock,
+  random: RandomSource | undefined,
+): AdaptiveThrottle | undefined {
+  if (toggle === false) return undefined;
+  return new AdaptiveThrottle(toggle === true ? undefined : toggle, clock, random ?? Math.random);
+}
+
+const BY_TARGET = new WeakMap<object, AdaptiveThrottle>();
+
+/**
+ * The throttle shared by the calls given the same `target` (a store's per-call functions: the pool or
+ * connection they are handed is one database, one dependency), made at its first call with that
+ * call's options; later calls' options are not read.
+ */
+export function throttleOf(
+  target: object,
+  toggle: ThrottleToggle,
+  clock: Clock,
+  random: RandomSource | undefined,
+): AdaptiveThrottle | undefined {
+  if (toggle === false) return undefined;
+  let throttle = BY_TARGET.get(target);
+  if (throttle === undefined) {
+    throttle = throttleFrom(toggle, clock, random)!;
+    BY_TARGET.set(target, throttle);
+  }
+  return throttle;
+}
+
+/**
+ * How a store reads a failure for the throttle: `true` the server answered (an error it sent: a
+ * constraint, a syntax error), `false` it did not (refused, reset, our deadline, its own kill), and
+ * undefined for what says nothing of the server (refused before sending, the caller's abort).
+ */
+export type AcceptedBy = (error: unknown, aborted: boolean) => boolean | undefined;
+
+/**
+ * Counts `work`'s outcome on `throttle` once it is known, and passes it on. `success` false: only a
+ * failure is counted (taking a connection is not a statement; failing to take one is the server not
+ * answering).
+ */
+export async function countedBy<T>(
+  throttle: AdaptiveThrottle | undefined,
+  accepted: AcceptedBy,
+  clock: Clock,
+  signal: AbortSignal | undefined,
+  work: () => Promise<T>,
+  success = true,
+): Promise<T> {
+  if (throttle === undefined) return work();
+  try {
+    const result = await work();
+    if (success) throttle.count(clock.now(), true);
+    return result;
+  } catch (error) {
+    const verdict = accepted(error, signal?.aborted === true);
+    if (verdict !== undefined) throttle.count(clock.now(), verdict);
+    throw error;
+  }
 }
