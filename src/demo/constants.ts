@@ -80,6 +80,12 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
   gatewayDeadlineMs: 1_900,
   /** Local ceiling of every inner service (SPEC D2): no caller makes them hold a request longer. */
   serviceMaxMs: 1_900,
+  /**
+   * How much earlier each inner hop's ceiling ends than its caller's (orders 1,850 ms, inventory
+   * 1,800 ms): the hop below answers 504 before its caller's deadline aborts the request and destroys
+   * the connection (`serviceCeilingMs` in run/topology.ts, issue 23).
+   */
+  hopMarginMs: 50,
   /** Attempts asked of the calibration (C3 reduces them when the deadline cannot fit them). */
   attempts: 2,
   /** Retry budget of each dependency (SPEC R1): 10 s window, 10% extra attempts. */
@@ -106,6 +112,17 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
    * the limit are refused by the gateway's own checkout client, before they take a connection.
    */
   poolReserve: 2,
+  /**
+   * Requests the throttle's window (1 s) needs before it refuses anything (the library's default is
+   * 10). With capacity-aware waiting, a hung supplier's failures reach the throttle only as patient
+   * attempts reach their deadline: at most `maxInFlight` (13) every ~1.8 s, about 7 a second, and the
+   * calls refused CONCURRENCY_LIMITED meanwhile are not attempts. At 10 the throttle began refusing
+   * only after ten of them had failed, while the slots they freed went to new patient calls: a
+   * second wave held the gateway's connections for another 1.8 s (traced at 20/s: 6 more checkouts;
+   * at 100/s: 4–5). A window of 5 requests is still no noise at the demo's rates: nothing is refused
+   * while half of the attempts are answered (k = 2).
+   */
+  throttleMinRequests: 5,
 });
 
 /** Demo-only accounting headers. Never read by any stack's logic: only by the ledgers. */

@@ -84,6 +84,23 @@ export function hopCapacity(
   return { maxInFlight: Math.max(1, poolConnections - PRAZO_STACK_DEFAULTS.poolReserve), maxQueue: 0 };
 }
 
+/**
+ * The prazo stack's local ceiling of each service (SPEC D2): the gateway's deadline, and below it
+ * each hop's ending `hopMarginMs` before its caller's (orders 1,850 ms, inventory 1,800 ms). A call
+ * that waits to the end (a patient attempt on a hung supplier) is then ended by the hop below
+ * answering 504, which keeps its caller's connection, rather than by the caller's own deadline
+ * aborting the request, which destroys it (an HTTP/1.1 request in flight cannot be cancelled
+ * otherwise): with one deadline at every hop, the gateway's patient checkouts all ended in aborts at
+ * once and their connections were reopened under load while new checkouts already held their slots.
+ */
+export function serviceCeilingMs(role: 'gateway' | 'orders' | 'inventory'): number {
+  const P = PRAZO_STACK_DEFAULTS;
+  const depth = { gateway: 0, orders: 1, inventory: 2 }[role];
+  return role === 'gateway'
+    ? P.gatewayDeadlineMs
+    : Math.min(P.serviceMaxMs, P.gatewayDeadlineMs - depth * P.hopMarginMs);
+}
+
 /** Forks (and waits for the boot of) every process of a stack. */
 export async function spawnStack(
   group: ProcessGroup,
@@ -128,28 +145,30 @@ export async function startStack(
       }),
     ),
   );
-  const P = PRAZO_STACK_DEFAULTS;
   const prazo = stack === 'prazo';
   const common = { stack, bucketMs: settings.bucketMs };
-  const inner = prazo ? { deadline: { defaultMs: P.serviceMaxMs, maxMs: P.serviceMaxMs } } : {};
+  const inner = (role: 'orders' | 'inventory') =>
+    prazo ? { deadline: { defaultMs: serviceCeilingMs(role), maxMs: serviceCeilingMs(role) } } : {};
   const inventoryPort = await group.start(childOf('inventory'), {
     role: 'inventory',
     ...common,
-    ...inner,
+    ...inner('inventory'),
     downstream: overrides.supplierOrigins ?? supplierPorts.map(origin),
     hop: hopSettings(stack, 'supplier', calibration, overrides, settings.poolConnections),
   });
   const ordersPort = await group.start(childOf('orders'), {
     role: 'orders',
     ...common,
-    ...inner,
+    ...inner('orders'),
     downstream: [origin(inventoryPort)],
     hop: hopSettings(stack, 'inventory', calibration, overrides, settings.poolConnections),
   });
   const gatewayPort = await group.start(childOf('gateway'), {
     role: 'gateway',
     ...common,
-    ...(prazo ? { deadline: { defaultMs: P.gatewayDeadlineMs, maxMs: P.gatewayDeadlineMs } } : {}),
+    ...(prazo
+      ? { deadline: { defaultMs: serviceCeilingMs('gateway'), maxMs: serviceCeilingMs('gateway') } }
+      : {}),
     downstream: [origin(ordersPort)],
     hop: hopSettings(stack, 'orders', calibration, overrides, settings.poolConnections),
     poolConnections: settings.poolConnections,

@@ -57,6 +57,8 @@ function prazoClient(options: HopClientOptions): HopClient {
     // Capacity-aware waiting (issue 23): at most `maxInFlight` attempts, each waiting up to the
     // deadline; past that a call fails at once (topology.ts `hopCapacity`).
     ...(hop.capacity === undefined ? {} : { concurrencyLimit: { ...hop.capacity, patience: true } }),
+    // The hung supplier's patient failures are few a second: the window needs fewer (constants.ts).
+    throttle: { minRequests: P.throttleMinRequests },
     dispatcher,
     clock,
   });
