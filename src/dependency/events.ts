@@ -46,3 +46,46 @@ export class Listeners {
     }
   }
 }
+
+/**
+ * The events of a store integration (prazo/mysql's `createStoreEvents`, prazo/pg's `createPgEvents`):
+ * the executor's own events (SPEC X3), so `instrumentPrazo().addDependency(events)` counts a store as
+ * it counts any dependency. The stores do not run through the executor, so they emit through this
+ * handle; its brand is a global symbol, so two installed copies of prazo recognise each other's.
+ */
+export interface StoreEvents {
+  readonly name: string;
+  on(listener: DependencyListener): Disposable;
+}
+
+const STORE_LISTENERS = Symbol.for('prazo.storeEvents');
+
+/** A store's events named `name`; `factory` names the public function in its error. */
+export function storeEvents(factory: string, name: string): StoreEvents {
+  if (typeof name !== 'string' || name.length === 0)
+    throw new TypeError(`${factory}(name): a name is required`);
+  const listeners = new Listeners();
+  return Object.freeze({
+    name,
+    on: (listener: DependencyListener) => listeners.add(listener),
+    [STORE_LISTENERS]: listeners,
+  });
+}
+
+export const isStoreEvents = (value: unknown): boolean =>
+  value !== null &&
+  typeof value === 'object' &&
+  (value as Record<symbol, unknown>)[STORE_LISTENERS] instanceof Listeners;
+
+/** The emitter behind a store's `events`, or none: an event is built only when someone listens. */
+export function emitterOf(
+  events: StoreEvents | undefined,
+): ((event: () => DependencyEvent) => void) | undefined {
+  const listeners = (events as Record<symbol, unknown> | undefined)?.[STORE_LISTENERS] as
+    | Listeners
+    | undefined;
+  if (listeners === undefined) return undefined;
+  return (make) => {
+    if (listeners.active) listeners.emit(make());
+  };
+}

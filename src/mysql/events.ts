@@ -1,44 +1,13 @@
-import { type DependencyListener, Listeners } from '../dependency/events.js';
-import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import { type StoreEvents, storeEvents } from '../dependency/events.js';
+
+export { emitterOf, isStoreEvents, type StoreEvents } from '../dependency/events.js';
 
 /**
- * Where a store integration's decisions go: the executor's own events (SPEC X3), so
- * `instrumentPrazo().addDependency(events)` counts them as it counts any dependency's — attempts,
+ * Events of one MySQL dependency: pass as `events` to `mysqlQuery`, `mysqlDeadlinePool`, ... Attempts,
  * their duration by outcome (a statement stopped at the deadline is a `timeout` in phase `deadline`:
  * the work the server did and threw away; one that waited for a pool connection too long is phase
- * `queue`: never sent), fast failures (`deadline-insufficient`).
+ * `queue`: never sent), fast failures (`deadline-insufficient`) and refusals (`throttled`).
  */
-export interface StoreEvents {
-  readonly name: string;
-  on(listener: DependencyListener): Disposable;
-}
-
-const LISTENERS = Symbol.for('prazo.storeEvents');
-
-/** Events of one MySQL dependency: pass as `events` to `mysqlQuery`, `mysqlDeadlinePool`, ... */
 export function createStoreEvents(name: string): StoreEvents {
-  if (typeof name !== 'string' || name.length === 0)
-    throw new TypeError('createStoreEvents(name): a name is required');
-  const listeners = new Listeners();
-  return Object.freeze({
-    name,
-    on: (listener: DependencyListener) => listeners.add(listener),
-    [LISTENERS]: listeners,
-  });
-}
-
-export const isStoreEvents = (value: unknown): boolean =>
-  value !== null &&
-  typeof value === 'object' &&
-  (value as Record<symbol, unknown>)[LISTENERS] instanceof Listeners;
-
-/** The emitter behind `events`, or none: events are built only when someone listens. */
-export function emitterOf(
-  events: StoreEvents | undefined,
-): ((event: () => DependencyEvent) => void) | undefined {
-  const listeners = (events as Record<symbol, unknown> | undefined)?.[LISTENERS] as Listeners | undefined;
-  if (listeners === undefined) return undefined;
-  return (make) => {
-    if (listeners.active) listeners.emit(make());
-  };
+  return storeEvents('createStoreEvents', name);
 }
