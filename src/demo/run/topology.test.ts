@@ -27,10 +27,27 @@ describe('the prazo stack under a hung supplier', () => {
     // refused CONCURRENCY_LIMITED meanwhile are not attempts. Before: minRequests 10 (the library's
     // default) against 13 / 1.9 s ≈ 6.8 a second, and a second patient wave while the throttle
     // counted the first one (traced: 6 more checkouts waiting 1.9 s at 20/s).
-    const { maxInFlight } = hopCapacity('supplier', DEMO_DEFAULTS.poolConnections);
+    const { maxInFlight } = hopCapacity('orders', DEMO_DEFAULTS.poolConnections); // the patient calls
     const failuresPerWindow = (maxInFlight * 1_000) / serviceCeilingMs('inventory');
     expect(P.throttleMinRequests).toBeLessThanOrEqual(Math.floor(failuresPerWindow));
     // ...and is still more than noise: k = 2 refuses nothing while half the attempts are answered.
     expect(P.throttleMinRequests).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('hopCapacity', () => {
+  it('the hops below the gateway never refuse what it let through, hedges included', () => {
+    // Before: 13 at every hop; the inventory's limit counts the supplier's hedges as attempts, so
+    // 10 checkouts and their 3 hedges filled it and later checkouts were refused two hops down.
+    const pool = DEMO_DEFAULTS.poolConnections;
+    const gateway = hopCapacity('orders', pool).maxInFlight;
+    expect(gateway).toBe(pool - P.poolReserve);
+    expect(hopCapacity('inventory', pool).maxInFlight).toBe(gateway);
+    const hedgesPaid =
+      Math.ceil(gateway * P.budgetRatio) + Math.ceil((P.budgetMinPerSecond * P.budgetWindowMs) / 1_000);
+    expect(hopCapacity('supplier', pool).maxInFlight).toBeGreaterThanOrEqual(gateway + hedgesPaid);
+    for (const next of ['orders', 'inventory', 'supplier'] as const) {
+      expect(hopCapacity(next, pool).maxQueue).toBe(0);
+    }
   });
 });

@@ -74,14 +74,26 @@ export function hopSettings(
  * The resource at stake is the gateway's pool: every checkout in flight anywhere below holds one of
  * its connections. The gateway's checkout client (a bulkhead: the catalog has its own client on the
  * same pool, `roles.ts`) holds at most the pool less the catalog's reserve and never queues, so past
- * that a checkout is refused at the gateway itself, before it takes a connection; the hops below
- * hold as many, so they never refuse what the gateway let through.
+ * that a checkout is refused at the gateway itself, before it takes a connection, in a millisecond.
+ * The hops below must never refuse what the gateway let through (a refusal two hops down costs the
+ * same connection and three hops of work): orders' calls are the gateway's one for one, but the
+ * inventory's limit counts attempts, and the supplier's hedges are attempts too. So the inventory
+ * holds as many originals plus the hedges its retry budget can pay while they are in flight (its
+ * ratio of them, and the floor's whole window). Traced before (`hung`, every hop at 13): 10 checkouts
+ * and their 3 hedges filled the inventory's 13, and every later checkout went through three hops to
+ * be refused CONCURRENCY_LIMITED there (5–50 ms on a loaded machine, not 1).
  */
 export function hopCapacity(
-  _next: HopName,
+  next: HopName,
   poolConnections: number,
 ): { readonly maxInFlight: number; readonly maxQueue: number } {
-  return { maxInFlight: Math.max(1, poolConnections - PRAZO_STACK_DEFAULTS.poolReserve), maxQueue: 0 };
+  const P = PRAZO_STACK_DEFAULTS;
+  const chain = Math.max(1, poolConnections - P.poolReserve);
+  const hedges =
+    next === 'supplier'
+      ? Math.ceil(chain * P.budgetRatio) + Math.ceil((P.budgetMinPerSecond * P.budgetWindowMs) / 1_000)
+      : 0;
+  return { maxInFlight: chain + hedges, maxQueue: 0 };
 }
 
 /**
