@@ -5,25 +5,38 @@ import {
   reconfigureRetryBudget,
 } from '../budget/budget.js';
 import type { TimeoutCalibration } from '../calibrate/timeout.js';
+import type { Clock } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
 import { isOptionsObject, type OptionsOf } from '../options/declare.js';
 import { checkOptionKeys, OptionsValidator } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
-import type { DependencyCore } from './core.js';
-import { invalidCallOption, resolveDeadline } from './deadline.js';
+import { type DependencyCore, UNMANAGED } from './core.js';
 import type { DependencyListener } from './events.js';
-import { OperationTransport } from './execution.js';
+import { Execution, OperationTransport } from './execution.js';
 import {
   DEPENDENCY_UPDATE_OPTIONS,
   type DependencyOptions,
   type DependencyUpdate,
   EXECUTE_OPTIONS,
+  type ExecuteOptions,
+  invalidCallOption,
+  resolveDeadline,
   resolveDependency,
 } from './options.js';
-import { EXECUTOR, type Executor, type PlanFollower, type PreparedUpdate } from './transport.js';
-import type { ConfigVersion, Disposable, ExecuteOptions, Operation } from './types.js';
+import {
+  type Call,
+  type CallTerms,
+  type Carrier,
+  EXECUTOR,
+  type Executor,
+  type ExecutorPlan,
+  type PlanFollower,
+  type PreparedUpdate,
+  type Transport,
+} from './transport.js';
+import type { ConfigVersion, Disposable, Operation } from './types.js';
 
 /**
  * One executor for any dependency (HTTP, gRPC, a database): it holds the dependency's calibrated
@@ -278,4 +291,44 @@ function readUpdate(context: string, changes: unknown, ownBudget: boolean): Depe
   v.read(DEPENDENCY_UPDATE_OPTIONS, live);
   v.done();
   return Object.freeze({ ...live }) as DependencyUpdate;
+}
+
+/**
+ * Opens a call on `plan` (one the executor handed out: {@link Executor}'s `plan`, or
+ * {@link unmanagedPlan}) carried by `transport`. Throws `InvalidOptionsError` for a deadline that is
+ * neither a `Deadline` nor ms in range.
+ */
+export function openCall<T, C extends Carrier>(
+  plan: ExecutorPlan,
+  transport: Transport<T, C>,
+  terms: CallTerms,
+  now: number,
+): Call {
+  const core = plan as DependencyCore;
+  const deadline =
+    terms.continued ??
+    resolveDeadline(
+      terms.deadline,
+      core.name,
+      terms.defaultDeadlineMs ?? core.defaultDeadlineMs,
+      core.clock,
+      now,
+    );
+  return new Execution<T, C>(
+    core,
+    transport,
+    deadline,
+    terms.idempotent,
+    terms.key,
+    terms.retryResponseTimeout,
+  );
+}
+
+/**
+ * The plan of an origin nobody configured (an interceptor passing a call through): one attempt,
+ * bounded by the deadline alone, nothing recorded, nothing retried, every answer the server's
+ * ({@link UNMANAGED}, named and timed for this origin).
+ */
+export function unmanagedPlan(name: string, clock: Clock): ExecutorPlan {
+  return Object.freeze({ ...UNMANAGED, name, clock });
 }

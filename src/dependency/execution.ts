@@ -13,11 +13,12 @@ import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
+import type { ExecuteOptions } from './options.js';
 import { discardSafely, endEvent, failureOf, outcomeOf, resultVerdict } from './outcome.js';
 import { Settlement } from './settlement.js';
 import type { CallTrace, TraceAttributes, TraceEventName, TraceOutcome } from './trace.js';
 import type { AttemptSlice, Call, Carrier, Transport } from './transport.js';
-import type { AttemptKind, ExecuteOptions, Operation, ResultVerdict } from './types.js';
+import type { AttemptKind, Operation, ResultVerdict } from './types.js';
 
 const HEDGE_LOST = 'another attempt of the same call answered first';
 const PUSHED_BACK = 'another attempt of the same call was pushed back: the call ends with its answer';

@@ -2,10 +2,11 @@ import { createRetryBudget, isRetryBudget, type RetryBudget } from '../budget/bu
 import { RETRY_BUDGET_OPTIONS } from '../budget/options.js';
 import { CALIBRATE_TIMEOUT_OPTIONS } from '../calibrate/options.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { TimerQueue } from '../clock/timer-queue.js';
-import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from '../deadline/deadline.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import { Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from '../deadline/deadline.js';
 import { HEDGE_OPTIONS, hedgePlanOf } from '../hedge/options.js';
 import { createHedgePolicy } from '../hedge/policy.js';
 import { RECORDER_OPTIONS } from '../latency/options.js';
@@ -162,6 +163,51 @@ export const EXECUTE_OPTIONS = defineOptions({
     (v) => v === true || (typeof v === 'string' && isValidIdempotencyKey(v)),
   ),
 });
+
+/**
+ * Per-call options of `dependency.execute` (`EXECUTE_OPTIONS`), with the
+ * result type `T` that `classify` and `discard` see.
+ */
+export interface ExecuteOptions<T> extends Omit<OptionsOf<typeof EXECUTE_OPTIONS>, 'classify' | 'discard'> {
+  /** Judges a result that did not throw (a response with a status). Default: every result is a success. */
+  readonly classify?: (result: T) => ResultVerdict;
+  /**
+   * Releases a result that will not be returned (a losing hedge, a retried 503 whose body must be
+   * drained so its connection goes back to the pool).
+   */
+  readonly discard?: (result: T) => void;
+}
+
+/** Throws the `InvalidOptionsError` of one bad per-call option, with the declaration's words. */
+export function invalidCallOption(name: string, key: 'deadline' | 'idempotencyKey', value: unknown): never {
+  readOptions(`${name}.execute`, pickOptions(EXECUTE_OPTIONS, [key]), { [key]: value });
+  throw new Error('unreachable: the option read as valid');
+}
+
+/**
+ * The deadline a call runs under (SPEC D1, D5): the one given (a `Deadline`, or ms from now), else the
+ * ambient one, else the default — and never later than the ambient one, so a callee cannot extend
+ * the time its caller has (an explicit 28 s inside a 2 s request still gets 2 s). Throws
+ * `InvalidOptionsError` for a `given` that is neither.
+ * The executor's one rule, for `execute` and every transport's call alike (`openCall`).
+ */
+export function resolveDeadline(
+  given: Deadline | number | undefined,
+  name: string,
+  defaultDeadlineMs: number,
+  clock: Clock,
+  now: number,
+): Deadline {
+  const ambient = currentDeadline();
+  if (given === undefined) return ambient ?? Deadline.afterAt(now, defaultDeadlineMs, clock);
+  let own: Deadline;
+  if (typeof given === 'number') {
+    if (!(given >= 0 && given <= MAX_TIMER_DELAY_MS)) invalidCallOption(name, 'deadline', given);
+    own = Deadline.afterAt(now, given, clock);
+  } else if (isDeadline(given)) own = given;
+  else invalidCallOption(name, 'deadline', given);
+  return own.min(ambient);
+}
 
 /**
  * What `dependency.update(...)` may change while calls run (SPEC X9): the plan's numbers — the p99

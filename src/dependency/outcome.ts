@@ -3,7 +3,8 @@ import { isTimeoutError } from '../errors/guards.js';
 import type { Outcome } from '../latency/types.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
 import type { DependencyCore, ErrorClassifier } from './core.js';
-import type { AttemptKind, DependencyEvent, ExecuteOptions, ResultVerdict } from './types.js';
+import type { ExecuteOptions } from './options.js';
+import type { AttemptKind, DependencyEvent, ResultVerdict } from './types.js';
 
 /** How the latency recorder and the events see an attempt's end. */
 export type EndOutcome = Outcome | 'cancelled';

@@ -2,13 +2,9 @@ import type { Clock } from '../clock/clock.js';
 import type { TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import type { HedgePolicy } from '../hedge/policy.js';
-import type { DependencyCore } from './core.js';
-import { resolveDeadline } from './deadline.js';
 import type { Listeners } from './events.js';
-import { Execution } from './execution.js';
 import type { AttemptTrace, TraceAttributes } from './trace.js';
 import type { AttemptKind, ConfigVersion, ResultVerdict } from './types.js';
-import { UNMANAGED } from './unmanaged.js';
 
 /**
  * The executor's one seam for an integration that carries attempts itself (prazo/http's undici
@@ -18,7 +14,7 @@ import { UNMANAGED } from './unmanaged.js';
  * its slice, judge what it answered, set a loser aside, hand the winner (or the failure) to its
  * caller. Nothing here is subclassed and nothing is looked up behind the integration's back: an
  * executor made by `createDependency` is reached with {@link executorOf}, a call is opened with
- * {@link openCall}, and the executor's own classes (`execution.ts`, `attempt.ts`) stay final and
+ * `openCall` (dependency.ts, beside `createDependency`), and the executor's own classes (`execution.ts`, `attempt.ts`) stay final and
  * private to `src/dependency` (test/architecture.test.ts).
  *
  * `dependency.execute` is the same seam with the transport every promise-returning operation shares
@@ -151,37 +147,6 @@ export interface Call {
   abandon(reason: unknown): void;
 }
 
-/**
- * Opens a call on `plan` (one the executor handed out: {@link Executor}'s `plan`, or
- * {@link unmanagedPlan}) carried by `transport`. Throws `InvalidOptionsError` for a deadline that is
- * neither a `Deadline` nor ms in range.
- */
-export function openCall<T, C extends Carrier>(
-  plan: ExecutorPlan,
-  transport: Transport<T, C>,
-  terms: CallTerms,
-  now: number,
-): Call {
-  const core = plan as DependencyCore;
-  const deadline =
-    terms.continued ??
-    resolveDeadline(
-      terms.deadline,
-      core.name,
-      terms.defaultDeadlineMs ?? core.defaultDeadlineMs,
-      core.clock,
-      now,
-    );
-  return new Execution<T, C>(
-    core,
-    transport,
-    deadline,
-    terms.idempotent,
-    terms.key,
-    terms.retryResponseTimeout,
-  );
-}
-
 /** Whoever plans with an executor besides the executor itself (prazo/http's phase timeouts). */
 export interface PlanFollower {
   /** What is wrong with `next` for this follower (an update with any problem is refused whole). */
@@ -220,14 +185,3 @@ export function executorOf(dependency: unknown): Executor | undefined {
   if (dependency === null || typeof dependency !== 'object') return undefined;
   return (dependency as { [EXECUTOR]?: Executor })[EXECUTOR];
 }
-
-/**
- * The plan of an origin nobody configured (an interceptor passing a call through): one attempt,
- * bounded by the deadline alone, nothing recorded, nothing retried, every answer the server's
- * ({@link UNMANAGED}, named and timed for this origin).
- */
-export function unmanagedPlan(name: string, clock: Clock): ExecutorPlan {
-  return Object.freeze({ ...UNMANAGED, name, clock });
-}
-
-export { resolveDeadline };

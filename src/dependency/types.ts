@@ -1,6 +1,4 @@
 import type { Deadline } from '../deadline/deadline.js';
-import type { OptionsOf } from '../options/declare.js';
-import type { EXECUTE_OPTIONS } from './options.js';
 
 /**
  * The contract of the executor (`createDependency(...).execute`), shared by every integration (HTTP,
@@ -46,20 +44,6 @@ export interface ResultVerdict {
    * failures per instance (ejection) must leave it out.
    */
   readonly pushback?: boolean;
-}
-
-/**
- * Per-call options of `dependency.execute` (declared in `options.ts`, `EXECUTE_OPTIONS`), with the
- * result type `T` that `classify` and `discard` see.
- */
-export interface ExecuteOptions<T> extends Omit<OptionsOf<typeof EXECUTE_OPTIONS>, 'classify' | 'discard'> {
-  /** Judges a result that did not throw (a response with a status). Default: every result is a success. */
-  readonly classify?: (result: T) => ResultVerdict;
-  /**
-   * Releases a result that will not be returned (a losing hedge, a retried 503 whose body must be
-   * drained so its connection goes back to the pool).
-   */
-  readonly discard?: (result: T) => void;
 }
 
 /** Every decision the executor makes, for metrics and logs. Cheap when nobody listens. */

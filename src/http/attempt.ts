@@ -1,6 +1,5 @@
-import { writeDeadlineHeaders } from '../deadline/deadline.js';
+import { type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
-import type { HttpCall } from './call.js';
 import {
   type DispatchController,
   type DispatchHandler,
@@ -25,6 +24,19 @@ const WON = 2; // the call's answer: streams to the caller
 const RELEASED = 3; // not the answer: drained (bounded) or torn down
 const CANCELLED = 4; // stopped by its call (hedge lost, caller gone)
 
+/** What an attempt asks of its call (`HttpCall`, call.ts): the call is above it, and drives it. */
+export interface AttemptCall {
+  readonly route: { readonly headerFormat: HeaderFormat };
+  /** True while the caller paused the response streaming to it. */
+  readonly paused: boolean;
+  send(attempt: HttpAttempt): void;
+  transportError(error: Error, attempt: HttpAttempt, queued: boolean): Error;
+  forwardStart(attempt: HttpAttempt): void;
+  forwardData(chunk: Buffer): void;
+  forwardEnd(trailers: ResponseHeaders): void;
+  forwardError(error: Error): void;
+}
+
 /**
  * One attempt of one HTTP call: a handler on undici's current API, dispatched once (SPEC C2, D5,
  * D6). The executor's attempt and the HTTP one are this single object: it is the `AttemptContext`,
@@ -38,7 +50,7 @@ const CANCELLED = 4; // stopped by its call (hedge lost, caller gone)
  * then streams through to the caller, the others are drained or torn down.
  */
 export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenHeadersOwner, Carrier {
-  readonly #call: HttpCall;
+  readonly #call: AttemptCall;
   #controller: DispatchController | undefined;
   #dispatching = false;
   #role: number = RACING;
@@ -63,7 +75,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   /** True once its instance was told how it went (its in-flight count released). */
   targetSettled = false;
 
-  constructor(call: HttpCall, slice: AttemptSlice, responseTimeoutMs: number, bodyTimeoutMs: number) {
+  constructor(call: AttemptCall, slice: AttemptSlice, responseTimeoutMs: number, bodyTimeoutMs: number) {
     super(slice, responseTimeoutMs, bodyTimeoutMs);
     this.#call = call;
   }

@@ -5,8 +5,9 @@ import { type ExecutorPlan, executorOf } from '../dependency/transport.js';
 import type { PrazoError } from '../errors/base.js';
 import type { HttpAttempt } from './attempt.js';
 import type { DispatchController, DispatchHandler, DispatchOptions } from './handler.js';
+import type { Route } from './plan.js';
 import type { CallOptions } from './request.js';
-import { callOn, type Route, routeHeaders } from './route.js';
+import { callOn, routeHeaders } from './route.js';
 
 /**
  * A call driven by hand, the way undici drives a handler: the real call and attempt (executor,

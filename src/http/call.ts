@@ -1,20 +1,14 @@
 import type { InstanceVerdict } from '../balance/instances.js';
 import { type Deadline, writeDeadlineHeaders } from '../deadline/deadline.js';
+import { openCall } from '../dependency/dependency.js';
 import type { TraceAttributes } from '../dependency/trace.js';
-import {
-  type AttemptSlice,
-  type Call,
-  type CallTerms,
-  type ExecutorPlan,
-  openCall,
-  type Transport,
-} from '../dependency/transport.js';
+import type { AttemptSlice, Call, CallTerms, Transport } from '../dependency/transport.js';
 import type { ResultVerdict } from '../dependency/types.js';
 import { isQueueTimeout } from '../errors/guards.js';
 import { classifyFailure } from '../retry/classify.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
-import { HttpAttempt } from './attempt.js';
+import { type AttemptCall, HttpAttempt } from './attempt.js';
 import { mapTransportError } from './errors.js';
 import {
   type Dispatch,
@@ -25,7 +19,7 @@ import {
   rawHeaders,
 } from './handler.js';
 import type { Instance, Target } from './instances.js';
-import type { Route } from './route.js';
+import type { CallPlan, Route } from './plan.js';
 import { judgeStatus } from './verdict.js';
 import { WrittenHeaders } from './written.js';
 
@@ -43,20 +37,6 @@ export const handing: { handler: object | undefined; deadline: Deadline | undefi
   handler: undefined,
   deadline: undefined,
 };
-
-/** What one call runs with, fixed when it starts (live calibration may replace it for later calls). */
-export interface CallPlan {
-  /** The executor's plan the call is opened on. */
-  readonly executor: ExecutorPlan;
-  /** From the request written to the response head, in ms (never past the attempt's own limit). */
-  readonly responseTimeoutMs: number;
-  /** Longest silence between body chunks while the consumer reads, in ms. */
-  readonly bodyTimeoutMs: number;
-  /** The connect timeout in force, in ms (to name it in a CONNECT_TIMEOUT). */
-  readonly connectTimeoutMs: number;
-  /** The deadline of a call given none and running outside any ambient one, in ms. */
-  readonly defaultDeadlineMs: number;
-}
 
 /** The per-call decisions taken before the first attempt: the executor's terms, and the caller's signal. */
 export interface HttpCallTerms extends CallTerms {
@@ -76,7 +56,7 @@ export interface HttpCallTerms extends CallTerms {
  * The caller's handler sees one request: started once, then the winning attempt's response (head,
  * body, end) or the call's failure. It may speak undici's current handler API or the legacy one.
  */
-export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchController {
+export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchController, AttemptCall {
   readonly route: Route;
   readonly #plan: CallPlan;
   readonly #call: Call;

@@ -16,6 +16,7 @@ import {
   checkCallOptions,
   HTTP_REQUEST_OPTIONS,
   type HttpRequestOptions,
+  type HttpResponse,
   UNDICI_REQUEST_OPTIONS,
 } from './request.js';
 import { buildRoute, type CallInput, callOn } from './route.js';
@@ -30,9 +31,6 @@ import { resolveHttpClientOptions } from './validate.js';
  * own `request()` is the handler above the call, so what `request()` resolves with is exactly
  * `undici.request`'s. Options are validated once; the per-call path only reads.
  */
-
-/** What `request()` resolves with: undici's own response (status, headers, body stream). */
-export type HttpResponse = Dispatcher.ResponseData;
 
 export interface HttpClient {
   /** The dependency's name. */

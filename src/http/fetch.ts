@@ -7,8 +7,13 @@ import { isPrazoError } from '../errors/base.js';
 import { ConnectFailedError } from '../errors/timeout.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { classifyFailure } from '../retry/classify.js';
-import type { HttpResponse } from './client.js';
-import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS, type HttpRequestOptions } from './request.js';
+import {
+  type CallOptions,
+  checkCallOptions,
+  HTTP_CALL_OPTIONS,
+  type HttpRequestOptions,
+  type HttpResponse,
+} from './request.js';
 
 /**
  * A `fetch()`-compatible face on the client's `request()`, for code written against fetch. Same

@@ -8,7 +8,7 @@
 export type { InstanceState } from '../balance/instances.js';
 export { NoInstanceError } from '../errors/capacity.js';
 export { isNoInstance } from '../errors/guards.js';
-export { createHttpClient, type HttpClient, type HttpResponse } from './client.js';
+export { createHttpClient, type HttpClient } from './client.js';
 export { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 export type { HttpFetch, HttpFetchInit, HttpFetchInput } from './fetch.js';
 export type { RequestHeaders } from './headers.js';
@@ -23,6 +23,6 @@ export type {
   ResolvedHttpClientOptions,
   SharedExecutorOptions,
 } from './options.js';
-export type { CallOptions, HttpRequestOptions } from './request.js';
+export type { CallOptions, HttpRequestOptions, HttpResponse } from './request.js';
 export { statusOutcome } from './status.js';
 export type {} from './undici-augment.js';

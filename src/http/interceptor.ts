@@ -5,7 +5,7 @@ import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
-import { resolveDeadline } from '../dependency/transport.js';
+import { resolveDeadline } from '../dependency/options.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
@@ -14,9 +14,9 @@ import { handing } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
-import type { CurrentPlan } from './plan.js';
+import type { CurrentPlan, Route } from './plan.js';
 import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS } from './request.js';
-import { buildRoute, callOn, fail, passThroughPlan, type Route, routeHeaders } from './route.js';
+import { buildRoute, callOn, fail, passThroughPlan, routeHeaders } from './route.js';
 import { readClock, readHeaderFormat, resolveRouteOptions } from './validate.js';
 
 /**

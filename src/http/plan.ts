@@ -1,9 +1,49 @@
+import type { Clock } from '../clock/clock.js';
+import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
 import { type Executor, type ExecutorPlan, executorOf, type PlanFollower } from '../dependency/transport.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
-import type { CallPlan } from './call.js';
 import { HTTP_DEFAULTS } from './constants.js';
+import type { RouteInstances } from './instances.js';
+
+/** What one call runs with, fixed when it starts (live calibration may replace it for later calls). */
+export interface CallPlan {
+  /** The executor's plan the call is opened on. */
+  readonly executor: ExecutorPlan;
+  /** From the request written to the response head, in ms (never past the attempt's own limit). */
+  readonly responseTimeoutMs: number;
+  /** Longest silence between body chunks while the consumer reads, in ms. */
+  readonly bodyTimeoutMs: number;
+  /** The connect timeout in force, in ms (to name it in a CONNECT_TIMEOUT). */
+  readonly connectTimeoutMs: number;
+  /** The deadline of a call given none and running outside any ambient one, in ms. */
+  readonly defaultDeadlineMs: number;
+}
+
+/**
+ * A route: how calls to one origin run (SPEC C2, D1, D4-D6, R1-R6, H1-H3). `createHttpClient` has
+ * one; an interceptor has one per origin it knows, and one more for the origins it does not (which
+ * only the ambient deadline bounds). `callOn` (route.ts) turns one dispatch into one `HttpCall`.
+ */
+export interface Route {
+  readonly name: string;
+  readonly clock: Clock;
+  /** The executor and timeouts calls start with (live calibration replaces them). */
+  readonly plan: Pick<CurrentPlan, 'current'>;
+  readonly headerFormat: HeaderFormat;
+  /** The absolute deadline header's name, or undefined when the format omits it. */
+  readonly epochHeader: string | undefined;
+  /** True when a relative deadline header is written (valued when the request is written). */
+  readonly relative: boolean;
+  /** Lower-cased deadline header names the route writes: a caller's own are dropped. */
+  readonly owned: readonly string[];
+  readonly generateIdempotencyKey: boolean;
+  /** False for an origin nobody configured: statuses are not judged, nothing is retried. */
+  readonly managed: boolean;
+  /** The dependency's instances, when it is several (SPEC X5): each attempt is sent to one of them. */
+  readonly instances: RouteInstances | undefined;
+}
 
 /**
  * What a client plans with right now: its executor and the phase timeouts derived from it (those not

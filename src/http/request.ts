@@ -14,6 +14,9 @@ import { readOptions } from '../options/validator.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { RequestHeaders } from './headers.js';
 
+/** What `request()` resolves with: undici's own response (status, headers, body stream). */
+export type HttpResponse = Dispatcher.ResponseData;
+
 /** A per-call timeout: (0, 2^31-1] ms. */
 const callMs = () => option.number({ unit: 'ms', min: 0, exclusiveMin: true, max: HTTP_LIMITS.maxMs });
 

@@ -1,43 +1,19 @@
 import type { Clock } from '../clock/clock.js';
 import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
-import { unmanagedPlan } from '../dependency/transport.js';
+import { unmanagedPlan } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { generateIdempotencyKey, isIdempotentMethod, isValidIdempotencyKey } from '../retry/idempotency.js';
-import { type CallPlan, HttpCall } from './call.js';
+import { HttpCall } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
 import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
 import { isReplayableBody } from './idempotency.js';
 import { RouteInstances, type Target } from './instances.js';
-import { CurrentPlan } from './plan.js';
+import { type CallPlan, CurrentPlan, type Route } from './plan.js';
 import type { CallOptions } from './request.js';
 import type { ResolvedRoute } from './validate.js';
-
-/**
- * A route: how calls to one origin run (SPEC C2, D1, D4-D6, R1-R6, H1-H3). `createHttpClient` has
- * one; an interceptor has one per origin it knows, and one more for the origins it does not (which
- * only the ambient deadline bounds). {@link callOn} turns one dispatch into one {@link HttpCall}.
- */
-export interface Route {
-  readonly name: string;
-  readonly clock: Clock;
-  /** The executor and timeouts calls start with (live calibration replaces them). */
-  readonly plan: Pick<CurrentPlan, 'current'>;
-  readonly headerFormat: HeaderFormat;
-  /** The absolute deadline header's name, or undefined when the format omits it. */
-  readonly epochHeader: string | undefined;
-  /** True when a relative deadline header is written (valued when the request is written). */
-  readonly relative: boolean;
-  /** Lower-cased deadline header names the route writes: a caller's own are dropped. */
-  readonly owned: readonly string[];
-  readonly generateIdempotencyKey: boolean;
-  /** False for an origin nobody configured: statuses are not judged, nothing is retried. */
-  readonly managed: boolean;
-  /** The dependency's instances, when it is several (SPEC X5): each attempt is sent to one of them. */
-  readonly instances: RouteInstances | undefined;
-}
 
 /** What a call is started with: the per-call options, and the caller's signal when prazo holds it. */
 export interface CallInput extends CallOptions {
