@@ -144,10 +144,10 @@ describe('architecture (docs/ARCHITECTURE.md)', () => {
     // The executor's face for integrations: createDependency, openCall and unmanagedPlan
     // (dependency.ts), the types, the events, the option declarations (and resolveDeadline), the trace
     // seam, and transport.ts (executorOf, the Transport interface). Its classes (execution.ts,
-    // attempt.ts, settlement.ts) and its plan's internals (core.ts, notify.ts, outcome.ts) are
-    // src/dependency's own: not only for the
-    // integrations (prazo/http, gRPC, the stores) but for prazo/config's watcher (it prepares updates
-    // through `executorOf(d).prepare`), prazo/otel (its tracer goes on the plan's `events`) and the demo.
+    // attempt.ts) and its plan's internals (core.ts, notify.ts, outcome.ts) are src/dependency's own:
+    // not only for the integrations (prazo/http, gRPC, the stores) but for prazo/config's watcher (it
+    // prepares updates through `executorOf(d).prepare`), prazo/otel (its tracer goes on the plan's
+    // `events`) and the demo.
     const seam = new Set([
       'dependency.ts',
       'types.ts',
@@ -170,7 +170,7 @@ describe('architecture (docs/ARCHITECTURE.md)', () => {
     // The executor's classes are final: nothing outside src/dependency extends them.
     const subclasses = files
       .filter((f) => folderOf(f) !== 'dependency')
-      .filter((f) => /\bextends\s+(Execution|Attempt|Settlement)\b/.test(readFileSync(f, 'utf8')))
+      .filter((f) => /\bextends\s+(Execution|Attempt)\b/.test(readFileSync(f, 'utf8')))
       .map((f) => relative(ROOT, f));
     expect(subclasses).toEqual([]);
     // And the seam exists: the transport interface and the executor's handle (transport.ts), the

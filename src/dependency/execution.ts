@@ -1,4 +1,4 @@
-import { LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo } from '../clock/clock.js';
+import { LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo, type Timer } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { fitsDeadline, insufficientError, neededMs } from '../deadline/fits.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
@@ -15,8 +15,7 @@ import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
 import type { ExecuteOptions } from './options.js';
 import { discardSafely, endEvent, failureOf, outcomeOf, resultVerdict } from './outcome.js';
-import { Settlement } from './settlement.js';
-import type { CallTrace, TraceAttributes, TraceEventName, TraceOutcome } from './trace.js';
+import type { CallTrace, TraceOutcome } from './trace.js';
 import type { AttemptSlice, Call, Carrier, Transport } from './transport.js';
 import type { AttemptKind, Operation, ResultVerdict } from './types.js';
 
@@ -30,7 +29,7 @@ const PUSHED_BACK = 'another attempt of the same call was pushed back: the call 
  *
  * Final (nothing outside src/dependency extends it): what an attempt is and how the call's end
  * reaches its caller are its {@link Transport}'s — the promise of `dependency.execute`
- * ({@link OperationTransport}), or prazo/http's handler callbacks — reached through `transport.ts`.
+ * ({@link OperationTransport}), or prazo/http's handler callbacks — opened by `openCall`.
  *
  * Endings: the first successful answer is delivered. A failure that will not be retried ends the
  * call: a failed *result* (e.g. a 503 response) is delivered as the server's answer; a thrown error is
@@ -38,11 +37,21 @@ const PUSHED_BACK = 'another attempt of the same call was pushed back: the call 
  * (`RetryBudgetExhaustedError`, cause = the error) or by time (`DeadlineInsufficientError` naming the
  * attempt that did not start).
  */
-export class Execution<T, C extends Carrier = Carrier>
-  extends Settlement<T>
-  implements AttemptOwner<T, C>, LimitWaiter, Call
-{
+export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T, C>, LimitWaiter, Call {
+  /** The plan the call runs with (its attempts read it too). */
+  readonly core: DependencyCore;
   readonly deadline: Deadline;
+  /** True once the call's end was delivered. */
+  settled = false;
+  /** The one pending timer: the hedge's, the backoff's, or the end of a wait for a slot. */
+  #timer: Timer | undefined;
+  /**
+   * The failure held while its fate is open (a racing copy still runs, or a backoff is under way):
+   * `#heldOk` for a failed result, which is always either delivered or handed to `discard` (a 503
+   * whose body must be drained), never dropped.
+   */
+  #heldOk = false;
+  #held: unknown;
   readonly idempotencyKey: string | undefined;
   readonly #idempotent: boolean;
   readonly #retryResponseTimeout: boolean | undefined;
@@ -73,17 +82,12 @@ export class Execution<T, C extends Carrier = Carrier>
     key: string | undefined,
     retryResponseTimeout: boolean | undefined,
   ) {
-    super(core);
+    this.core = core;
     this.#transport = transport;
     this.deadline = deadline;
     this.idempotencyKey = key;
     this.#idempotent = idempotent || key !== undefined;
     this.#retryResponseTimeout = retryResponseTimeout;
-  }
-
-  /** A decision worth a span event, when the call is traced. */
-  #traceEvent(name: TraceEventName, attributes: TraceAttributes): void {
-    this.#trace?.event(name, attributes);
   }
 
   /**
@@ -99,7 +103,7 @@ export class Execution<T, C extends Carrier = Carrier>
     if (!fitsDeadline(remaining, core.p99Ms)) {
       notify.insufficient(core, remaining, 1);
       if (this.#trace !== undefined) this.#insufficientEvent(remaining, 1);
-      this.finish(false, insufficientError(core, remaining, 1));
+      this.#finish(false, insufficientError(core, remaining, 1));
       return;
     }
     const throttle = core.throttle;
@@ -160,11 +164,11 @@ export class Execution<T, C extends Carrier = Carrier>
     const delay = this.core.hedge?.delayMs(now, this.core.clock);
     if (delay === undefined || delay >= timeoutMs || this.#primary === undefined) return;
     this.#hedgeDue = now + delay;
-    this.timer = this.core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
+    this.#timer = this.core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
   }
 
   #fireHedge(afterIo: boolean): void {
-    this.timer = undefined;
+    this.#timer = undefined;
     if (this.settled || this.#primary === undefined) return;
     const core = this.core;
     const now = core.clock.now();
@@ -181,7 +185,7 @@ export class Execution<T, C extends Carrier = Carrier>
     if (!(remaining >= needed)) {
       notify.hedgeSkipped(core, remaining, needed);
       if (this.#trace !== undefined)
-        this.#traceEvent('hedge-skipped', { 'prazo.time_left_ms': remaining, 'prazo.needed_ms': needed });
+        this.#trace?.event('hedge-skipped', { 'prazo.time_left_ms': remaining, 'prazo.needed_ms': needed });
       return;
     }
     // A hedge is optional load: it never waits for a slot, and a refused one costs no budget.
@@ -194,7 +198,7 @@ export class Execution<T, C extends Carrier = Carrier>
     else {
       limiter?.release();
       notify.budgetRefused(core, 'hedge');
-      if (this.#trace !== undefined) this.#traceEvent('budget-refused', { 'prazo.attempt.kind': 'hedge' });
+      if (this.#trace !== undefined) this.#trace?.event('budget-refused', { 'prazo.attempt.kind': 'hedge' });
     }
   }
 
@@ -219,10 +223,10 @@ export class Execution<T, C extends Carrier = Carrier>
    */
   #armWait(leftMs: number): void {
     const clock = this.core.clock;
-    if (leftMs <= MAX_TIMER_DELAY_MS) this.timer = clock.setTimer(() => this.#waitedTooLong(), leftMs);
+    if (leftMs <= MAX_TIMER_DELAY_MS) this.#timer = clock.setTimer(() => this.#waitedTooLong(), leftMs);
     else if (leftMs !== Number.POSITIVE_INFINITY)
-      this.timer = clock.setTimer(() => {
-        this.timer = undefined;
+      this.#timer = clock.setTimer(() => {
+        this.#timer = undefined;
         if (this.#waiting !== undefined && !this.settled)
           this.#armWait(this.deadline.remainingMsAt(clock.now(), clock) - this.core.p99Ms);
       }, MAX_TIMER_DELAY_MS);
@@ -237,7 +241,7 @@ export class Execution<T, C extends Carrier = Carrier>
       core.limiter!.release();
       return;
     }
-    this.clearTimer();
+    this.#clearTimer();
     const now = core.clock.now();
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     if (!fitsDeadline(remaining, core.p99Ms)) {
@@ -246,12 +250,12 @@ export class Execution<T, C extends Carrier = Carrier>
       return;
     }
     if (kind === 'original') core.budget.recordOriginal(now, core.clock);
-    else this.releaseHeld();
+    else this.#releaseHeld();
     this.#start(kind, now, true);
   }
 
   #waitedTooLong(): void {
-    this.timer = undefined;
+    this.#timer = undefined;
     const kind = this.#waiting;
     if (kind === undefined || this.settled) return;
     this.#waiting = undefined;
@@ -269,14 +273,14 @@ export class Execution<T, C extends Carrier = Carrier>
     const core = this.core;
     notify.limited(core, kind, reason, waitedMs);
     if (this.#trace !== undefined)
-      this.#traceEvent('limited', {
+      this.#trace?.event('limited', {
         'prazo.attempt.kind': kind,
         'prazo.reason': reason,
         'prazo.waited_ms': waitedMs,
       });
-    const { ok, value } = this.takeHeld();
+    const { ok, value } = this.#takeHeld();
     if (ok) {
-      this.finish(true, value);
+      this.#finish(true, value);
       return;
     }
     const { limit, inFlight, queued, maxQueue } = core.limiter!.state();
@@ -291,7 +295,7 @@ export class Execution<T, C extends Carrier = Carrier>
       waitedMs,
       ...(cause === undefined ? {} : { cause }),
     });
-    this.finish(false, error);
+    this.#finish(false, error);
   }
 
   /**
@@ -305,28 +309,28 @@ export class Execution<T, C extends Carrier = Carrier>
     const { requests, accepts, probability } = error;
     notify.throttled(core, requests, accepts, probability);
     if (this.#trace !== undefined)
-      this.#traceEvent('throttled', {
+      this.#trace?.event('throttled', {
         'prazo.throttle.requests': requests,
         'prazo.throttle.accepts': accepts,
         'prazo.throttle.probability': probability,
       });
-    this.finish(false, error);
+    this.#finish(false, error);
   }
 
   /** Starts a retry now: with a slot of the limit, or waiting for one (the held failure's slot freed first). */
   #retry(now: number): void {
     const limiter = this.core.limiter;
     if (limiter === undefined) {
-      this.releaseHeld();
+      this.#releaseHeld();
       this.#start('retry', now);
     } else if (limiter.tryAcquire()) {
-      this.releaseHeld();
+      this.#releaseHeld();
       this.#start('retry', now, true);
     } else if (limiter.queued >= limiter.maxQueue) {
       this.#limited('retry', 'queue-full', 0);
     } else {
       // A held 503 keeps its connection (and its slot) until it is drained: let it go before waiting.
-      this.releaseHeldResult();
+      this.#releaseHeldResult();
       this.#wait('retry', now, this.deadline.remainingMsAt(now, this.core.clock));
     }
   }
@@ -371,7 +375,7 @@ export class Execution<T, C extends Carrier = Carrier>
       } else if (this.settled) throttle.count(now, false);
     }
     if (this.settled) {
-      if (ok) this.discard(value as T);
+      if (ok) this.#transport.discard(value as T);
     } else if (ok && verdict?.pushback === true) {
       this.#pushedBack(attempt, true, value);
     } else if (ok && (verdict === undefined || !verdict.retryable)) {
@@ -389,15 +393,15 @@ export class Execution<T, C extends Carrier = Carrier>
       // Two copies can fail in turn: the decision weighs both, not just the last one to end.
       const earlier = this.#raceVerdict;
       if (earlier !== undefined && !earlier.retryable) {
-        if (ok) this.discard(value as T); // the earlier, final failure stays the answer
-      } else this.hold(ok, value);
+        if (ok) this.#transport.discard(value as T); // the earlier, final failure stays the answer
+      } else this.#hold(ok, value);
       const merged = earlier === undefined ? failure : mergeFailures(earlier, failure);
       if (this.#primary !== undefined || this.#hedge !== undefined) {
         this.#raceVerdict = merged; // the race goes on
         return;
       }
       this.#raceVerdict = undefined;
-      this.clearTimer(); // a hedge not sent yet: the retry plan takes over
+      this.#clearTimer(); // a hedge not sent yet: the retry plan takes over
       this.#afterFailure(merged, now);
     }
   }
@@ -424,13 +428,17 @@ export class Execution<T, C extends Carrier = Carrier>
     notify.timerLate(this.core, lateMs);
   }
 
-  protected cancelAll(reason: unknown): void {
+  /** The caller gave up: every attempt stops, the call ends with `reason`. */
+  abandon(reason: unknown): void {
+    if (this.settled) return;
     if (this.#waiting !== undefined) {
       this.#waiting = undefined;
       this.core.limiter?.cancel(this);
     }
     this.#primary?.cancel(reason);
     this.#hedge?.cancel(reason);
+    this.#releaseHeld();
+    this.#finish(false, reason);
   }
 
   #detach(attempt: Attempt<T, C>): void {
@@ -455,16 +463,16 @@ export class Execution<T, C extends Carrier = Carrier>
       this.#stop(decision.reason, remaining, decision.waitMs);
     } else if (!core.budget.tryConsume(now, core.clock)) {
       notify.budgetRefused(core, 'retry');
-      if (this.#trace !== undefined) this.#traceEvent('budget-refused', { 'prazo.attempt.kind': 'retry' });
+      if (this.#trace !== undefined) this.#trace?.event('budget-refused', { 'prazo.attempt.kind': 'retry' });
       this.#stop('budget', remaining);
     } else {
       if (decision.wait === 'retry-after') {
         notify.retryAfter(core, decision.delayMs, true);
         if (this.#trace !== undefined)
-          this.#traceEvent('retry-after', { 'prazo.wait_ms': decision.delayMs, 'prazo.honoured': true });
+          this.#trace?.event('retry-after', { 'prazo.wait_ms': decision.delayMs, 'prazo.honoured': true });
       }
       if (decision.delayMs > 0) {
-        this.timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
+        this.#timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
       } else {
         this.#retry(now);
       }
@@ -472,7 +480,7 @@ export class Execution<T, C extends Carrier = Carrier>
   }
 
   #afterWait(): void {
-    this.timer = undefined;
+    this.#timer = undefined;
     if (this.settled) return;
     const now = this.core.clock.now();
     const remaining = this.deadline.remainingMsAt(now, this.core.clock);
@@ -493,22 +501,22 @@ export class Execution<T, C extends Carrier = Carrier>
     } else if (reason === 'retry-after-too-long') {
       notify.retryAfter(core, waitMs ?? 0, false);
       if (this.#trace !== undefined)
-        this.#traceEvent('retry-after', { 'prazo.wait_ms': waitMs ?? 0, 'prazo.honoured': false });
+        this.#trace?.event('retry-after', { 'prazo.wait_ms': waitMs ?? 0, 'prazo.honoured': false });
     }
-    const { ok, value } = this.takeHeld();
+    const { ok, value } = this.#takeHeld();
     if (ok) {
-      this.finish(true, value); // a failed result is the server's answer: delivered
+      this.#finish(true, value); // a failed result is the server's answer: delivered
     } else if (reason === 'budget') {
       const { originals, extras } = core.budget.state();
       const error = new RetryBudgetExhaustedError({ dependency: core.name, originals, extras, cause: value });
-      this.finish(false, error);
+      this.#finish(false, error);
     } else if (reason === 'deadline-insufficient') {
-      this.finish(false, insufficientError(core, remaining, next));
+      this.#finish(false, insufficientError(core, remaining, next));
     } else {
       // The dependency's own failure (refused, reset, a gRPC UNAVAILABLE...), given as it was thrown,
       // after this layer's plan: marked, so a server answering it pushes back (SPEC X6). A failure
       // that was never retryable (a constraint violation, a 4xx-like error) is the request's, unmarked.
-      this.finish(false, reason === 'not-retryable' ? value : markDependencyFailure(value, core.name));
+      this.#finish(false, reason === 'not-retryable' ? value : markDependencyFailure(value, core.name));
     }
   }
 
@@ -520,41 +528,71 @@ export class Execution<T, C extends Carrier = Carrier>
   #pushedBack(attempt: Attempt<T, C>, ok: boolean, value: unknown): void {
     notify.pushback(this.core, attempt.kind, attempt.attempt);
     if (this.#trace !== undefined)
-      this.#traceEvent('pushback', { 'prazo.attempt': attempt.attempt, 'prazo.attempt.kind': attempt.kind });
+      this.#trace?.event('pushback', {
+        'prazo.attempt': attempt.attempt,
+        'prazo.attempt.kind': attempt.kind,
+      });
     const other = this.#primary ?? this.#hedge;
     this.#dismissed = other;
     other?.cancel(new DOMException(PUSHED_BACK, 'AbortError'));
-    this.releaseHeld();
-    this.finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
+    this.#releaseHeld();
+    this.#finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
   }
 
-  protected deliver(ok: boolean, value: unknown): void {
+  /** Hands the call's end to its transport: `ok` with the value, or the error. Called once. */
+  #finish(ok: boolean, value: unknown): void {
+    const trace = this.#trace;
+    if (trace !== undefined) {
+      // Ended before delivery: a span ended after the caller's code ran would cover that code's time.
+      this.#trace = undefined;
+      trace.end(ok, value, ok ? this.#transport.traceResult?.(value as T) : undefined);
+    }
+    this.settled = true;
+    this.#clearTimer();
     this.#transport.deliver(ok, value);
   }
 
-  protected discard(value: T): void {
-    this.#transport.discard(value);
-  }
-
-  protected override hold(ok: boolean, value: unknown): void {
-    super.hold(ok, value);
+  /** Keeps the latest failure; a failed result it replaces is released. */
+  #hold(ok: boolean, value: unknown): void {
+    this.#releaseHeld();
+    this.#heldOk = ok;
+    this.#held = value;
     if (ok) this.#transport.hold(value as T);
   }
 
-  protected override finish(ok: boolean, value: unknown): void {
-    const trace = this.#trace;
-    if (trace === undefined) {
-      super.finish(ok, value);
-      return;
+  /** Takes the held failure out: `ok` true for a failed result, false for a thrown error. */
+  #takeHeld(): { readonly ok: boolean; readonly value: unknown } {
+    const taken = { ok: this.#heldOk, value: this.#held };
+    this.#heldOk = false;
+    this.#held = undefined;
+    return taken;
+  }
+
+  /** Releases a held failed *result* (its connection and slot go back), keeping a held thrown error. */
+  #releaseHeldResult(): void {
+    if (this.#heldOk) this.#releaseHeld();
+  }
+
+  #releaseHeld(): void {
+    if (this.#heldOk) this.#transport.discard(this.#held as T);
+    this.#heldOk = false;
+    this.#held = undefined;
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) {
+      this.core.clock.clearTimer(this.#timer);
+      this.#timer = undefined;
     }
-    // Ended before delivery: a span ended after the caller's code ran would cover that code's time.
-    this.#trace = undefined;
-    trace.end(ok, value, ok ? this.#transport.traceResult?.(value as T) : undefined);
-    super.finish(ok, value);
+  }
+
+  /** A value that arrived after its attempt was over (timed out or cancelled): release it. */
+  late(value: T): void {
+    this.#transport.discard(value);
   }
 
   #insufficientEvent(remaining: number, attempt: number): void {
-    this.#traceEvent('deadline-insufficient', {
+    this.#trace?.event('deadline-insufficient', {
       'prazo.time_left_ms': remaining,
       'prazo.needed_ms': this.core.p99Ms,
       'prazo.attempt': attempt,
@@ -580,8 +618,8 @@ export class Execution<T, C extends Carrier = Carrier>
       other.cancel(new DOMException(HEDGE_LOST, 'AbortError'));
     }
     if (attempt.kind === 'hedge') notify.hedgeWon(core, attempt.attempt);
-    this.releaseHeld();
-    this.finish(true, value);
+    this.#releaseHeld();
+    this.#finish(true, value);
   }
 }
 

@@ -236,11 +236,8 @@ export const LIVE_KEYS = Object.freeze([
 const { retryBudget: _instanceOrOptions, ...liveSpecs } = pickOptions(DEPENDENCY_OPTIONS, LIVE_KEYS).specs;
 
 /**
- * The options of `dependency.update`, declared once: the executor's own declarations of its live
- * keys (`p99Ms`, `attempts`, `slack`, `forceSlack`, `connectCapMs`, `overheadMs`,
- * `defaultDeadlineMs`, `retryBudget`, `hedge`, `backoff`, `retryResponseTimeout`), with
- * `retryBudget` as options only (the budget is reconfigured in place; a budget instance cannot be
- * swapped under running calls).
+ * The options of `dependency.update`: the executor's own declarations of its `LIVE_KEYS`, with
+ * `retryBudget` as options only (a budget instance cannot be swapped under running calls).
  */
 export const DEPENDENCY_UPDATE_OPTIONS = defineOptions({
   ...liveSpecs,

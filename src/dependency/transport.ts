@@ -7,18 +7,12 @@ import type { AttemptTrace, TraceAttributes } from './trace.js';
 import type { AttemptKind, ConfigVersion, ResultVerdict } from './types.js';
 
 /**
- * The executor's one seam for an integration that carries attempts itself (prazo/http's undici
- * handlers): the executor owns the whole call — its deadline (per-call ?? ambient ?? default, never
- * past the ambient one), the D4 check, the throttle, the concurrency limit, the budget, hedging,
- * retries and every event — and the integration supplies a {@link Transport}: start an attempt with
- * its slice, judge what it answered, set a loser aside, hand the winner (or the failure) to its
- * caller. Nothing here is subclassed and nothing is looked up behind the integration's back: an
- * executor made by `createDependency` is reached with {@link executorOf}, a call is opened with
- * `openCall` (dependency.ts, beside `createDependency`), and the executor's own classes (`execution.ts`, `attempt.ts`) stay final and
- * private to `src/dependency` (test/architecture.test.ts).
- *
- * `dependency.execute` is the same seam with the transport every promise-returning operation shares
- * (`OperationTransport`), so an integration and `execute` run one plan, not two.
+ * What the executor and an integration that carries attempts itself (prazo/http's undici handlers)
+ * agree on: the executor owns the whole call (its deadline, D4, throttle, limit, budget, hedging,
+ * retries, events); the integration supplies a {@link Transport} that starts an attempt with its
+ * slice, judges what it answered, sets a loser aside and delivers the end. Nothing is subclassed or
+ * looked up behind the integration's back: it reaches an executor with {@link executorOf} and opens
+ * a call with `openCall` (dependency.ts, which `execute` goes through too).
  */
 
 /**
