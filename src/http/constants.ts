@@ -1,3 +1,4 @@
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { DEPENDENCY_OPTIONS } from '../dependency/options.js';
 
 /**
@@ -30,7 +31,7 @@ export const HTTP_DEFAULTS = Object.freeze({
 /** Bounds of the options above. Node timers cannot represent more than 2^31 - 1 ms. */
 export const HTTP_LIMITS = Object.freeze({
   /** Largest timeout or deadline accepted, in ms (about 24.8 days). */
-  maxMs: 2 ** 31 - 1,
+  maxMs: MAX_TIMER_DELAY_MS,
   /** Largest connect timeout accepted, in ms: a connect that needs more is not a connect timeout. */
   maxConnectTimeoutMs: 60_000,
   /** Node's floor for a per-address attempt (`autoSelectFamilyAttemptTimeout`), in ms. */
