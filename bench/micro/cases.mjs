@@ -118,7 +118,8 @@ export const MICRO_CASES = [
   {
     name: 'throttle decision, refusing 90%',
     kind: 'prazo',
-    about: 'AdaptiveThrottle.admit + count on a dependency failing every attempt (refusals spread by a credit; one random draw per call let through)',
+    about:
+      'AdaptiveThrottle.admit + count on a dependency failing every attempt (refusals spread by a credit; one random draw per call let through)',
     setup: async () => throttleCase(false),
   },
   {

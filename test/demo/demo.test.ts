@@ -209,14 +209,12 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
         for (const stack of result.settings.stacks) {
           const svg = page.locator(`svg[data-chart="waterfall-${sc.name}-${stack}"]`);
           expect(await svg.count(), `${sc.name} ${stack}`).toBe(1);
-          const rows = await svg
-            .locator('g.span')
-            .evaluateAll((gs) =>
-              gs.map((g) => ({
-                service: g.getAttribute('data-service'),
-                start: Number(g.getAttribute('data-start')),
-              })),
-            );
+          const rows = await svg.locator('g.span').evaluateAll((gs) =>
+            gs.map((g) => ({
+              service: g.getAttribute('data-service'),
+              start: Number(g.getAttribute('data-start')),
+            })),
+          );
           expect(rows[0]?.service, `${sc.name} ${stack}`).toBe('gateway');
           for (let i = 1; i < rows.length; i += 1)
             expect(rows[i]!.start).toBeGreaterThanOrEqual(rows[i - 1]!.start);
