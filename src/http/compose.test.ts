@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Agent, type Dispatcher, interceptors, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../clock/system.js';
@@ -389,35 +390,43 @@ describe('the stack docs/http.md recommends', () => {
   });
 });
 
-describe('a legacy handler above prazo (undici.request, stream, fetch): compose wraps it in its WrapHandler', () => {
-  /** The raw header names a legacy `dispatch` handler is given by `dispatcher`. */
-  function rawNames(origin: string, dispatcher: Dispatcher): Promise<string[]> {
-    return new Promise((resolve, reject) => {
-      let names: string[] = [];
-      dispatcher.dispatch({ origin, path: '/', method: 'GET' }, {
-        onConnect() {},
-        onHeaders(_status: number, raw: Buffer[]) {
-          names = raw.filter((_, i) => i % 2 === 0).map(String);
-          return true;
-        },
-        onData: () => true,
-        onComplete: () => resolve(names),
-        onError: reject,
-      } as never);
-    });
-  }
+/** undici's major: 8 dispatches no legacy handler at all (its Request asserts `onRequestStart`). */
+const UNDICI_MAJOR = Number(
+  (createRequire(import.meta.url)('undici/package.json') as { version: string }).version.split('.')[0],
+);
 
-  it('gets the raw header buffers undici read, as on a bare Agent (not rebuilt, lowercased, from the parsed object)', async () => {
-    const server = await serve((_req, res) => {
-      res.writeHead(200, { 'X-Custom-Case': 'v', 'Content-Length': '2' });
-      res.end('ok');
+describe.skipIf(UNDICI_MAJOR >= 8)(
+  'a legacy handler above prazo (undici.request, stream, fetch): compose wraps it in its WrapHandler (undici 7; undici 8 refuses a legacy handler on a bare Agent too)',
+  () => {
+    /** The raw header names a legacy `dispatch` handler is given by `dispatcher`. */
+    function rawNames(origin: string, dispatcher: Dispatcher): Promise<string[]> {
+      return new Promise((resolve, reject) => {
+        let names: string[] = [];
+        dispatcher.dispatch({ origin, path: '/', method: 'GET' }, {
+          onConnect() {},
+          onHeaders(_status: number, raw: Buffer[]) {
+            names = raw.filter((_, i) => i % 2 === 0).map(String);
+            return true;
+          },
+          onData: () => true,
+          onComplete: () => resolve(names),
+          onError: reject,
+        } as never);
+      });
+    }
+
+    it('gets the raw header buffers undici read, as on a bare Agent (not rebuilt, lowercased, from the parsed object)', async () => {
+      const server = await serve((_req, res) => {
+        res.writeHead(200, { 'X-Custom-Case': 'v', 'Content-Length': '2' });
+        res.end('ok');
+      });
+      const bare = new Agent();
+      cleanup.push(() => bare.destroy());
+      const expected = await rawNames(server.origin, bare);
+      expect(expected).toContain('X-Custom-Case');
+      const { dispatcher, events } = stack(managed(server.origin), ['prazo']);
+      expect(await rawNames(server.origin, dispatcher)).toEqual(expected);
+      expect(attempts(events)).toBe(1);
     });
-    const bare = new Agent();
-    cleanup.push(() => bare.destroy());
-    const expected = await rawNames(server.origin, bare);
-    expect(expected).toContain('X-Custom-Case');
-    const { dispatcher, events } = stack(managed(server.origin), ['prazo']);
-    expect(await rawNames(server.origin, dispatcher)).toEqual(expected);
-    expect(attempts(events)).toBe(1);
-  });
-});
+  },
+);
