@@ -39,7 +39,11 @@ const hasDeadlineMethods = option.hasMethods('remainingMs', 'remainingMsAt', 'ep
  * methods, never by `instanceof`).
  */
 export function isDeadline(value: unknown): value is Deadline {
-  return hasDeadlineMethods(value);
+  // Its own class first (a prototype read, where the method check reads five properties).
+  return (
+    (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Deadline.prototype) ||
+    hasDeadlineMethods(value)
+  );
 }
 
 /** Which of a format's headers one write covers: all, the absolute one, or the relative ones. */

@@ -48,6 +48,55 @@ export class Listeners {
 }
 
 /**
+ * Listeners that hear several sources of events (the executors a client planned with, as live
+ * calibration or an update replaces them; the origins an interceptor manages): a source is
+ * subscribed to only while someone listens, so an executor nobody observes builds no events.
+ */
+export class Relay<K> {
+  readonly #listeners = new Set<DependencyListener>();
+  readonly #sources = new Map<K, (deliver: DependencyListener) => Disposable>();
+  readonly #forwards = new Map<K, Disposable>();
+  readonly #deliver = (event: DependencyEvent): void => {
+    for (const listener of this.#listeners) listener(event);
+  };
+
+  on(listener: DependencyListener): Disposable {
+    this.#listeners.add(listener);
+    if (this.#listeners.size === 1) for (const key of this.#sources.keys()) this.#subscribe(key);
+    return {
+      dispose: () => {
+        if (!this.#listeners.delete(listener) || this.#listeners.size > 0) return;
+        for (const forward of this.#forwards.values()) forward.dispose();
+        this.#forwards.clear();
+      },
+    };
+  }
+
+  /** Relays the events of the source `key`, which `subscribe` listens to (once heard by anyone). */
+  attach(key: K, subscribe: (deliver: DependencyListener) => Disposable): void {
+    if (this.#sources.has(key)) return;
+    this.#sources.set(key, subscribe);
+    if (this.#listeners.size > 0) this.#subscribe(key);
+  }
+
+  /** Stops relaying `key`'s events. */
+  detach(key: K): void {
+    this.#sources.delete(key);
+    this.#forwards.get(key)?.dispose();
+    this.#forwards.delete(key);
+  }
+
+  /** The sources relayed, oldest first. */
+  sources(): IterableIterator<K> {
+    return this.#sources.keys();
+  }
+
+  #subscribe(key: K): void {
+    if (!this.#forwards.has(key)) this.#forwards.set(key, this.#sources.get(key)!(this.#deliver));
+  }
+}
+
+/**
  * The events of a store integration (prazo/mysql's `createStoreEvents`, prazo/pg's `createPgEvents`):
  * the executor's own events (SPEC X3), so `instrumentPrazo().addDependency(events)` counts a store as
  * it counts any dependency. The stores do not run through the executor, so they emit through this

@@ -101,8 +101,7 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     if (tracer !== undefined)
       this.#trace = tracer.startCall(core.name, remaining, this.#transport.traceRequest?.());
     if (!fitsDeadline(remaining, core.p99Ms)) {
-      notify.insufficient(core, remaining, 1);
-      if (this.#trace !== undefined) this.#insufficientEvent(remaining, 1);
+      notify.insufficient(core, this.#trace, remaining, 1);
       this.#finish(false, insufficientError(core, remaining, 1));
       return;
     }
@@ -183,22 +182,19 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     const needed = neededMs(core.hedge!.timeLeftMs(now, core.clock) ?? core.p99Ms);
     if (!(remaining >= needed)) {
-      notify.hedgeSkipped(core, remaining, needed);
-      if (this.#trace !== undefined)
-        this.#trace?.event('hedge-skipped', { 'prazo.time_left_ms': remaining, 'prazo.needed_ms': needed });
+      notify.hedgeSkipped(core, this.#trace, remaining, needed);
       return;
     }
     // A hedge is optional load: it never waits for a slot, and a refused one costs no budget.
     const limiter = core.limiter;
     if (limiter !== undefined && !limiter.tryAcquire()) {
-      notify.limited(core, 'hedge', 'no-slot', 0);
+      notify.limited(core, undefined, 'hedge', 'no-slot', 0);
       return;
     }
     if (core.budget.tryConsume(now, core.clock)) this.#start('hedge', now, limiter !== undefined);
     else {
       limiter?.release();
-      notify.budgetRefused(core, 'hedge');
-      if (this.#trace !== undefined) this.#trace?.event('budget-refused', { 'prazo.attempt.kind': 'hedge' });
+      notify.budgetRefused(core, this.#trace, 'hedge');
     }
   }
 
@@ -271,13 +267,7 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
    */
   #limited(kind: 'original' | 'retry', reason: 'queue-full' | 'queue-timeout', waitedMs: number): void {
     const core = this.core;
-    notify.limited(core, kind, reason, waitedMs);
-    if (this.#trace !== undefined)
-      this.#trace?.event('limited', {
-        'prazo.attempt.kind': kind,
-        'prazo.reason': reason,
-        'prazo.waited_ms': waitedMs,
-      });
+    notify.limited(core, this.#trace, kind, reason, waitedMs);
     const { ok, value } = this.#takeHeld();
     if (ok) {
       this.#finish(true, value);
@@ -307,13 +297,7 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     const throttle = core.throttle!;
     const error = throttle.refusal(core.name, now);
     const { requests, accepts, probability } = error;
-    notify.throttled(core, requests, accepts, probability);
-    if (this.#trace !== undefined)
-      this.#trace?.event('throttled', {
-        'prazo.throttle.requests': requests,
-        'prazo.throttle.accepts': accepts,
-        'prazo.throttle.probability': probability,
-      });
+    notify.throttled(core, this.#trace, requests, accepts, probability);
     this.#finish(false, error);
   }
 
@@ -462,15 +446,10 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     if (decision.action === 'stop') {
       this.#stop(decision.reason, remaining, decision.waitMs);
     } else if (!core.budget.tryConsume(now, core.clock)) {
-      notify.budgetRefused(core, 'retry');
-      if (this.#trace !== undefined) this.#trace?.event('budget-refused', { 'prazo.attempt.kind': 'retry' });
+      notify.budgetRefused(core, this.#trace, 'retry');
       this.#stop('budget', remaining);
     } else {
-      if (decision.wait === 'retry-after') {
-        notify.retryAfter(core, decision.delayMs, true);
-        if (this.#trace !== undefined)
-          this.#trace?.event('retry-after', { 'prazo.wait_ms': decision.delayMs, 'prazo.honoured': true });
-      }
+      if (decision.wait === 'retry-after') notify.retryAfter(core, this.#trace, decision.delayMs, true);
       if (decision.delayMs > 0) {
         this.#timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
       } else {
@@ -496,12 +475,9 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     const core = this.core;
     const next = this.#started + 1;
     if (reason === 'deadline-insufficient') {
-      notify.insufficient(core, remaining, next);
-      if (this.#trace !== undefined) this.#insufficientEvent(remaining, next);
+      notify.insufficient(core, this.#trace, remaining, next);
     } else if (reason === 'retry-after-too-long') {
-      notify.retryAfter(core, waitMs ?? 0, false);
-      if (this.#trace !== undefined)
-        this.#trace?.event('retry-after', { 'prazo.wait_ms': waitMs ?? 0, 'prazo.honoured': false });
+      notify.retryAfter(core, this.#trace, waitMs ?? 0, false);
     }
     const { ok, value } = this.#takeHeld();
     if (ok) {
@@ -526,12 +502,7 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
    * race, the call was ended), and an earlier copy's failure held meanwhile is released.
    */
   #pushedBack(attempt: Attempt<T, C>, ok: boolean, value: unknown): void {
-    notify.pushback(this.core, attempt.kind, attempt.attempt);
-    if (this.#trace !== undefined)
-      this.#trace?.event('pushback', {
-        'prazo.attempt': attempt.attempt,
-        'prazo.attempt.kind': attempt.kind,
-      });
+    notify.pushback(this.core, this.#trace, attempt.kind, attempt.attempt);
     const other = this.#primary ?? this.#hedge;
     this.#dismissed = other;
     other?.cancel(new DOMException(PUSHED_BACK, 'AbortError'));
@@ -589,14 +560,6 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
   /** A value that arrived after its attempt was over (timed out or cancelled): release it. */
   late(value: T): void {
     this.#transport.discard(value);
-  }
-
-  #insufficientEvent(remaining: number, attempt: number): void {
-    this.#trace?.event('deadline-insufficient', {
-      'prazo.time_left_ms': remaining,
-      'prazo.needed_ms': this.core.p99Ms,
-      'prazo.attempt': attempt,
-    });
   }
 
   #endTrace(attempt: Attempt<T, C>, outcome: TraceOutcome, ok: boolean, value: unknown): void {

@@ -487,7 +487,7 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
 /**
  * The options one attempt is dispatched with: the caller's, without `prazo` (the dispatchers below
  * never see it), with this attempt's headers. One copy per attempt: a plain spread (V8's fast clone)
- * when there is no `prazo`, else a loop (a spread with a rest pattern takes V8's slow path).
+ * when there is no `prazo`, else a loop (a rest pattern or a `delete` takes V8's slower paths).
  */
 function attemptOptions(given: DispatchOptions, headers: DispatchOptions['headers']): DispatchOptions {
   if ((given as { prazo?: unknown }).prazo === undefined) return { ...given, headers };

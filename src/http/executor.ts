@@ -3,7 +3,6 @@ import type { HeaderFormat } from '../deadline/deadline.js';
 import { createDependency, type Dependency } from '../dependency/dependency.js';
 import { DEPENDENCY_OPTIONS, type DependencyOptions } from '../dependency/options.js';
 import { executorOf } from '../dependency/transport.js';
-import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySnapshot } from '../latency/types.js';
 import { option } from '../options/declare.js';
@@ -52,16 +51,6 @@ export interface Live {
   rebuild(p99Ms: number, current: Dependency): Dependency | undefined;
 }
 
-function fold<R>(v: OptionsValidator, build: () => R): R | undefined {
-  try {
-    return build();
-  } catch (error) {
-    if (!(error instanceof InvalidOptionsError)) throw error;
-    for (const p of error.problems) v.problem(p);
-    return undefined;
-  }
-}
-
 export function readExecutor(
   v: OptionsValidator,
   raw: Record<string, unknown>,
@@ -79,7 +68,7 @@ export function readExecutor(
   const given = Object.fromEntries(EXECUTOR_KEYS.map((k) => [k, raw[k]]).filter(([, x]) => x !== undefined));
   const options = { name: raw.name, ...given, ...shared } as DependencyOptions;
   if (raw.live === undefined || raw.live === false) {
-    return { dependency: fold(v, () => createDependency(options)), live: undefined };
+    return { dependency: v.absorb(() => createDependency(options)), live: undefined };
   }
   return readLive(v, raw, options);
 }
@@ -118,7 +107,7 @@ function readLive(
       }
     },
   };
-  const recorder = fold(v, () =>
+  const recorder = v.absorb(() =>
     createLatencyRecorder({
       clock: options.clock,
       ...own,
@@ -129,6 +118,6 @@ function readLive(
     }),
   );
   const dependency =
-    recorder === undefined ? undefined : fold(v, () => createDependency({ ...options, recorder }));
+    recorder === undefined ? undefined : v.absorb(() => createDependency({ ...options, recorder }));
   return { dependency, live };
 }

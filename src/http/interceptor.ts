@@ -1,14 +1,17 @@
 import type { Dispatcher } from 'undici';
 import type { InstanceState } from '../balance/instances.js';
+import { normalizeOrigin } from '../balance/options.js';
 import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
-import type { DependencyListener } from '../dependency/events.js';
+import { type DependencyListener, Relay } from '../dependency/events.js';
 import { resolveDeadline } from '../dependency/options.js';
-import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import type { Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
+import { defineOptions, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import { handing } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
@@ -17,7 +20,7 @@ import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
 import type { CurrentPlan, Route } from './plan.js';
 import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS } from './request.js';
 import { buildRoute, callOn, fail, passThroughPlan, routeHeaders } from './route.js';
-import { readClock, readHeaderFormat, resolveRouteOptions } from './validate.js';
+import { readHeaderFormat, resolveRouteOptions } from './validate.js';
 
 /**
  * `interceptor(options)`: prazo/http inside the caller's own HTTP stack (SPEC X4). An undici
@@ -86,19 +89,8 @@ function originOf(value: unknown): string | undefined {
   return undefined;
 }
 
-/** A configured origin key, normalised (`HTTP://Inventory:80/` → `http://inventory`), or undefined. */
-function configuredOrigin(key: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(key);
-  } catch {
-    return undefined;
-  }
-  const plain = url.pathname === '/' && url.search === '' && url.hash === '';
-  return plain && (url.protocol === 'http:' || url.protocol === 'https:') ? url.origin : undefined;
-}
-
-function normalizeOrigin(value: string): string | undefined {
+/** The origin a dispatch names, normalised (`HTTP://Inventory:80/x` → `http://inventory`), or undefined. */
+function dispatchOrigin(value: string): string | undefined {
   try {
     const url = new URL(value);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
@@ -121,8 +113,8 @@ class OriginTable {
   readonly #resolve: Resolver | undefined;
   readonly #clock: Clock;
   readonly #passFormat: HeaderFormat;
-  readonly #listeners = new Set<DependencyListener>();
-  readonly #forwards = new Map<Managed, Disposable>();
+  /** Relays the events of every managed origin remembered. */
+  readonly #relay = new Relay<Managed>();
 
   constructor(clock: Clock, passFormat: HeaderFormat, resolve: Resolver | undefined) {
     this.#clock = clock;
@@ -132,16 +124,20 @@ class OriginTable {
 
   configure(origin: string, managed: Managed): void {
     this.#configured.set(origin, managed);
+    this.#relay.attach(managed, (deliver) => managed.plan.on(deliver));
   }
 
   /** The route for an origin: managed, passing through, or the error of a resolver that failed. */
   find(raw: string): Managed | Route | Error {
     const known = this.#configured.get(raw) ?? this.#met.get(raw);
     if (known !== undefined) return known;
-    const origin = normalizeOrigin(raw);
-    const found =
-      (origin === undefined ? undefined : (this.#configured.get(origin) ?? this.#met.get(origin))) ??
-      this.#meet(origin ?? raw);
+    const origin = dispatchOrigin(raw);
+    let found = origin === undefined ? undefined : (this.#configured.get(origin) ?? this.#met.get(origin));
+    if (found === undefined) {
+      found = this.#meet(origin ?? raw);
+      // Known by its normalised origin too: another spelling of it is the same dependency.
+      if (origin !== undefined && origin !== raw) this.#remember(origin, found);
+    }
     this.#remember(raw, found);
     return found;
   }
@@ -186,7 +182,7 @@ class OriginTable {
     if (entry === undefined) return this.#passThrough(origin);
     try {
       const managed = managedRoute(origin, resolveRouteOptions(entry, `interceptor: ${origin}`, this.#clock));
-      if (this.#listeners.size > 0) this.#forward(managed);
+      this.#relay.attach(managed, (deliver) => managed.plan.on(deliver));
       return managed;
     } catch (error) {
       return error as Error;
@@ -220,39 +216,24 @@ class OriginTable {
     met.set(origin, found);
     if (met.size <= HTTP_LIMITS.maxOrigins) return;
     const oldest = met.keys().next().value as string;
-    const gone = met.get(oldest);
+    const gone = met.get(oldest)!;
     met.delete(oldest);
-    if (gone !== undefined && 'plan' in gone && this.#forwards.has(gone as Managed)) {
-      this.#forwards.get(gone as Managed)?.dispose();
-      this.#forwards.delete(gone as Managed);
-    }
+    // Still met under another key (its normalised origin, or a configured one): still relayed.
+    if (isManaged(gone) && !this.#holds(gone)) this.#relay.detach(gone);
+  }
+
+  #holds(managed: Managed): boolean {
+    for (const value of this.#configured.values()) if (value === managed) return true;
+    for (const value of this.#met.values()) if (value === managed) return true;
+    return false;
   }
 
   managed(): Managed[] {
-    const all = new Set<Managed>(this.#configured.values());
-    for (const value of this.#met.values()) if (isManaged(value)) all.add(value);
-    return [...all];
+    return [...this.#relay.sources()];
   }
 
   on(listener: DependencyListener): Disposable {
-    this.#listeners.add(listener);
-    if (this.#listeners.size === 1) for (const managed of this.managed()) this.#forward(managed);
-    return {
-      dispose: () => {
-        if (!this.#listeners.delete(listener) || this.#listeners.size > 0) return;
-        for (const forward of this.#forwards.values()) forward.dispose();
-        this.#forwards.clear();
-      },
-    };
-  }
-
-  #forward(managed: Managed): void {
-    if (this.#forwards.has(managed)) return;
-    const listeners = this.#listeners;
-    const deliver = (event: DependencyEvent): void => {
-      for (const listener of listeners) listener(event);
-    };
-    this.#forwards.set(managed, managed.plan.on(deliver));
+    return this.#relay.on(listener);
   }
 }
 
@@ -306,42 +287,43 @@ function withoutPrazo(options: DispatchOptions, given: unknown): DispatchOptions
   return rest as DispatchOptions;
 }
 
+/**
+ * The interceptor's own options, declared once (their documentation is `InterceptorOptions`'): each
+ * entry of `dependencies` is then read as a route, and `deadlineHeaders` with the deadline's
+ * declaration, their problems listed with the rest.
+ */
+const INTERCEPTOR_OPTIONS = defineOptions({
+  dependencies: option.value<InterceptorOptions['dependencies']>(
+    'a map of origins to dependency options, or a function of the origin',
+    (v) => typeof v === 'function' || (v !== null && typeof v === 'object'),
+  ),
+  deadlineHeaders: option.value<HeaderFormat>('the headers to write', () => true),
+  clock: option.clock(),
+});
+
 /** Validates the interceptor's options once; every problem is listed in one InvalidOptionsError. */
 function resolveInterceptor(options: InterceptorOptions): OriginTable {
   const v = new OptionsValidator('interceptor');
-  const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
-  if (raw !== (options as unknown)) v.problem('options must be an object such as { dependencies: {...} }');
-  for (const key of Object.keys(raw)) {
-    if (key !== 'dependencies' && key !== 'deadlineHeaders' && key !== 'clock')
-      v.problem(`unknown option \`${key}\``);
-  }
-  const clock = readClock(v, raw.clock);
-  const passFormat = readHeaderFormat(v, raw.deadlineHeaders);
-  const dependencies = raw.dependencies;
+  const o = v.read(INTERCEPTOR_OPTIONS, options);
+  const clock = o.clock ?? systemClock;
+  const passFormat = readHeaderFormat(v, o.deadlineHeaders);
+  const dependencies = o.dependencies;
   const resolver = typeof dependencies === 'function' ? (dependencies as Resolver) : undefined;
   const table = new OriginTable(clock, passFormat, resolver);
   if (dependencies !== undefined && resolver === undefined) {
-    if (dependencies === null || typeof dependencies !== 'object') {
-      v.problem('`dependencies` must map origins to dependency options, or be a function of the origin');
-    } else {
-      for (const [key, entry] of Object.entries(dependencies)) {
-        const origin = configuredOrigin(key);
-        if (origin === undefined) {
-          v.problem(
-            `\`dependencies\`: ${JSON.stringify(key)} is not an origin such as "http://inventory:8080" (http or https, no path)`,
-          );
-          continue;
-        }
-        try {
-          table.configure(
-            origin,
-            managedRoute(origin, resolveRouteOptions(entry, `dependencies['${key}']`, clock)),
-          );
-        } catch (error) {
-          if (!(error instanceof InvalidOptionsError)) throw error;
-          for (const p of error.problems) v.problem(`\`dependencies['${key}']\`: ${p}`);
-        }
+    for (const [key, entry] of Object.entries(dependencies)) {
+      const origin = normalizeOrigin(key);
+      if (origin === undefined) {
+        v.problem(
+          `\`dependencies\`: ${JSON.stringify(key)} is not an origin such as "http://inventory:8080" (http or https, no path)`,
+        );
+        continue;
       }
+      const resolved = v.absorb(
+        () => resolveRouteOptions(entry, `dependencies['${key}']`, clock),
+        `\`dependencies['${key}']\`: `,
+      );
+      if (resolved !== undefined) table.configure(origin, managedRoute(origin, resolved));
     }
   }
   v.done();

@@ -1,5 +1,4 @@
 import { createHealthyWindowTracker, type HealthyWindowTrackerOptions } from '../calibrate/health-tracker.js';
-import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySnapshot } from '../latency/types.js';
 import type { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS } from './constants.js';
@@ -57,14 +56,8 @@ export function createLiveP99(
     min: 0,
     max: 10,
   });
-  let tracker: ReturnType<typeof createHealthyWindowTracker<LatencySnapshot>> | undefined;
-  try {
-    const { minP99Ms: _a, maxP99Ms: _b, changeRatio: _c, ...thresholds } = o;
-    tracker = createHealthyWindowTracker<LatencySnapshot>(thresholds);
-  } catch (error) {
-    if (!(error instanceof InvalidOptionsError)) throw error;
-    for (const p of error.problems) v.problem(`live: ${p}`);
-  }
+  const { minP99Ms: _a, maxP99Ms: _b, changeRatio: _c, ...thresholds } = o;
+  const tracker = v.absorb(() => createHealthyWindowTracker<LatencySnapshot>(thresholds), 'live: ');
   return {
     minP99Ms,
     maxP99Ms,

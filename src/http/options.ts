@@ -13,7 +13,7 @@ import type { LiveCalibrationOptions } from './live.js';
  * What every client takes, whoever owns its executor. The executor's own options (`attempts`,
  * `hedge`, ...) are typed from the executor's declaration (`DEPENDENCY_OPTIONS`): declared once.
  */
-export interface HttpClientBaseOptions {
+export interface HttpClientBaseOptions extends Pick<DependencyOptions, Exclude<ExecutorKey, 'p99Ms'>> {
   /** The dependency's name, in errors, events and metrics. Required, 1-100 characters. */
   readonly name: string;
   /**
@@ -43,45 +43,6 @@ export interface HttpClientBaseOptions {
    * peers'). Options, `true`, or `false` for never. Default on.
    */
   readonly ejection?: InstancesOptions['ejection'];
-  /**
-   * A concurrency limit (SPEC X7): at most `maxInFlight` attempts in flight (or `adaptive`), at most
-   * `maxQueue` calls waiting; past that CONCURRENCY_LIMITED at once, nothing sent. Default none.
-   */
-  readonly concurrencyLimit?: DependencyOptions['concurrencyLimit'];
-  /**
-   * Adaptive throttling (docs/throttling.md): once most recent attempts fail, calls are refused
-   * locally with a probability that follows the failed share (THROTTLED, nothing sent). `false`
-   * switches it off. Default on.
-   */
-  readonly throttle?: DependencyOptions['throttle'];
-  /**
-   * `p99Ms` is a starting value (SPEC C8: a `kind`'s typical value, what prazo/config sets), not a
-   * measurement: marked so until a measured p99 replaces it, and `live` calibration may move it
-   * 20× either way by default (2× for a measured one). Default false.
-   */
-  readonly p99Assumed?: DependencyOptions['p99Assumed'];
-  /** Attempts per call, the original included (SPEC R6). Default 2; integer [1, 10]. */
-  readonly attempts?: DependencyOptions['attempts'];
-  /** Attempt timeout = `ceil(p99Ms × slack)` (SPEC C1). Default 1.4; [1.3, 1.5]. */
-  readonly slack?: DependencyOptions['slack'];
-  /** The retry budget shared by retries and hedges (SPEC R1, H3): a budget, or options for one. */
-  readonly retryBudget?: DependencyOptions['retryBudget'];
-  /** Hedged requests after the live p95 (SPEC H1-H3): `true`, options, or false (default). */
-  readonly hedge?: DependencyOptions['hedge'];
-  /** Where latencies are recorded by outcome and the live p95 is read: a source, or recorder options. */
-  readonly recorder?: DependencyOptions['recorder'];
-  /** Full-jitter backoff ceilings, in ms. Defaults 25 and 1000. */
-  readonly backoff?: DependencyOptions['backoff'];
-  /** Retry response timeouts of idempotent calls (SPEC R4). Default false. */
-  readonly retryResponseTimeout?: DependencyOptions['retryResponseTimeout'];
-  /**
-   * Honour the server's pushback (SPEC X6): a failed answer with `grpc-retry-pushback-ms` negative or
-   * unparseable (prazo/server's answer when its handler's own dependency failed) is the call's answer,
-   * never retried nor hedged; a non-negative value is the wait before the retry, in ms. Default true.
-   */
-  readonly pushback?: DependencyOptions['pushback'];
-  /** Uniform [0, 1) numbers for backoff jitter (tests). Default Math.random. */
-  readonly random?: DependencyOptions['random'];
   /**
    * Live calibration (SPEC X2, C4): plan with the dependency's healthy measured p99 instead of
    * `p99Ms` (which becomes the starting point), within `[minP99Ms, maxP99Ms]` (default `[p99Ms / 2,
@@ -170,12 +131,10 @@ export type SharedExecutorOptions = {
  */
 export type HttpClientOptions = HttpClientBaseOptions & (OwnExecutorOptions | SharedExecutorOptions);
 
-/** The options after validation, with defaults applied. */
-export interface ResolvedHttpClientOptions {
+/** A route's options (an origin's dependency), validated, defaults applied: the client's and the interceptor's. */
+export interface ResolvedRoute {
   readonly name: string;
-  /** Normalised origin, e.g. `http://127.0.0.1:8080`. */
-  readonly origin: string;
-  /** The executor calls start with (live calibration may replace it). */
+  /** The executor calls start with (live calibration recalibrates it). */
   readonly dependency: Dependency;
   /** Live calibration, when on. */
   readonly live: Live | undefined;
@@ -185,7 +144,6 @@ export interface ResolvedHttpClientOptions {
     readonly responseMs: number | undefined;
     readonly bodyMs: number | undefined;
   };
-  readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   readonly defaultDeadlineMs: number;
@@ -193,11 +151,18 @@ export interface ResolvedHttpClientOptions {
   readonly generateIdempotencyKey: boolean;
   /** Several instances (origins or discovery), or undefined for one origin. */
   readonly instances: InstanceSettings | undefined;
+  readonly clock: Clock;
+}
+
+/** The options after validation, with defaults applied. */
+export interface ResolvedHttpClientOptions extends ResolvedRoute {
+  /** Normalised origin, e.g. `http://127.0.0.1:8080`. */
+  readonly origin: string;
+  readonly connectTimeoutMs: number;
   readonly connections: number | undefined;
   readonly autoSelectFamily: boolean;
   readonly lookup: LookupFunction | undefined;
   readonly dispatcher: Dispatcher | undefined;
-  readonly clock: Clock;
 }
 
 /**

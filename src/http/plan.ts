@@ -1,9 +1,9 @@
 import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
-import type { DependencyListener } from '../dependency/events.js';
+import { type DependencyListener, Relay } from '../dependency/events.js';
 import { type Executor, type ExecutorPlan, executorOf, type PlanFollower } from '../dependency/transport.js';
-import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import type { Disposable } from '../dependency/types.js';
 import { HTTP_DEFAULTS } from './constants.js';
 import type { RouteInstances } from './instances.js';
 
@@ -67,9 +67,8 @@ export class CurrentPlan implements PlanFollower {
    * `dependency` and a `defaultDeadlineMs` of its own); undefined: the executor's, followed live.
    */
   readonly #defaultDeadlineMs: number | undefined;
-  readonly #listeners = new Set<DependencyListener>();
-  /** Forwarders on the current executor and the previous one (whose calls may still be finishing). */
-  #forwards: Disposable[] = [];
+  /** Relays the current executor's events and the previous one's (whose calls may still be finishing). */
+  readonly #relay = new Relay<Dependency>();
 
   constructor(
     dependency: Dependency,
@@ -85,6 +84,7 @@ export class CurrentPlan implements PlanFollower {
         : defaultDeadlineMs;
     this.#derive(executor.plan);
     executor.follow(this);
+    this.#relay.attach(dependency, (deliver) => dependency.on(deliver));
   }
 
   /** Plans with `dependency` from now on (another executor: it is followed instead). */
@@ -95,7 +95,10 @@ export class CurrentPlan implements PlanFollower {
     this.#derive(executor.plan);
     if (same) return;
     executor.follow(this);
-    if (this.#listeners.size > 0) this.#forward();
+    const relay = this.#relay;
+    relay.attach(dependency, (deliver) => dependency.on(deliver));
+    const sources = [...relay.sources()];
+    if (sources.length > 2) relay.detach(sources[0]!);
   }
 
   /** The problems an update of the executor would cause this client (SPEC C2, R4). */
@@ -122,25 +125,7 @@ export class CurrentPlan implements PlanFollower {
 
   /** Subscribes to the events of every executor this client uses. */
   on(listener: DependencyListener): Disposable {
-    this.#listeners.add(listener);
-    if (this.#forwards.length === 0) this.#forward();
-    return {
-      dispose: () => {
-        this.#listeners.delete(listener);
-        if (this.#listeners.size > 0) return;
-        for (const f of this.#forwards) f.dispose(); // no listener: the executors build no events
-        this.#forwards = [];
-      },
-    };
-  }
-
-  #forward(): void {
-    const listeners = this.#listeners;
-    const deliver = (event: DependencyEvent): void => {
-      for (const listener of listeners) listener(event);
-    };
-    this.#forwards.push(this.dependency.on(deliver));
-    while (this.#forwards.length > 2) this.#forwards.shift()?.dispose();
+    return this.#relay.on(listener);
   }
 
   #derive(executor: ExecutorPlan): void {

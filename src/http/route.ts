@@ -11,9 +11,9 @@ import { speaksCurrentApi } from './handler.js';
 import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
 import { isReplayableBody } from './idempotency.js';
 import { RouteInstances, type Target } from './instances.js';
+import type { ResolvedRoute } from './options.js';
 import { type CallPlan, CurrentPlan, type Route } from './plan.js';
 import type { CallOptions } from './request.js';
-import type { ResolvedRoute } from './validate.js';
 
 /** What a call is started with: the per-call options, and the caller's signal when prazo holds it. */
 export interface CallInput extends CallOptions {

@@ -4,6 +4,7 @@ import { InvalidOptionsError } from '../errors/options.js';
 import { createLatencyRecorder } from '../latency/recorder.js';
 import { createHttpClient } from './client.js';
 import { HTTP_LIMITS } from './constants.js';
+import { interceptor } from './interceptor.js';
 import type { HttpClientOptions, HttpDependencyOptions } from './options.js';
 import { resolveHttpClientOptions } from './validate.js';
 
@@ -41,6 +42,21 @@ describe('createHttpClient options (validated once, every problem listed)', () =
     expect(problemsOf({ name: 'a', origin: 'http://h', p99Ms: 180, responseTimeoutMs: 300 })).toEqual([
       '`responseTimeoutMs` (300) exceeds the attempt timeout ceil(p99 × slack) = 252 ms; raise `p99Ms` or `slack` instead',
     ]);
+  });
+
+  it("reads deadlineHeaders with the deadline's own declaration: a misspelt key is refused, not ignored (#25 item 2)", () => {
+    const base = { name: 'a', origin: 'http://h', p99Ms: 50 };
+    expect(problemsOf({ ...base, deadlineHeaders: { grpcTimeOut: true } })).toEqual([
+      'unknown option `deadlineHeaders.grpcTimeOut`; did you mean `grpcTimeout`?',
+    ]);
+    expect(() => interceptor({ deadlineHeaders: { envoi: true } as never })).toThrow(/did you mean `envoy`/);
+    expect(() =>
+      interceptor({
+        dependencies: { 'http://h': { ...base, deadlineHeaders: { epochMS: 'x-d' } as never } },
+      }),
+    ).toThrow(/did you mean `epochMs`/);
+    const o = resolveHttpClientOptions({ ...base, deadlineHeaders: { epochMs: 'X-Deadline', envoy: true } });
+    expect(o.deadlineHeaders).toEqual({ epochMs: 'x-deadline', grpcTimeout: false, envoy: true });
   });
 
   it('runs through a given executor, and refuses its options next to it', () => {
@@ -105,7 +121,7 @@ describe('createHttpClient options (validated once, every problem listed)', () =
       "unknown option \`conectTimeoutMs\`; did you mean \`connectTimeoutMs\`?
       \`origin\` must use http: or https:, got ftp:
       \`origin\` must have no path, query or fragment (pass paths to \`request\`)
-      \`deadlineHeaders.epochMs\` must be a valid header name, got "bad header"
+      \`deadlineHeaders.epochMs\` must be a header name (RFC 9110 token) or false
       \`clock\` must implement Clock (now, epochNow, setTimer, clearTimer)
       \`name\` is required
       \`p99Ms\` must be a finite number in (0, 86400000], got -1

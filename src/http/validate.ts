@@ -7,20 +7,16 @@ import {
 } from '../balance/options.js';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import type { HeaderFormat } from '../deadline/deadline.js';
+import { HEADER_FORMAT_OPTIONS, type HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { option } from '../options/declare.js';
 import { closestName, foreignNameHint } from '../options/suggest.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
-import { EXECUTOR_KEYS, type Live, readExecutor } from './executor.js';
+import { EXECUTOR_KEYS, readExecutor } from './executor.js';
 import type { InstanceSettings } from './instances.js';
-import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
+import type { HttpClientOptions, ResolvedHttpClientOptions, ResolvedRoute } from './options.js';
 import { defaultConnectMs } from './plan.js';
-
-/** RFC 9110 token: what a header name may contain. */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const HEADER_NAME = { test: (s: string) => TOKEN.test(s), describe: 'a valid header name' };
 
 /** Options of one route (an origin's dependency): the executor's, and how its calls are timed. */
 const ROUTE_KEYS = [
@@ -72,37 +68,11 @@ function readOrigin(v: OptionsValidator, value: unknown): string {
   return url.origin;
 }
 
-/** Reads a `deadlineHeaders` option (which headers carry the deadline on). */
+/** Reads a `deadlineHeaders` option with the deadline's own declaration (`HEADER_FORMAT_OPTIONS`). */
 export function readHeaderFormat(v: OptionsValidator, value: unknown): HeaderFormat {
-  if (value === undefined) return {};
-  if (value === null || typeof value !== 'object') {
-    v.problem('`deadlineHeaders` must be an object such as { epochMs: "x-deadline-epoch-ms" }');
-    return {};
-  }
-  const raw = value as Record<string, unknown>;
-  const epochMs =
-    raw.epochMs === false ? false : v.string('deadlineHeaders.epochMs', raw.epochMs, undefined, HEADER_NAME);
-  return Object.freeze({
-    epochMs: typeof epochMs === 'string' ? epochMs.toLowerCase() : epochMs,
-    grpcTimeout: v.boolean('deadlineHeaders.grpcTimeout', raw.grpcTimeout, false),
-    envoy: v.boolean('deadlineHeaders.envoy', raw.envoy, false),
-  });
-}
-
-/** A route's options, validated, defaults applied (shared by the client and the interceptor). */
-export interface ResolvedRoute {
-  readonly name: string;
-  readonly dependency: Dependency;
-  readonly live: Live | undefined;
-  readonly explicit: ResolvedHttpClientOptions['explicit'];
-  readonly responseTimeoutMs: number;
-  readonly bodyTimeoutMs: number;
-  readonly defaultDeadlineMs: number;
-  readonly deadlineHeaders: HeaderFormat;
-  readonly generateIdempotencyKey: boolean;
-  /** Several instances (SPEC X5): a list of origins or DNS discovery; undefined for one origin. */
-  readonly instances: InstanceSettings | undefined;
-  readonly clock: Clock;
+  const o = v.read(HEADER_FORMAT_OPTIONS, value, ['deadlineHeaders']);
+  const epochMs = typeof o.epochMs === 'string' ? o.epochMs.toLowerCase() : o.epochMs;
+  return Object.freeze({ ...o, epochMs });
 }
 
 interface RouteHooks {

@@ -127,6 +127,21 @@ export class OptionsValidator {
   }
 
   /**
+   * Runs `build` (another component's constructor, which validates its own options): its
+   * InvalidOptionsError's problems join this list, each after `prefix`, and undefined is returned;
+   * any other error is thrown on.
+   */
+  absorb<R>(build: () => R, prefix = ''): R | undefined {
+    try {
+      return build();
+    } catch (error) {
+      if (!(error instanceof InvalidOptionsError)) throw error;
+      for (const p of error.problems) this.problem(`${prefix}${p}`);
+      return undefined;
+    }
+  }
+
+  /**
    * Reads `raw` as the options `schema` declares, at `at` below the top: rejects unknown keys (with a
    * "did you mean"), checks each value against its spec, applies defaults, then runs the schema's
    * cross-field check when its fields read cleanly. `undefined` reads as no options at all.
