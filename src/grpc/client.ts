@@ -3,7 +3,6 @@ import {
   type Interceptor,
   type InterceptorOptions,
   type Listener,
-  Metadata,
   type NextCall,
   type Requester,
   type StatusObject,
@@ -14,46 +13,74 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import { refusalOf } from '../deadline/fits.js';
+import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
+import { executorOf } from '../dependency/transport.js';
 import type { Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
-import { DependencyFailedError } from '../errors/dependency.js';
-import type { ThrottledError } from '../errors/throttle.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { readPushback } from '../retry/pushback.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
 import { type ThrottleState, throttleFrom } from '../throttle/throttle.js';
-import { DETAILS_PREFIX } from './constants.js';
 import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
+import { explainStatus, GrpcCall, NOT_ACCEPTED, refusedStatus } from './transport.js';
 
 /** Options of {@link deadlineInterceptor}, declared once. */
-export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions({
-  /**
-   * The method's p99 latency in ms: a call with less time left fails at once with
-   * `DEADLINE_EXCEEDED` (cause: DeadlineInsufficientError) without touching the channel (SPEC D4).
-   * Default 0 (only a deadline already gone is refused); [0, 2^31-1].
-   */
-  p99Ms: option.number({ default: 0, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
-  /** The dependency's name in errors. Default: the method path (`/pkg.Service/Method`). */
-  name: option.string(),
-  /**
-   * Adaptive throttling of this client's calls (docs/throttling.md, the executor's own
-   * `AdaptiveThrottle` and options): once most recent calls end in UNAVAILABLE, DEADLINE_EXCEEDED,
-   * RESOURCE_EXHAUSTED, INTERNAL, UNKNOWN or DATA_LOSS (without the server's pushback), a new call is
-   * refused locally with probability max(0, (requests − k × accepts) / (requests + 1)), at most
-   * `maxProbability`: UNAVAILABLE at once, cause ThrottledError, nothing reaches the channel. One
-   * throttle per interceptor (one client = one dependency). `false` switches it off. Default on
-   * (`true`): k 2, a 1 s window, at most 90% refused, nothing refused under 10 requests in the window.
-   */
-  throttle: option.toggle(THROTTLE_OPTIONS),
-  /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
-  random: option.fn<RandomSource>(),
-  /** Where time comes from (wall clock for the grpc-js deadline). Default: the system clock. */
-  clock: option.clock(),
-});
+export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions(
+  {
+    /**
+     * The method's p99 latency in ms: a call with less time left fails at once with
+     * `DEADLINE_EXCEEDED` (cause: DeadlineInsufficientError) without touching the channel (SPEC D4).
+     * Default 0 (only a deadline already gone is refused); [0, 2^31-1].
+     */
+    p99Ms: option.number({ default: 0, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
+    /** The dependency's name in errors. Default: the method path (`/pkg.Service/Method`). */
+    name: option.string(),
+    /**
+     * Adaptive throttling of this client's calls (docs/throttling.md, the executor's own
+     * `AdaptiveThrottle` and options): once most recent calls end in UNAVAILABLE, DEADLINE_EXCEEDED,
+     * RESOURCE_EXHAUSTED, INTERNAL, UNKNOWN or DATA_LOSS (without the server's pushback), a new call is
+     * refused locally with probability max(0, (requests − k × accepts) / (requests + 1)), at most
+     * `maxProbability`: UNAVAILABLE at once, cause ThrottledError, nothing reaches the channel. One
+     * throttle per interceptor (one client = one dependency). `false` switches it off. Default on
+     * (`true`): k 2, a 1 s window, at most 90% refused, nothing refused under 10 requests in the window.
+     */
+    throttle: option.toggle(THROTTLE_OPTIONS),
+    /** Uniform [0, 1) numbers for the throttle's spreading. Default `Math.random`; inject one for deterministic tests. */
+    random: option.fn<RandomSource>(),
+    /** Where time comes from (wall clock for the grpc-js deadline). Default: the system clock. */
+    clock: option.clock(),
+    /**
+     * Runs each call through this executor (made with `createDependency`), as prazo/http does: it owns
+     * the call's deadline (the call's own, capped by the ambient one, else its `defaultDeadlineMs`),
+     * D4 with its p99, its throttle, its concurrency limit (a call may wait in its queue), its latency
+     * recorder, its events and traces. One attempt per call, never retried nor hedged by it (grpc-js's
+     * own retries run below): the deadline sent is that attempt's end, min(the call's deadline, start +
+     * ceil(p99 × slack)). Exclusive with `p99Ms`, `throttle` and `random` (the executor's own); `name`
+     * and `clock`, if given, must be the executor's. Default: none (the interceptor's own thin path).
+     */
+    dependency: option.value<Dependency>(
+      'an executor made with createDependency()',
+      (v) => executorOf(v) !== undefined,
+    ),
+  },
+  (_values, report, { given, valid }) => {
+    if (given.dependency === undefined || !valid('dependency')) return;
+    const executor = executorOf(given.dependency)!;
+    for (const key of ['p99Ms', 'throttle', 'random'] as const) {
+      if (given[key] !== undefined)
+        report(key, `is the executor's: \`dependency\` is given, set it with createDependency(), not here`);
+    }
+    const { name, clock } = executor.plan;
+    if (given.name !== undefined && given.name !== name)
+      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
+    if (given.clock !== undefined && given.clock !== clock)
+      report('clock', "differs from the dependency's: the executor's clock times its calls");
+  },
+);
 
 export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_OPTIONS>;
 
@@ -61,6 +88,8 @@ export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_O
  * What {@link deadlineInterceptor} returns: a grpc-js interceptor that also says where its throttle
  * stands, and whose `events` emit the executor's `throttled` events (so
  * `instrumentPrazo().addDependency(interceptor.events)` counts its refusals as any dependency's).
+ * With the `dependency` option both are that executor's: `events` is the dependency itself (every
+ * event it emits, and its traces once prazo/otel instruments it), `throttling()` its throttle's.
  */
 export interface DeadlineInterceptor extends Interceptor {
   /** The throttle's window counts and the probability a new call is refused with now; undefined when off. */
@@ -69,30 +98,26 @@ export interface DeadlineInterceptor extends Interceptor {
     | undefined;
   /** The dependency's events (`throttled`: `{ type, dependency, requests, accepts, probability }`), by its name. */
   readonly events: {
-    /** The `name` option, else 'grpc'. */
+    /** The `name` option, else 'grpc' (with `dependency`: the dependency's name). */
     readonly name: string;
     on(listener: DependencyListener): Disposable;
   };
 }
 
 /**
- * The statuses that are the dependency's failure for the throttle (not accepted): what the server
- * did not answer (UNAVAILABLE: refused or reset connections; DEADLINE_EXCEEDED: our timeout), or
- * answered as overloaded or broken. Anything else is an answer, and so is any of these carrying the
- * server's pushback (`grpc-retry-pushback-ms: -1`): its own dependency failed, not it (the executor's
- * rule, docs/throttling.md). CANCELLED is the caller's own doing: not counted at all.
- */
-const NOT_ACCEPTED: ReadonlySet<number> = new Set([
-  status.UNAVAILABLE,
-  status.DEADLINE_EXCEEDED,
-  status.RESOURCE_EXHAUSTED,
-  status.INTERNAL,
-  status.UNKNOWN,
-  status.DATA_LOSS,
-]);
-
-/**
- * A grpc-js client interceptor that carries the ambient deadline onto the call (SPEC D1, D4, D5):
+ * A grpc-js client interceptor that carries the ambient deadline onto the call (SPEC D1, D4, D5).
+ *
+ * With `dependency` (an executor made by `createDependency`), each call is one call of that executor,
+ * opened through its public seam as prazo/http's are (src/grpc/transport.ts): the executor resolves
+ * the deadline (the call's `deadline` option, never past the ambient one, else its
+ * `defaultDeadlineMs`) and owns D4 (its p99), its throttle, its concurrency limit (a call may wait in
+ * its queue; its channel call then starts later), its recorder, events and traces. One attempt, never
+ * retried nor hedged by it; the deadline sent is that attempt's end, min(the call's deadline, start
+ * + ceil(p99 × slack)). A call refused before it starts touches no channel: `DEADLINE_EXCEEDED`
+ * (cause DeadlineInsufficientError), or `UNAVAILABLE` (cause ThrottledError or
+ * ConcurrencyLimitError). A `DEADLINE_EXCEEDED` that ends the attempt has the timeout as its cause
+ * (DeadlineExceededError, or ResponseTimeoutError when the attempt's timeout, not the deadline, ran
+ * out). Without it, the interceptor keeps a thin path of its own:
  * - the call's deadline becomes the earlier of its own and `currentDeadline()`, so gRPC's native
  *   `grpc-timeout` carries what is left of the request being served;
  * - with less than `p99Ms` left (or nothing), the call fails fast with `DEADLINE_EXCEEDED`, whose
@@ -108,9 +133,15 @@ const NOT_ACCEPTED: ReadonlySet<number> = new Set([
  * const client = new Echo('127.0.0.1:50051', credentials.createInsecure(), {
  *   interceptors: [deadlineInterceptor({ p99Ms: 80 })],
  * });
+ * // Through an executor: its p99, throttle, concurrency limit, recorder and events.
+ * const inventory = createDependency({ name: 'inventory', p99Ms: 80, concurrencyLimit: { maxInFlight: 20 } });
+ * const stock = new Inventory(address, credentials.createInsecure(), {
+ *   interceptors: [deadlineInterceptor({ dependency: inventory })],
+ * });
  */
 export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): DeadlineInterceptor {
   const o = readOptions('deadlineInterceptor', DEADLINE_INTERCEPTOR_OPTIONS, options);
+  if (o.dependency !== undefined) return executorInterceptor(o.dependency);
   const { p99Ms, name } = o;
   const clock = o.clock ?? systemClock;
   // One throttle per interceptor: a client (one channel, one backend) is one dependency, whatever
@@ -148,7 +179,7 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
         const { requests, accepts, probability } = error;
         if (listeners.active)
           listeners.emit({ type: 'throttled', dependency: label, requests, accepts, probability });
-        return new InterceptingCall(NOT_CALLED, refuse(throttledStatus(error)));
+        return new InterceptingCall(NOT_CALLED, refuse(refusedStatus(error)));
       }
     }
     if (epoch === undefined)
@@ -170,14 +201,21 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
 }
 
 /**
- * The status of a call the throttle refused: UNAVAILABLE (the dependency is failing: what a caller
- * already handles), the ThrottledError as its `cause` (grpc-js copies it onto the error the caller
- * gets; `prazoErrorOf` reads it, and prazo's servers answer a handler failing with it with their
- * pushback). grpc-js's own retries run below the interceptor and never see it: not retried.
+ * The interceptor of `deadlineInterceptor({ dependency })`: each call one executor call over the
+ * executor's public seam (`openCall`, in transport.ts's {@link GrpcCall}), opened in the caller's
+ * context (the ambient deadline is read there) and begun when grpc-js starts it. Its throttle and
+ * events are the dependency's.
  */
-function throttledStatus(error: ThrottledError): StatusObject & { cause: ThrottledError } {
-  const metadata = new Metadata();
-  return { code: status.UNAVAILABLE, details: `${DETAILS_PREFIX}${error.message}`, metadata, cause: error };
+function executorInterceptor(dependency: Dependency): DeadlineInterceptor {
+  const executor = executorOf(dependency)!;
+  const interceptor = (callOptions: InterceptorOptions, nextCall: NextCall): InterceptingCall => {
+    const call = new GrpcCall(executor.plan, callOptions, nextCall); // the plan in force when the call starts
+    return new InterceptingCall(call, call.requester());
+  };
+  return Object.assign(interceptor, {
+    throttling: () => dependency.throttling(),
+    events: dependency,
+  }) as DeadlineInterceptor;
 }
 
 /** A requester that never calls `next`: the status is delivered without any I/O. */
@@ -192,24 +230,8 @@ function refuse(failure: StatusObject): Requester {
 }
 
 /**
-/**
- * The dependency's failure statuses (what HTTP calls a 5xx): a handler that fails with one of them has
- * a dependency that failed (SPEC X6), which prazo/grpc's and prazo/server's pushback read from the
- * attached `cause`.
- */
-const FAILURE_CODES: ReadonlySet<number> = new Set([
-  status.UNKNOWN,
-  status.RESOURCE_EXHAUSTED,
-  status.INTERNAL,
-  status.UNAVAILABLE,
-  status.DATA_LOSS,
-]);
-
-/**
- * Names what the status means as its `cause` (SPEC D6, X6): a DeadlineExceededError for
- * `DEADLINE_EXCEEDED` (when a deadline was in force), a DependencyFailedError for a failure status
- * (saying whether the dependency itself pushed back), so that a handler passing the error on is
- * answered with a pushback by prazo's servers. A status that already has a cause keeps it.
+ * The thin path's requester: names what the status means as its `cause` (SPEC D6, X6;
+ * `explainStatus`, the same for a call through an executor), after the throttle counted it.
  *
  * With a deadline (`epoch`), it also sends it as an absolute `x-deadline-epoch-ms` beside grpc-js's
  * relative `grpc-timeout` (SPEC D1, D5): a receiver reads a relative timeout from when it *reads* the
@@ -227,17 +249,7 @@ function explain(
     onReceiveStatus: (received, next) => {
       // Counted when the outcome is known: a unary call's or a stream's status, whatever its kind.
       count?.(received);
-      if ('cause' in received) return next(received);
-      if (received.code === status.DEADLINE_EXCEEDED && onDeadline !== undefined)
-        return next(Object.assign({}, received, { cause: onDeadline() }));
-      if (!FAILURE_CODES.has(received.code)) return next(received);
-      const told = readPushback(received.metadata);
-      const cause = new DependencyFailedError({
-        dependency,
-        grpcCode: received.code,
-        pushback: told !== undefined && !told.retry,
-      });
-      next(Object.assign({}, received, { cause }));
+      next(explainStatus(received, dependency, onDeadline));
     },
   };
   return {

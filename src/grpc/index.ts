@@ -1,6 +1,7 @@
 /**
  * `prazo/grpc`: deadlines across gRPC hops with @grpc/grpc-js (an optional peer) (SPEC D1, D2, D4,
- * D7, D8) and pushback (X6). Client: `deadlineInterceptor`. Server: `withGrpcDeadline`.
+ * D7, D8) and pushback (X6). Client: `deadlineInterceptor` (its own thin path, or each call through
+ * an executor: `{ dependency }`). Server: `withGrpcDeadline`.
  *
  * @module prazo/grpc
  */
