@@ -1,17 +1,29 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from './fake.js';
-import { TimerQueue } from './timer-queue.js';
+import { ON_DUE, type QueuedBound, TimerQueue } from './timer-queue.js';
+
+/** A queued bound that runs `fn`. */
+const bound = (fn: () => unknown): QueuedBound => ({ [ON_DUE]: () => void fn() });
 
 describe('TimerQueue: timers of one delay behind one clock timer', () => {
   it('runs each entry once at its own due instant, in arming order, with one clock timer', () => {
     const clock = new FakeClock();
     const queue = new TimerQueue(clock, 100);
     const ran: string[] = [];
-    queue.add(() => ran.push(`a@${clock.now()}`), clock.now());
+    queue.add(
+      bound(() => ran.push(`a@${clock.now()}`)),
+      clock.now(),
+    );
     clock.advance(30);
-    queue.add(() => ran.push(`b@${clock.now()}`), clock.now());
-    queue.add(() => ran.push(`c@${clock.now()}`), clock.now());
+    queue.add(
+      bound(() => ran.push(`b@${clock.now()}`)),
+      clock.now(),
+    );
+    queue.add(
+      bound(() => ran.push(`c@${clock.now()}`)),
+      clock.now(),
+    );
     expect(clock.pendingTimers()).toBe(1);
     clock.advance(69);
     expect(ran).toEqual([]);
@@ -26,8 +38,14 @@ describe('TimerQueue: timers of one delay behind one clock timer', () => {
     const clock = new FakeClock();
     const queue = new TimerQueue(clock, 50);
     let ran = 0;
-    const a = queue.add(() => ran++, 0);
-    const b = queue.add(() => ran++, 0);
+    const a = queue.add(
+      bound(() => ran++),
+      0,
+    );
+    const b = queue.add(
+      bound(() => ran++),
+      0,
+    );
     queue.cancel(a);
     expect(clock.pendingTimers()).toBe(1);
     queue.cancel(b);
@@ -55,10 +73,13 @@ describe('TimerQueue: timers of one delay behind one clock timer', () => {
           const arm = (chain: boolean): number => {
             const id = next++;
             expected.set(id, clock.now() + 100);
-            const handle = queue.add(() => {
-              ran.set(id, clock.now());
-              if (chain) arm(false); // armed from inside a callback
-            }, clock.now());
+            const handle = queue.add(
+              bound(() => {
+                ran.set(id, clock.now());
+                if (chain) arm(false); // armed from inside a callback
+              }),
+              clock.now(),
+            );
             return handle * 1_000 + id;
           };
           const handles: number[] = [];

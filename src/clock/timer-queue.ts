@@ -15,10 +15,18 @@ import { type Clock, runAfterIo, type Timer } from './clock.js';
  * Entries must be armed with `now` readings of the queue's own clock, in non-decreasing order (a
  * monotonic clock's). The clock timer is unref'd, like the attempt timers it stands for.
  */
+/** The method a queued entry is run by (a symbol: an attempt handed to user code does not show it). */
+export const ON_DUE: unique symbol = Symbol('prazo.onDue');
+
+/** What a {@link TimerQueue} runs when its bound comes due: the bounded object itself, no closure. */
+export interface QueuedBound {
+  [ON_DUE](): void;
+}
+
 export class TimerQueue {
   readonly delayMs: number;
   readonly #clock: Clock;
-  #fns: Array<(() => void) | undefined> = [];
+  #fns: Array<QueuedBound | undefined> = [];
   #due: number[] = [];
   /** Index in the arrays of the head; `#base + index` is an entry's handle. */
   #head = 0;
@@ -40,10 +48,13 @@ export class TimerQueue {
     this.delayMs = delayMs;
   }
 
-  /** Runs `fn` `delayMs` after `now` (a reading of this queue's clock just taken). Returns a handle. */
-  add(fn: () => void, now: number): number {
+  /**
+   * Runs `entry`'s {@link ON_DUE} `delayMs` after `now` (a reading of this queue's clock just taken).
+   * Returns a handle.
+   */
+  add(entry: QueuedBound, now: number): number {
     const index = this.#fns.length;
-    this.#fns.push(fn);
+    this.#fns.push(entry);
     this.#due.push(now + this.delayMs);
     this.#live += 1;
     if (this.#timer === undefined && !this.#firing) this.#arm(this.delayMs);
@@ -97,13 +108,13 @@ export class TimerQueue {
       // A callback may cancel every entry left, which starts the arrays over: read them anew.
       while (this.#head < this.#fns.length) {
         const i = this.#head;
-        const fn = this.#fns[i];
-        if (fn !== undefined && this.#due[i]! > now) break;
+        const entry = this.#fns[i];
+        if (entry !== undefined && this.#due[i]! > now) break;
         this.#fns[i] = undefined;
         this.#head = i + 1;
-        if (fn !== undefined) {
+        if (entry !== undefined) {
           this.#live -= 1;
-          fn();
+          entry[ON_DUE]();
         }
       }
     } finally {

@@ -76,7 +76,7 @@ export function writeDeadlineHeaders(
   const ahead = leftMs > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : leftMs;
   if (forms !== 'relative') {
     const name = format.epochMs === undefined ? DeadlineHeaders.epochMs : format.epochMs;
-    if (name) put(out, name, String(Math.floor(epochNow + ahead)));
+    if (name) put(out, name, epochText(Math.floor(epochNow + ahead)));
   }
   if (forms === 'absolute') return;
   const relative = ahead > 0 ? ahead : 0;
@@ -84,6 +84,21 @@ export function writeDeadlineHeaders(
   if (format.envoy) {
     put(out, DeadlineHeaders.envoyExpected, relative >= 1 ? String(Math.floor(relative)) : '1');
   }
+}
+
+/**
+ * The last instant written and its text: calls that start within the same millisecond with the same
+ * limit (a busy service's, every few µs) write the same header, and a number's text is most of its cost.
+ */
+let lastEpoch = Number.NaN;
+let lastEpochText = '';
+
+function epochText(epochMs: number): string {
+  if (epochMs !== lastEpoch) {
+    lastEpoch = epochMs;
+    lastEpochText = String(epochMs);
+  }
+  return lastEpochText;
 }
 
 function put(out: Record<string, string> | string[], name: string, value: string): void {

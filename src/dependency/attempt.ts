@@ -1,5 +1,5 @@
 import { type Clock, LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo, type Timer } from '../clock/clock.js';
-import type { TimerQueue } from '../clock/timer-queue.js';
+import { ON_DUE, type QueuedBound, type TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
@@ -38,7 +38,9 @@ export interface AttemptOwner<T, C extends Carrier> {
  * AbortController is created only when `signal` is read, the headers and the attempt's own deadline
  * only when read.
  */
-export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, AttemptSlice, Carrier {
+export class Attempt<T, C extends Carrier = Carrier>
+  implements AttemptContext, AttemptSlice, Carrier, QueuedBound
+{
   readonly kind: AttemptKind;
   readonly attempt: number;
   readonly attemptTimeoutMs: number;
@@ -196,11 +198,16 @@ export class Attempt<T, C extends Carrier = Carrier> implements AttemptContext, 
     return this;
   }
 
+  /** Its bound came due in the dependency's queue. */
+  [ON_DUE](): void {
+    this.#expire();
+  }
+
   /** Arms the timer and runs the operation. Settlement is always asynchronous. */
   start(): void {
     const queue = this.timers;
     if (queue !== undefined && queue.delayMs === this.attemptTimeoutMs) {
-      this.#queued = queue.add(() => this.#expire(), this.startedAt);
+      this.#queued = queue.add(this, this.startedAt);
     } else this.#arm(this.attemptTimeoutMs);
     let pending: Promise<T>;
     try {

@@ -1,4 +1,5 @@
 import { type Clock, LATE_TIMER_MS, runAfterIo, type Timer } from '../clock/clock.js';
+import { ON_DUE, type QueuedBound } from '../clock/timer-queue.js';
 import type { AttemptSlice } from '../dependency/transport.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { BodyTimeoutError, QueueTimeoutError, ResponseTimeoutError } from '../errors/timeout.js';
@@ -30,7 +31,7 @@ export const DONE = 3;
  * more past its instant therefore lets the pending I/O be read (`clock.afterIo`) before deciding, and
  * says so (`timer-late` event): a blocked loop does not fabricate timeouts.
  */
-export abstract class PhaseTimer {
+export abstract class PhaseTimer implements QueuedBound {
   /** The executor's slice of this attempt: its number, kind, limit, and how it reports back. */
   readonly slice: AttemptSlice;
   protected readonly clock: Clock;
@@ -55,8 +56,8 @@ export abstract class PhaseTimer {
   #due = Number.POSITIVE_INFINITY;
   #deferred = false;
   #deferredPhase = QUEUED;
-  /** The timer's callback (the after-I/O one is made when needed). */
-  readonly #fire = (): void => this.#onTimer();
+  /** The clock timer's callback, made the first time one is armed (most attempts' bound is queued). */
+  #fire: (() => void) | undefined;
 
   protected constructor(slice: AttemptSlice, responseTimeoutMs: number, bodyTimeoutMs: number) {
     this.slice = slice;
@@ -108,6 +109,11 @@ export abstract class PhaseTimer {
     this.#timer = undefined;
     this.#queued = -1;
     this.#due = Number.POSITIVE_INFINITY;
+  }
+
+  /** Its bound came due in the dependency's queue. */
+  [ON_DUE](): void {
+    this.#onTimer();
   }
 
   #onTimer(): void {
@@ -178,8 +184,9 @@ export abstract class PhaseTimer {
     const queue = this.slice.timers;
     // The attempt's own calibrated limit (most attempts': not cut by the deadline): the shared queue.
     if (at === this.attemptEndAt && queue !== undefined && queue.delayMs === this.slice.attemptTimeoutMs) {
-      this.#queued = queue.add(this.#fire, this.slice.startedAt);
+      this.#queued = queue.add(this, this.slice.startedAt);
     } else {
+      this.#fire ??= () => this.#onTimer();
       this.#timer = this.clock.setTimer(this.#fire, at - now, { unref: true });
     }
   }
