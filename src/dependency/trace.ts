@@ -1,7 +1,7 @@
 import type { AttemptKind } from './types.js';
 
 /**
- * The executor's tracing seam (issue #26): prazo's own interface, so that the executor never imports
+ * The executor's tracing seam: prazo's own interface, so that the executor never imports
  * OpenTelemetry (only prazo/otel does, test/architecture.test.ts). prazo/otel implements it with the
  * OpenTelemetry API and installs it on a dependency it instruments ({@link CallTracer} on the
  * dependency's listener list, shared by every version of its core, so an update keeps it).

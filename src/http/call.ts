@@ -9,7 +9,6 @@ import { classifyFailure } from '../retry/classify.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { type AttemptCall, HttpAttempt } from './attempt.js';
-import { mapTransportError } from './errors.js';
 import {
   type Dispatch,
   type DispatchController,
@@ -20,7 +19,7 @@ import {
 } from './handler.js';
 import type { Instance, Target } from './instances.js';
 import type { CallPlan, Route } from './plan.js';
-import { judgeStatus } from './verdict.js';
+import { judgeStatus, mapTransportError } from './verdict.js';
 import { WrittenHeaders } from './written.js';
 
 /**

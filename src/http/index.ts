@@ -24,5 +24,5 @@ export type {
   SharedExecutorOptions,
 } from './options.js';
 export type { CallOptions, HttpRequestOptions, HttpResponse } from './request.js';
-export { statusOutcome } from './status.js';
 export type {} from './undici-augment.js';
+export { statusOutcome } from './verdict.js';

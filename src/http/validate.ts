@@ -165,7 +165,7 @@ function readInstances(v: OptionsValidator, raw: Record<string, unknown>): Insta
 const unknownKeys = (v: OptionsValidator, raw: Record<string, unknown>, known: ReadonlySet<string>): void => {
   for (const key of Object.keys(raw)) {
     if (known.has(key)) continue;
-    // `timeout`, `retries`, `baseURL`: another library's name gets prazo's concept and why (#27).
+    // `timeout`, `retries`, `baseURL`: another library's name gets prazo's concept and why.
     const foreign = foreignNameHint(key, [...known]);
     const near = closestName(key, known);
     const hint = foreign ?? (near === undefined ? '' : `; did you mean \`${near}\`?`);
