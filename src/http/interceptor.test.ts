@@ -325,6 +325,30 @@ describe('undici.request through agent.compose(interceptor(...))', () => {
     expect(prazo.dependency(server.origin)?.name).toBe('late');
     expect(server.seen).toHaveLength(3); // the 503 was retried once
   });
+
+  it('an origin met under two spellings is one dependency: one executor, one budget, one answer from the function', async () => {
+    server = await startServer(faults.ok('one'));
+    const asked: string[] = [];
+    const prazo = interceptor({
+      dependencies: (origin) => {
+        asked.push(origin);
+        return { name: 'spelt', p99Ms: 100 };
+      },
+    });
+    const dispatcher = new Agent().compose(prazo);
+    cleanup.push(
+      () => server.close(),
+      () => dispatcher.destroy(),
+    );
+    const loud = `${server.origin.toUpperCase()}/`; // HTTP://127.0.0.1:PORT/
+    for (const origin of [loud, server.origin, loud]) {
+      const res = await dispatcher.request({ origin, path: '/', method: 'GET' });
+      expect(await res.body.text()).toBe('one');
+    }
+    expect(asked).toEqual([server.origin]);
+    expect(prazo.dependencies()).toHaveLength(1);
+    expect(prazo.dependency(loud)).toBe(prazo.dependency(server.origin));
+  });
 });
 
 describe('interceptor options (validated once, every problem listed)', () => {
