@@ -120,6 +120,70 @@ export async function holdingProxy(target: number): Promise<HoldingProxy> {
   };
 }
 
+/**
+ * A TCP proxy on loopback that closes a connection under the client: when what the client writes
+ * contains `marker` (a key name) and drops are left for it, the bytes are not forwarded and both
+ * sockets are destroyed (the command never reaches the server, its reply never comes). `seen(marker)`
+ * counts the writes that carried it, dropped or forwarded.
+ */
+export interface DroppingProxy {
+  readonly port: number;
+  drop(marker: string, times: number): void;
+  seen(marker: string): number;
+  readonly connections: number;
+  close(): Promise<void>;
+}
+
+export async function droppingProxy(target: number): Promise<DroppingProxy> {
+  const drops = new Map<string, number>();
+  const seen = new Map<string, number>();
+  const sockets: Socket[] = [];
+  let connections = 0;
+  const server: Server = createServer((client) => {
+    connections += 1;
+    const upstream = connect(target, '127.0.0.1');
+    sockets.push(client, upstream);
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('latin1');
+      let dropped = false;
+      for (const marker of new Set([...drops.keys(), ...seen.keys()])) {
+        if (!text.includes(marker)) continue;
+        seen.set(marker, (seen.get(marker) ?? 0) + 1);
+        const left = drops.get(marker) ?? 0;
+        if (left > 0) {
+          drops.set(marker, left - 1);
+          dropped = true;
+        }
+      }
+      if (dropped) end();
+      else upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    drop: (marker, times) => {
+      drops.set(marker, times);
+      if (!seen.has(marker)) seen.set(marker, 0);
+    },
+    seen: (marker) => seen.get(marker) ?? 0,
+    get connections() {
+      return connections;
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /** What the tests close a client with: node-redis 5+ `destroy()`, ioredis and node-redis 4 `disconnect()`. */
 interface Closable {
   destroy?(): unknown;
