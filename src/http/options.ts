@@ -5,9 +5,8 @@ import type { Clock } from '../clock/clock.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyOptions } from '../dependency/options.js';
-import type { ExecutorKey, Live } from './executor.js';
+import type { ExecutorKey, Live, LiveCalibrationOptions } from './executor.js';
 import type { InstanceSettings } from './instances.js';
-import type { LiveCalibrationOptions } from './live.js';
 
 /**
  * What every client takes, whoever owns its executor. The executor's own options (`attempts`,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { LatencySnapshot } from '../latency/types.js';
 import { OptionsValidator } from '../options/validator.js';
 import { createHttpClient } from './client.js';
-import { createLiveP99, type LiveCalibrationOptions } from './live.js';
+import { createLiveP99, type LiveCalibrationOptions } from './executor.js';
 import { startServer } from './servers.test-helpers.js';
 
 /** Live calibration (SPEC X2, C4): follow the healthy p99, within bounds, never a degraded window. */
