@@ -129,6 +129,8 @@ export function createDependency(options: DependencyOptions): Dependency {
   let version: ConfigVersion | undefined;
   const ownBudget = !isRetryBudget(options.retryBudget);
   const { clock } = core;
+  /** Names `execute`'s per-call problems (the name never changes: an update keeps it). */
+  const executeContext = `${core.name}.execute`;
   /** Whoever plans with this executor besides itself (prazo/http's clients), held weakly. */
   const followers = new Set<WeakRef<PlanFollower>>();
   const liveFollowers = (): PlanFollower[] => {
@@ -229,8 +231,7 @@ export function createDependency(options: DependencyOptions): Dependency {
       let deadline: Deadline;
       const now = clock.now(); // the call's one reading at its start
       try {
-        if (callOptions !== NOT_IDEMPOTENT)
-          checkOptionKeys(`${plan.name}.execute`, EXECUTE_OPTIONS, callOptions);
+        if (callOptions !== NOT_IDEMPOTENT) checkOptionKeys(executeContext, EXECUTE_OPTIONS, callOptions);
         const idempotencyKey = callOptions.idempotencyKey;
         if (idempotencyKey !== undefined) {
           key = idempotencyKey === true ? generateIdempotencyKey() : idempotencyKey;
