@@ -1,6 +1,10 @@
 import type { Clock } from '../clock/clock.js';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { option } from '../options/declare.js';
+import { isPrazoError } from '../errors/base.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
+import { isTimeoutError } from '../errors/guards.js';
+import { ResponseTimeoutError } from '../errors/timeout.js';
+import { type CheckContext, option, type Report } from '../options/declare.js';
 import type { Deadline } from './deadline.js';
 import { assertFits, type FitTarget } from './fits.js';
 import { armDeadlineTimer } from './timer.js';
@@ -122,4 +126,269 @@ export function withDeadlineInForce<O extends { readonly deadline?: Deadline; re
 ): O & { readonly deadline: Deadline | undefined; readonly clock: Clock } {
   const deadline = read.deadline ?? ambient;
   return { ...read, deadline, clock: read.clock ?? deadline?.clock ?? fallback };
+}
+
+// ── Through an executor (the `dependency` option) ───────────────────────────────────────────────
+
+/**
+ * What a store reads of one attempt of `dependency.execute` (its `AttemptContext`): read
+ * structurally, `deadline/` sits below `dependency/`. The executor gives the operation its attempt
+ * slice itself (docs/ARCHITECTURE.md, "The executor's seam"), so the timing fields are read when
+ * present.
+ */
+export interface StoreAttempt {
+  /** Aborts when the attempt must stop: its timeout, the deadline, or the caller giving up. */
+  readonly signal: AbortSignal;
+  /** The attempt's own end: min(the call's deadline, its start + its timeout). */
+  readonly deadline: Deadline;
+  /** The attempt's time limit from its start, in ms. */
+  readonly timeoutMs: number;
+}
+
+/** The slice behind a {@link StoreAttempt}, when the executor hands it over (its timing). */
+interface AttemptTiming {
+  readonly startedAt?: unknown;
+  readonly byDeadline?: unknown;
+  readonly callDeadline?: Deadline;
+  readonly clock?: Clock;
+}
+
+/** How the executor is told what a result means (its `ResultVerdict`). */
+export interface StoreVerdict {
+  readonly retryable: boolean;
+  readonly outcome?: 'success' | 'error';
+}
+
+/** The executor as a store drives it (`Dependency`, read structurally). */
+export interface StoreExecutor {
+  readonly name: string;
+  execute<T>(
+    operation: (attempt: StoreAttempt) => Promise<T>,
+    options: {
+      readonly idempotent: boolean;
+      readonly deadline?: Deadline | undefined;
+      readonly signal?: AbortSignal | undefined;
+      readonly classify?: (result: T) => StoreVerdict;
+    },
+  ): Promise<T>;
+}
+
+/** How a store judges a database's error, and names a failure for its caller. */
+export interface StoreJudge {
+  /** True when the server answered with `error` (a constraint, a syntax error): not a failure. */
+  answered(error: unknown): boolean;
+  /** The error a caller gets for the dependency's failure (marked for prazo's pushback, SPEC X6). */
+  failed(error: unknown, dependency: string): unknown;
+}
+
+/** The store options the executor owns: refused beside a `dependency`. */
+export const EXECUTOR_OWNED = ['p99Ms', 'throttle', 'random', 'events'] as const;
+
+/**
+ * The cross-field check of a store's options with a `dependency` (an executor): the options the
+ * executor owns are refused beside it, and a `name` or a `clock` given must be the executor's.
+ * `clockOf` reads an executor's clock (the caller reaches its plan).
+ */
+export function dependencyCheck(
+  clockOf: (dependency: unknown) => Clock | undefined,
+): (values: unknown, report: Report, context: CheckContext) => void {
+  return (_values, report, { given, valid }) => {
+    if (given.dependency === undefined || !valid('dependency')) return;
+    for (const key of EXECUTOR_OWNED) {
+      if (given[key] !== undefined)
+        report(key, "is the executor's: `dependency` is given, set it with createDependency(), not here");
+    }
+    const name = (given.dependency as { readonly name: string }).name;
+    if (given.name !== undefined && given.name !== name)
+      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
+    if (given.clock !== undefined && given.clock !== clockOf(given.dependency))
+      report('clock', "differs from the dependency's: the executor's clock times its calls");
+  };
+}
+
+/**
+ * A database's error a statement ended with, handed to the executor as the operation's *result*, so
+ * that the store judges it (the executor's `classifyError` would take a reset socket or "too many
+ * connections" for an answer): an answer is a success for the recorder and the throttle (the
+ * server answered, as an HTTP 4xx does), a failure is an error, not accepted, never retried
+ * (`idempotent: false`). The caller gets the error as the driver gave it.
+ */
+export class StoreFailure {
+  constructor(
+    readonly error: unknown,
+    readonly answered: boolean,
+  ) {}
+}
+
+const SUCCEEDED: StoreVerdict = Object.freeze({ retryable: false, outcome: 'success' });
+const FAILED: StoreVerdict = Object.freeze({ retryable: true, outcome: 'error' });
+
+/**
+ * The executor's `classify` for a store's results: a failure {@link StoreFailure} is an error, not
+ * accepted; a result, or an answer, a success.
+ */
+export function storeVerdict(result: unknown): StoreVerdict {
+  return result instanceof StoreFailure && !result.answered ? FAILED : SUCCEEDED;
+}
+
+/**
+ * The error an attempt's operation rejects with when the store's own bound (the server's limit, the
+ * cancel at the attempt's end, the pool wait) ran out: the one the executor gives for its attempt
+ * timer, so the caller sees the same error whichever came first — DeadlineExceededError when the
+ * deadline set the attempt's end, ResponseTimeoutError when its timeout did (the store's error as
+ * `cause`). Once the attempt is over its reason stands.
+ */
+export function attemptTimeout(attempt: StoreAttempt, error: unknown, dependency: string): unknown {
+  if (attempt.signal.aborted) return attempt.signal.reason;
+  const { startedAt, byDeadline, callDeadline, clock } = attempt as StoreAttempt & AttemptTiming;
+  if (typeof startedAt !== 'number' || typeof byDeadline !== 'boolean' || clock === undefined) return error;
+  const elapsedMs = clock.now() - startedAt;
+  if (!byDeadline)
+    return new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: attempt.timeoutMs, cause: error });
+  const outcome = (error as { outcome?: unknown }).outcome === 'unknown' ? 'unknown' : undefined;
+  return new DeadlineExceededError({
+    dependency,
+    elapsedMs,
+    deadlineEpochMs: Math.floor((callDeadline ?? attempt.deadline).epochMs()),
+    ...(outcome === undefined ? {} : { outcome }),
+    cause: error,
+  });
+}
+
+/**
+ * The signal a store's guard stops a running statement on at once: `attempt`'s, when it aborts for
+ * anything but a timeout (the caller gave up). A timeout is left to the guard's own timer at the
+ * attempt's end (plus `cancelGraceMs` for a statement the server limits itself), as without an
+ * executor: the server's limit ends it first, and a connection sent no cancel stays fit for the pool.
+ */
+export function abandonSignal(attempt: StoreAttempt): AbortSignal {
+  const controller = new AbortController();
+  const signal = attempt.signal;
+  const abandoned = (): void => {
+    if (!isTimeoutError(signal.reason)) controller.abort(signal.reason);
+  };
+  if (signal.aborted) abandoned();
+  else signal.addEventListener('abort', abandoned, { once: true });
+  return controller.signal;
+}
+
+/**
+ * Runs one store call (a statement, or a whole transaction) as one call of `executor` (SPEC D4, D7,
+ * X7): `execute(work, { idempotent: false, deadline, signal })`, so the executor owns D4 with its
+ * p99, the throttle, the concurrency limit (`work` starts, and takes a pooled connection, only once
+ * it has a slot), the recorder, events and traces. `work` bounds what it does by the attempt's end
+ * (`attempt.deadline`). How it ends:
+ * - a result: a success;
+ * - a database's error (`fromDatabase`, default: any error not prazo's own): a {@link StoreFailure}
+ *   the store judges ({@link storeVerdict}), thrown to the caller as the driver gave it (a failure
+ *   marked by `judge.failed`);
+ * - a timeout of the store's own bound: {@link attemptTimeout};
+ * - anything else (prazo's errors, the caller's own code): thrown, judged by the executor.
+ */
+export async function executeStore<T>(
+  executor: StoreExecutor,
+  terms: { readonly deadline?: Deadline | undefined; readonly signal?: AbortSignal | undefined },
+  judge: StoreJudge,
+  work: (attempt: StoreAttempt) => Promise<T>,
+  fromDatabase: (error: unknown) => boolean = (error) => !isPrazoError(error),
+): Promise<T> {
+  const name = executor.name;
+  const result = await executor.execute<T | StoreFailure>(
+    async (attempt) => {
+      try {
+        return await work(attempt);
+      } catch (error) {
+        if (attempt.signal.aborted) throw attempt.signal.reason; // over: the executor's verdict stands
+        if (isTimeoutError(error)) throw attemptTimeout(attempt, error, name);
+        if (!fromDatabase(error)) throw error;
+        return new StoreFailure(error, judge.answered(error));
+      }
+    },
+    { idempotent: false, deadline: terms.deadline, signal: terms.signal, classify: storeVerdict },
+  );
+  if (!(result instanceof StoreFailure)) return result;
+  throw result.answered ? result.error : judge.failed(result.error, name);
+}
+
+/**
+ * A connection held across statements (a builder's transaction, or Kysely taking one per query) as
+ * one call of the executor: its attempt starts when the connection is asked for (after D4, the
+ * throttle and a slot of the limit), takes it within the attempt's end, and ends when it is given
+ * back ({@link end}): the attempt's latency is the lease's. Its statements run under the attempt's
+ * end ({@link attempt}); the lease ends failed when one of them failed (the database's failure, not
+ * an answer), a success otherwise.
+ */
+export class StoreLease<C> {
+  #failure: StoreFailure | undefined;
+  readonly #settle: (result: StoreFailure | undefined) => void;
+
+  constructor(
+    readonly connection: C,
+    readonly attempt: StoreAttempt,
+    settle: (result: StoreFailure | undefined) => void,
+  ) {
+    this.#settle = settle;
+  }
+
+  /** A statement of the lease ended with the database's `error`; `answered`: an answer, not a failure. */
+  noted(error: unknown, answered: boolean): void {
+    if (!answered && this.#failure === undefined) this.#failure = new StoreFailure(error, false);
+  }
+
+  /** The connection went back: the attempt ends (a no-op once it timed out). */
+  end(): void {
+    this.#settle(this.#failure);
+  }
+}
+
+/**
+ * Opens a {@link StoreLease} through `executor`: `take` gets the connection within the attempt's end;
+ * `giveBack` returns one that arrived after the attempt was over. Rejects as `executeStore` does
+ * when no connection is handed out (D4, the throttle, the limit, the pool wait, a connect failure).
+ */
+export function leaseThrough<C>(
+  executor: StoreExecutor,
+  judge: StoreJudge,
+  take: (attempt: StoreAttempt) => Promise<C>,
+  giveBack: (late: C) => void,
+): Promise<StoreLease<C>> {
+  return new Promise((resolve, reject) => {
+    let handed = false;
+    executeStore(executor, {}, judge, async (attempt) => {
+      const connection = await take(attempt);
+      if (attempt.signal.aborted) {
+        giveBack(connection); // the attempt ended while the pool was waited on
+        throw attempt.signal.reason;
+      }
+      return new Promise<StoreFailure | undefined>((settle) => {
+        handed = true;
+        resolve(new StoreLease(connection, attempt, settle));
+      });
+    }).catch((error: unknown) => {
+      if (!handed) reject(error);
+    });
+  });
+}
+
+/**
+ * Runs one statement of a lease (`work`, bounded by the attempt's end): refused at once once the
+ * attempt is over (its reason: the executor's timeout, or the caller's abort); a database's error is
+ * noted on the lease and thrown as the driver gave it; the store's timeout becomes
+ * {@link attemptTimeout}.
+ */
+export async function leasedStatement<T, C>(
+  lease: StoreLease<C>,
+  judge: StoreJudge,
+  dependency: string,
+  work: (attempt: StoreAttempt) => Promise<T>,
+): Promise<T> {
+  const attempt = lease.attempt;
+  if (attempt.signal.aborted) throw attempt.signal.reason;
+  try {
+    return await work(attempt);
+  } catch (error) {
+    if (isTimeoutError(error)) throw attemptTimeout(attempt, error, dependency);
+    if (!isPrazoError(error)) lease.noted(error, judge.answered(error));
+    throw error;
+  }
 }

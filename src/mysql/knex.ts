@@ -1,9 +1,20 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
+import type { Deadline } from '../deadline/deadline.js';
+import {
+  withinDeadline as boundedWait,
+  leasedStatement,
+  leaseThrough,
+  type StoreLease,
+} from '../deadline/store.js';
+import type { Dependency } from '../dependency/dependency.js';
+import { DeadlineExceededError } from '../errors/deadline.js';
 import { readOptions } from '../options/validator.js';
 import { throttleFrom } from '../throttle/throttle.js';
-import { type MysqlConnection, serverOf } from './driver.js';
+import { type MysqlConnection, type MysqlServer, serverOf } from './driver.js';
 import { emitterOf } from './events.js';
+import { attemptOptions, MYSQL_JUDGE, throughOptions } from './executor.js';
+import type { ResolvedMysqlOptions } from './options.js';
 import { MYSQL_POOL_OPTIONS, type MysqlPoolOptions, perDeadline } from './pool.js';
 import { checkFits, guardStatement } from './session.js';
 import { isTransactionControl } from './statement.js';
@@ -14,6 +25,7 @@ interface KnexClient {
   readonly config?: { readonly client?: unknown };
   _query(connection: unknown, query: unknown): Promise<unknown>;
   acquireConnection(): Promise<unknown>;
+  releaseConnection(connection: unknown): Promise<unknown>;
   cancelQuery(connection: unknown): Promise<unknown>;
 }
 
@@ -36,6 +48,13 @@ type Fn = (...args: unknown[]) => unknown;
  * transactions too, whose client is a copy Knex makes per transaction. Queries outside any deadline
  * run as before. Returns the same instance; applying it twice is a no-op. For Knex on PostgreSQL:
  * `pgDeadlineKnex` of `prazo/pg`.
+ *
+ * With `dependency` (an executor), each connection Knex acquires (one per query, or one for a whole
+ * transaction) is one call of it for as long as Knex holds it: its D4, throttle and concurrency
+ * limit decide whether and when the connection is taken (within the attempt's end), its recorder
+ * times the query (or the transaction) to `releaseConnection`, and the statements on the connection
+ * run under that call's attempt (the server-side limit from what is left of it, refused once it is
+ * over).
  */
 export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOptions = {}): K {
   const fixed = readOptions('knexWithDeadline', MYSQL_POOL_OPTIONS, options);
@@ -57,6 +76,10 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   const marked = client as unknown as Record<symbol, unknown>;
   if (marked[PATCHED] === true) return knex;
   marked[PATCHED] = true;
+  if (fixed.dependency !== undefined) {
+    executorKnex(client, fixed.dependency, fixed);
+    return knex;
+  }
 
   const resolve = perDeadline(fixed);
   const name = fixed.name ?? MYSQL_POOL_OPTIONS.defaults.name;
@@ -67,75 +90,12 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
   // refused.
   const throttle = throttleFrom(fixed.throttle, clock, fixed.random);
 
-  /**
-   * Guards a connection's `query` once: Knex calls it as `query({ sql, ...options }, bindings,
-   * callback)`; the limited statement goes through the connection's own `query`.
-   */
-  const guardConnection = (connection: unknown): unknown => {
-    const raw = connection as MysqlConnection & Record<symbol, unknown> & { destroy?: () => void };
-    if (raw === null || typeof raw !== 'object' || typeof raw.query !== 'function' || raw[PATCHED])
-      return connection;
-    raw[PATCHED] = true;
-    const own = raw.query as Fn;
-    const destroy = (): void => {
-      try {
-        raw.destroy?.();
-      } catch {
-        // already closed
-      }
-    };
-    (raw as { query: unknown }).query = (...args: unknown[]): unknown => {
+  const guardConnection = (connection: unknown): unknown =>
+    guardQueries(connection, client, fixed.server, () => {
       const deadline = currentDeadline();
-      const callback = args.at(-1);
-      const [statement, ...rest] = args.slice(0, -1);
-      const text = typeof statement === 'string' ? statement : (statement as { sql?: unknown } | null)?.sql;
-      if (
-        deadline === undefined ||
-        typeof callback !== 'function' ||
-        typeof text !== 'string' ||
-        KILL.test(text) ||
-        isTransactionControl(text)
-      )
-        return own.apply(raw, args);
-      let tainted = false;
-      const guarded = async (): Promise<unknown[]> => {
-        const server = fixed.server ?? (await serverOf(raw));
-        return (await counted(throttle, clock, undefined, () =>
-          guardStatement(text, server, deadline, resolve(deadline), {
-            execute: (sql) =>
-              new Promise((done, fail) => {
-                const limited = typeof statement === 'string' ? sql : { ...(statement as object), sql };
-                own.apply(raw, [
-                  limited,
-                  ...rest,
-                  (error: unknown, ...values: unknown[]) => (error ? fail(error) : done(values)),
-                ]);
-              }),
-            kill: () => {
-              client.cancelQuery(raw).catch(() => undefined);
-              return true;
-            },
-            taint: () => {
-              tainted = true;
-            },
-            drop: destroy,
-          }),
-        )) as unknown[];
-      };
-      guarded().then(
-        (values) => {
-          if (tainted) destroy(); // Knex's pool validates it on release and discards it
-          (callback as Fn)(null, ...values);
-        },
-        (error: unknown) => {
-          if (tainted) destroy();
-          (callback as Fn)(error);
-        },
-      );
-      return undefined;
-    };
-    return connection;
-  };
+      if (deadline === undefined) return undefined;
+      return (guard) => counted(throttle, clock, undefined, () => guard(deadline, resolve(deadline)));
+    });
 
   const acquire = client.acquireConnection.bind(client);
   client.acquireConnection = async () => {
@@ -146,4 +106,135 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
     return guardConnection(await counted(throttle, clock, undefined, acquire, false));
   };
   return knex;
+}
+
+/**
+ * `knexWithDeadline(knex, { dependency })`: each connection Knex acquires is a lease of `dependency`
+ * (deadline/store.ts `leaseThrough`), ended when Knex releases it; the statements on it run under
+ * the lease's attempt, killed through Knex's own `cancelQuery`.
+ */
+function executorKnex(client: KnexClient, dependency: Dependency, fixed: MysqlPoolOptions): void {
+  const options = throughOptions(dependency, fixed);
+  const name = dependency.name;
+  const leases = new WeakMap<object, StoreLease<unknown>>();
+  const acquire = client.acquireConnection.bind(client);
+  const release = client.releaseConnection.bind(client);
+  const giveBack = (late: unknown): void => {
+    release(late).catch(() => undefined);
+  };
+
+  const guardConnection = (connection: unknown): unknown =>
+    guardQueries(connection, client, fixed.server, (raw) => {
+      const held = leases.get(raw);
+      if (held === undefined) return undefined;
+      return (guard) =>
+        leasedStatement(held, MYSQL_JUDGE, name, (attempt) =>
+          guard(attempt.deadline, attemptOptions(options, attempt)),
+        );
+    });
+
+  client.acquireConnection = async () => {
+    const held = await leaseThrough(
+      dependency,
+      MYSQL_JUDGE,
+      async (attempt) =>
+        guardConnection(
+          await boundedWait(acquire(), attempt.deadline, options.clock, {
+            giveBack,
+            expired: (elapsedMs) => new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs }),
+          }),
+        ),
+      giveBack,
+    );
+    leases.set(held.connection as object, held);
+    return held.connection;
+  };
+  client.releaseConnection = (connection: unknown) => {
+    const held = leases.get(connection as object);
+    if (held !== undefined) {
+      leases.delete(connection as object);
+      held.end();
+    }
+    return release(connection);
+  };
+}
+
+/** How one statement runs: `guard` (the statement under a deadline and options) inside the caller's bookkeeping. */
+type Runner = (
+  guard: (deadline: Deadline, options: ResolvedMysqlOptions) => Promise<unknown>,
+) => Promise<unknown>;
+
+/**
+ * Guards a connection's `query` once: Knex calls it as `query({ sql, ...options }, bindings,
+ * callback)`; the limited statement goes through the connection's own `query`, killed through Knex's
+ * own `cancelQuery`. `runnerOf` says, per statement, how it runs (undefined: it passes through).
+ */
+function guardQueries(
+  connection: unknown,
+  client: KnexClient,
+  fixedServer: MysqlServer | undefined,
+  runnerOf: (raw: object) => Runner | undefined,
+): unknown {
+  const raw = connection as MysqlConnection & Record<symbol, unknown> & { destroy?: () => void };
+  if (raw === null || typeof raw !== 'object' || typeof raw.query !== 'function' || raw[PATCHED])
+    return connection;
+  raw[PATCHED] = true;
+  const own = raw.query as Fn;
+  const destroy = (): void => {
+    try {
+      raw.destroy?.();
+    } catch {
+      // already closed
+    }
+  };
+  (raw as { query: unknown }).query = (...args: unknown[]): unknown => {
+    const callback = args.at(-1);
+    const [statement, ...rest] = args.slice(0, -1);
+    const text = typeof statement === 'string' ? statement : (statement as { sql?: unknown } | null)?.sql;
+    const runner =
+      typeof callback !== 'function' ||
+      typeof text !== 'string' ||
+      KILL.test(text) ||
+      isTransactionControl(text)
+        ? undefined
+        : runnerOf(raw);
+    if (runner === undefined) return own.apply(raw, args);
+    let tainted = false;
+    const guarded = async (): Promise<unknown[]> => {
+      const server = fixedServer ?? (await serverOf(raw));
+      return (await runner((deadline, options) =>
+        guardStatement(text as string, server, deadline, options, {
+          execute: (sql) =>
+            new Promise((done, fail) => {
+              const limited = typeof statement === 'string' ? sql : { ...(statement as object), sql };
+              own.apply(raw, [
+                limited,
+                ...rest,
+                (error: unknown, ...values: unknown[]) => (error ? fail(error) : done(values)),
+              ]);
+            }),
+          kill: () => {
+            client.cancelQuery(raw).catch(() => undefined);
+            return true;
+          },
+          taint: () => {
+            tainted = true;
+          },
+          drop: destroy,
+        }),
+      )) as unknown[];
+    };
+    guarded().then(
+      (values) => {
+        if (tainted) destroy(); // Knex's pool validates it on release and discards it
+        (callback as Fn)(null, ...values);
+      },
+      (error: unknown) => {
+        if (tainted) destroy();
+        (callback as Fn)(error);
+      },
+    );
+    return undefined;
+  };
+  return connection;
 }

@@ -1,6 +1,14 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
+import {
+  dependencyCheck,
+  leasedStatement,
+  leaseThrough,
+  type StoreAttempt,
+  type StoreLease,
+} from '../deadline/store.js';
+import type { Dependency } from '../dependency/dependency.js';
 import type { OptionsOf } from '../options/declare.js';
 import { pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -8,23 +16,37 @@ import type { ThrottleState } from '../throttle/throttle.js';
 import { throttleFrom } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver.js';
 import { emitterOf } from './events.js';
-import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
-import { checkFits, guardStatement, openSession, Session, sendKill, withinDeadline } from './session.js';
+import { attemptOptions, MYSQL_JUDGE, statementThrough, throughOptions } from './executor.js';
+import { executorClock, MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
+import {
+  checkFits,
+  guardStatement,
+  openSession,
+  Session,
+  sendKill,
+  sessionHandle,
+  withinDeadline,
+} from './session.js';
 import { connectionFit, isTransactionControl } from './statement.js';
 import { admit, counted } from './throttle.js';
 
 /** Options of {@link mysqlDeadlinePool}: those of `mysqlQuery` that hold for every query of a pool. */
-export const MYSQL_POOL_OPTIONS = pickOptions(MYSQL_DEADLINE_OPTIONS, [
-  'p99Ms',
-  'name',
-  'cancelGraceMs',
-  'server',
-  'killVia',
-  'events',
-  'throttle',
-  'random',
-  'clock',
-]);
+export const MYSQL_POOL_OPTIONS = pickOptions(
+  MYSQL_DEADLINE_OPTIONS,
+  [
+    'p99Ms',
+    'name',
+    'cancelGraceMs',
+    'server',
+    'killVia',
+    'events',
+    'throttle',
+    'random',
+    'clock',
+    'dependency',
+  ],
+  dependencyCheck(executorClock),
+);
 
 export type MysqlPoolOptions = OptionsOf<typeof MYSQL_POOL_OPTIONS>;
 
@@ -104,12 +126,20 @@ function deliver(result: Promise<unknown>, callback: Fn | undefined): unknown {
  * deadline allows (and not at all below the p99); a connection that was sent a kill, or whose reply
  * never came, is destroyed when released. Outside any deadline the pool behaves as given. A call
  * that returns a stream (no callback, callback API) passes through unguarded.
+ *
+ * With `dependency` (an executor), every statement `pool.query`/`execute` runs is one call of it,
+ * and a connection `getConnection` hands out one call for as long as it is held (a builder's
+ * transaction): the executor's D4, throttle and concurrency limit decide whether and when it starts
+ * (no connection is taken before), its recorder times it, and its statements run under that call's
+ * attempt (the server-side limit from what is left of it, refused once it is over). `throttling()` is
+ * the dependency's. Statements outside any deadline go through it too, under its `defaultDeadlineMs`.
  */
 export function mysqlDeadlinePool<P extends MysqlPool>(
   pool: P,
   options: MysqlPoolOptions = {},
 ): P & MysqlThrottled {
   const fixed = readOptions('mysqlDeadlinePool', MYSQL_POOL_OPTIONS, options);
+  if (fixed.dependency !== undefined) return executorPool(pool, fixed.dependency, fixed);
   const resolve = perDeadline(fixed);
   const name = fixed.name ?? MYSQL_POOL_OPTIONS.defaults.name;
   const clock = fixed.clock ?? systemClock;
@@ -245,6 +275,110 @@ export function mysqlDeadlinePool<P extends MysqlPool>(
   return new Proxy(pool, {
     get(target, key, receiver) {
       if (key === 'throttling') return throttling; // the wrapper's own: the pool itself is not changed
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key === 'getConnection') return getConnection(value as Fn);
+      if (typeof key === 'string' && STATEMENT_METHODS.has(key)) return poolStatement(key, value as Fn);
+      return (value as Fn).bind(target);
+    },
+  }) as P & MysqlThrottled;
+}
+
+/** `mysqlDeadlinePool(pool, { dependency })`: see {@link mysqlDeadlinePool}. */
+function executorPool<P extends MysqlPool>(
+  pool: P,
+  dependency: Dependency,
+  fixed: MysqlPoolOptions,
+): P & MysqlThrottled {
+  const options = throughOptions(dependency, fixed);
+  const name = dependency.name;
+  const via = fixed.killVia ?? pool;
+  const promiseApi = typeof (pool as { Promise?: unknown }).Promise === 'function';
+
+  /** A statement call's parts, or undefined when it passes through (see the thin path's `guardable`). */
+  const guardable = (args: unknown[]) => {
+    const { rest, callback } = split(args);
+    const text = textOf(rest[0]);
+    if (text === undefined || isTransactionControl(text) || (!promiseApi && callback === undefined))
+      return undefined;
+    return { rest, callback, text };
+  };
+
+  const poolStatement =
+    (method: string, original: Fn) =>
+    (...args: unknown[]): unknown => {
+      const parts = guardable(args);
+      if (parts === undefined) return original.apply(pool, args);
+      const { rest, callback, text } = parts;
+      const send = (session: Session, sql: string) =>
+        call(session.connection, method, [withText(rest[0], sql), ...rest.slice(1)], callback !== undefined);
+      return deliver(statementThrough(dependency, pool, options, text, send, via), callback);
+    };
+
+  /** The connection of a lease: its statements run under the lease's attempt; release ends the lease. */
+  const leasedConnection = (held: StoreLease<Session>): MysqlConnection => {
+    const session = held.connection;
+    return new Proxy(session.connection, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (key === 'release' || key === 'destroy') {
+          return () => {
+            held.end();
+            session.end(key === 'destroy');
+          };
+        }
+        if (typeof key !== 'string' || !STATEMENT_METHODS.has(key)) return (value as Fn).bind(target);
+        return (...args: unknown[]): unknown => {
+          const parts = guardable(args);
+          if (parts === undefined) return (value as Fn).apply(target, args);
+          const { rest, callback, text } = parts;
+          const execute = (sql: string) =>
+            call(target, key, [withText(rest[0], sql), ...rest.slice(1)], callback !== undefined);
+          const result = leasedStatement(held, MYSQL_JUDGE, name, (attempt) =>
+            guardStatement(
+              text,
+              session.server,
+              attempt.deadline,
+              attemptOptions(options, attempt),
+              sessionHandle(session, execute, via),
+            ),
+          );
+          return deliver(result, callback);
+        };
+      },
+    });
+  };
+
+  /** A connection of the pool within the attempt's end, with its server's dialect. */
+  const take = async (attempt: StoreAttempt): Promise<Session> => {
+    const connection = await withinDeadline(
+      invoke(pool, 'getConnection', []) as Promise<MysqlConnection>,
+      attempt.deadline,
+      attemptOptions(options, attempt),
+    );
+    try {
+      return new Session(connection, fixed.server ?? (await serverOf(connection)), true);
+    } catch (error) {
+      new Session(connection, 'mysql', true).end(true);
+      throw error;
+    }
+  };
+
+  const getConnection = (original: Fn) => {
+    const lease = async (): Promise<MysqlConnection> =>
+      leasedConnection(await leaseThrough(dependency, MYSQL_JUDGE, take, (late) => late.end()));
+    return (...args: unknown[]): unknown => {
+      const { callback } = split(args);
+      if (!promiseApi && callback === undefined) return original.apply(pool, args);
+      return deliver(lease(), callback);
+    };
+  };
+
+  const throttling = () => dependency.throttling();
+  return new Proxy(pool, {
+    get(target, key, receiver) {
+      if (key === 'throttling') return throttling;
       const value = Reflect.get(target, key, receiver) as unknown;
       if (typeof value !== 'function') return value;
       if (key === 'getConnection') return getConnection(value as Fn);

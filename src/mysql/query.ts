@@ -1,8 +1,9 @@
 import { currentDeadline } from '../deadline/ambient.js';
 import { throttleOf } from '../throttle/throttle.js';
-import { invoke, type MysqlTarget } from './driver.js';
+import { invoke, isPool, type MysqlTarget } from './driver.js';
+import { statementThrough } from './executor.js';
 import { type MysqlDeadlineOptions, resolveMysqlOptions } from './options.js';
-import { checkFits, openSession, runStatement } from './session.js';
+import { checkFits, openSession, runStatement, type Session } from './session.js';
 import { connectionFit } from './statement.js';
 import { admit, counted } from './throttle.js';
 
@@ -20,6 +21,10 @@ import { admit, counted } from './throttle.js';
  *   handed back to the pool.
  * Resolves with what the driver gives (`mysql2`: `[rows, fields]`; `mariadb`: `rows`). Outside any
  * deadline the statement runs as given: prazo never invents one.
+ *
+ * With `dependency` (an executor), the statement is one call of it (see `MYSQL_DEADLINE_OPTIONS`'s
+ * `dependency`): its p99, throttle and concurrency limit decide whether and when it starts, and the
+ * server-side limit is what is left of its attempt.
  */
 export async function mysqlQuery<T = unknown>(
   target: MysqlTarget,
@@ -30,6 +35,12 @@ export async function mysqlQuery<T = unknown>(
   if (typeof sql !== 'string' || sql.trim() === '')
     throw new TypeError('mysqlQuery: sql must be a non-empty string');
   const resolved = resolveMysqlOptions('mysqlQuery', options, currentDeadline());
+  if (resolved.dependency !== undefined) {
+    const via = resolved.killVia ?? (isPool(target) ? target : undefined);
+    const send = (session: Session, limited: string) =>
+      invoke(session.connection, 'query', values === undefined ? [limited] : [limited, values]);
+    return statementThrough(resolved.dependency, target, resolved, sql, send, via) as Promise<T>;
+  }
   const { deadline, clock, signal } = resolved;
   if (deadline !== undefined) checkFits(deadline, resolved);
   // After D4, as in the executor: a call refused for its deadline says nothing of the server.

@@ -133,16 +133,26 @@ export function runStatement(
   target: MysqlTarget,
 ): Promise<unknown> {
   const via = options.killVia ?? (isPool(target) ? target : undefined);
-  return guardStatement(sql, session.server, deadline, options, {
-    execute: (limited) =>
-      invoke(session.connection, 'query', values === undefined ? [limited] : [limited, values]),
+  const execute = (limited: string) =>
+    invoke(session.connection, 'query', values === undefined ? [limited] : [limited, values]);
+  return guardStatement(sql, session.server, deadline, options, sessionHandle(session, execute, via));
+}
+
+/** How a guarded statement reaches a {@link Session}'s connection; `KILL QUERY` is sent from `via`. */
+export function sessionHandle(
+  session: Session,
+  execute: (sql: string) => Promise<unknown>,
+  via: MysqlTarget | undefined,
+): StatementHandle {
+  return {
+    execute,
     kill: () => sendKill(session, via),
     taint: () => session.taint(),
     drop: () => {
       session.taint();
       session.end(true);
     },
-  });
+  };
 }
 
 /** How a guarded statement reaches its connection: run it, kill it, mark or drop the connection. */

@@ -1,8 +1,12 @@
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { executeStore } from '../deadline/store.js';
+import type { Dependency } from '../dependency/dependency.js';
+import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { throttleOf } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlTarget } from './driver.js';
+import { attemptOptions, MYSQL_JUDGE } from './executor.js';
 import { type MysqlDeadlineOptions, type ResolvedMysqlOptions, resolveMysqlOptions } from './options.js';
 import { checkFits, openSession, runStatement, type Session } from './session.js';
 import { admit, counted } from './throttle.js';
@@ -37,6 +41,7 @@ export async function mysqlTransaction<T>(
   options: MysqlDeadlineOptions = {},
 ): Promise<T> {
   const resolved = resolveMysqlOptions('mysqlTransaction', options, currentDeadline());
+  if (resolved.dependency !== undefined) return transactionThrough(resolved.dependency, target, fn, resolved);
   const { deadline, signal, clock } = resolved;
   if (deadline !== undefined) checkFits(deadline, resolved);
   // Decided once, at its start: a refused transaction takes no connection and opens nothing; one
@@ -50,17 +55,37 @@ export async function mysqlTransaction<T>(
     () => openSession(target, deadline, resolved),
     false,
   );
+  const step: Step = (work) => counted(throttle, clock, signal, work);
+  return inTransaction(session, fn, deadline, resolved, target, step);
+}
+
+/**
+ * How a transaction's statements are watched: the thin path counts each on its throttle; through an
+ * executor, the errors they end with are noted as the database's.
+ */
+type Step = <R>(work: () => Promise<R>) => Promise<R>;
+
+/** The transaction on a session opened: `START TRANSACTION`, `fn`, `COMMIT`, each statement through `step`. */
+async function inTransaction<T>(
+  session: Session,
+  fn: (tx: MysqlTransaction) => Promise<T>,
+  deadline: Deadline | undefined,
+  options: ResolvedMysqlOptions,
+  target: MysqlTarget,
+  step: Step,
+): Promise<T> {
+  const { signal } = options;
   const run = (sql: string, values?: unknown): Promise<unknown> =>
-    counted(throttle, clock, signal, () =>
+    step(() =>
       deadline === undefined
         ? invoke(session.connection, 'query', values === undefined ? [sql] : [sql, values])
-        : runStatement(session, sql, values, deadline, resolved, target),
+        : runStatement(session, sql, values, deadline, options, target),
     );
   try {
     await run('START TRANSACTION');
-    const result = await fn(transaction(session, deadline, resolved, run));
+    const result = await fn(transaction(session, deadline, options, run));
     if (signal?.aborted) throw signal.reason;
-    if (deadline?.expired()) throw exceeded(deadline, resolved);
+    if (deadline?.expired()) throw exceeded(deadline, options);
     await run('COMMIT');
     session.end();
     return result;
@@ -74,6 +99,37 @@ export async function mysqlTransaction<T>(
     session.end(!rolledBack || signal?.aborted === true || deadline?.expired() === true);
     throw error;
   }
+}
+
+/**
+ * The whole transaction as one call of `dependency` (its p99 is then a transaction's): the
+ * connection is taken once the call has its slot, within the attempt's end, and the transaction runs
+ * under that end (each statement's limit, the kill, the commit refused past it). A statement's error
+ * is judged as the server's (an answer, or a failure); `fn`'s own errors are the executor's to judge.
+ */
+function transactionThrough<T>(
+  dependency: Dependency,
+  target: MysqlTarget,
+  fn: (tx: MysqlTransaction) => Promise<T>,
+  resolved: ResolvedMysqlOptions,
+): Promise<T> {
+  const fromDatabase = new WeakSet<object>();
+  const step: Step = (work) =>
+    work().catch((error: unknown) => {
+      if (error !== null && typeof error === 'object' && !isPrazoError(error)) fromDatabase.add(error);
+      throw error;
+    });
+  return executeStore(
+    dependency,
+    resolved,
+    MYSQL_JUDGE,
+    async (attempt) => {
+      const options = attemptOptions(resolved, attempt);
+      const session = await step(() => openSession(target, attempt.deadline, options));
+      return inTransaction(session, fn, attempt.deadline, options, target, step);
+    },
+    (error) => error !== null && typeof error === 'object' && fromDatabase.has(error),
+  );
 }
 
 function transaction(

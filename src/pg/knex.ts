@@ -1,13 +1,16 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
-import { withinDeadline } from '../deadline/store.js';
+import { leasedStatement, leaseThrough, type StoreLease, withinDeadline } from '../deadline/store.js';
+import type { Dependency } from '../dependency/dependency.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { readOptions } from '../options/validator.js';
 import { throttleFrom } from '../throttle/throttle.js';
+import { attemptOptions, PG_JUDGE, throughOptions } from './executor.js';
+import { withStatementTimeout } from './guard.js';
+import type { ResolvedPgOptions } from './options.js';
 import { guardedText, PG_POOL_OPTIONS, type PgPoolOptions, perDeadline } from './pool.js';
-import { withStatementTimeout } from './query.js';
 import { checkFits, connectionBroken } from './session.js';
-import { admit, counted, pgAccepted } from './throttle.js';
+import { admit, counted } from './throttle.js';
 import type { PgClient } from './types.js';
 
 /** What prazo needs of a Knex instance's client (structural: knex is never imported). */
@@ -17,6 +20,8 @@ interface KnexClient {
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<unknown>;
 }
+
+type Fn = (...args: unknown[]) => unknown;
 
 const PATCHED = Symbol.for('prazo.knexPgDeadline');
 const PG_CLIENTS = new Set(['pg', 'postgres', 'postgresql']);
@@ -38,6 +43,12 @@ const CANCEL = /^\s*select\s+pg_cancel_backend\s*\(/i;
  * (`BEGIN;`, `COMMIT;`, savepoints), streams and queries outside any deadline run as before. Returns
  * the same instance; applying it twice is a no-op. For Knex on MySQL or MariaDB: `knexWithDeadline`
  * of `prazo/mysql`.
+ *
+ * With `dependency` (an executor), each connection Knex acquires (one per query, or one for a whole
+ * transaction) is one call of it for as long as Knex holds it: its D4, throttle and concurrency
+ * limit decide whether and when the connection is taken, its recorder times the query (or the
+ * transaction) to `releaseConnection`, and the statements on the connection run under that call's
+ * attempt (`statement_timeout` from what is left of it, refused once it is over).
  */
 export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions = {}): K {
   const fixed = readOptions('pgDeadlineKnex', PG_POOL_OPTIONS, options);
@@ -61,6 +72,10 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
   const marked = client as unknown as Record<symbol, unknown>;
   if (marked[PATCHED] === true) return knex;
   marked[PATCHED] = true;
+  if (fixed.dependency !== undefined) {
+    executorKnex(client, fixed.dependency, throughOptions(fixed.dependency, fixed.cancelGraceMs));
+    return knex;
+  }
   // One throttle per Knex instance (one database): a connection is admitted when Knex acquires it
   // (each query, or a transaction at its start); the statements on it are counted, never refused.
   const throttle = throttleFrom(fixed.throttle, clock, fixed.random);
@@ -85,54 +100,123 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
     });
   };
 
-  /**
-   * Guards a pg connection's `query` once: Knex calls it as `query(config, callback)`. The
-   * statement and the `statement_timeout` around it go through the connection's own `query`.
-   */
-  const guardConnection = (connection: unknown): unknown => {
-    const conn = connection as PgClient & Record<symbol, unknown>;
-    if (conn === null || typeof conn !== 'object' || typeof conn.query !== 'function' || conn[PATCHED])
-      return connection;
-    conn[PATCHED] = true;
-    const own = conn.query as (...args: unknown[]) => unknown;
-    const plain: PgClient = Object.create(conn, { query: { value: own.bind(conn) } });
-    (conn as { query: unknown }).query = (...args: unknown[]): unknown => {
+  const guardConnection = (connection: unknown): unknown =>
+    guardQueries(connection, () => {
       const deadline = currentDeadline();
-      const callback = args.at(-1);
-      const text = guardedText(args[0]);
-      if (typeof callback !== 'function' || text === undefined || CANCEL.test(text))
-        return own.apply(conn, args);
       if (deadline === undefined) {
-        if (throttle === undefined) return own.apply(conn, args);
-        return own.apply(conn, [
-          ...args.slice(0, -1),
-          (error: unknown, result: unknown) => {
-            const accepted = error ? pgAccepted(error, false) : true;
-            if (accepted !== undefined) throttle.count(clock.now(), accepted);
-            (callback as (e: unknown, r: unknown) => void)(error, result);
-          },
-        ]);
+        if (throttle === undefined) return undefined;
+        return (send) => counted(throttle, clock, undefined, send);
       }
-      const send = () =>
-        new Promise((resolveQuery, reject) => {
-          own.apply(conn, [
-            ...args.slice(0, -1),
-            (error: unknown, result: unknown) => (error ? reject(error) : resolveQuery(result)),
-          ]);
+      return (send, plain, dispose) =>
+        counted(throttle, clock, undefined, () =>
+          withStatementTimeout(plain, deadline, resolve(deadline), send),
+        ).catch((error: unknown) => {
+          if (connectionBroken(error)) dispose(error);
+          throw error;
         });
-      counted(throttle, clock, undefined, () =>
-        withStatementTimeout(plain, deadline, resolve(deadline), send),
-      ).then(
-        (result) => callback(null, result),
-        (error: unknown) => {
-          // Knex's pool validates a connection on release and discards one marked disposed
-          if (connectionBroken(error)) (conn as { __knex__disposed?: unknown }).__knex__disposed = error;
-          callback(error);
-        },
-      );
-      return undefined;
-    };
-    return connection;
-  };
+    });
   return knex;
+}
+
+/**
+ * `pgDeadlineKnex(knex, { dependency })`: each connection Knex acquires is a lease of `dependency`
+ * (deadline/store.ts `leaseThrough`), ended when Knex releases it; the statements on it run under
+ * the lease's attempt.
+ */
+function executorKnex(client: KnexClient, dependency: Dependency, options: ResolvedPgOptions): void {
+  const name = dependency.name;
+  const leases = new WeakMap<object, StoreLease<unknown>>();
+  const acquire = client.acquireConnection.bind(client);
+  const release = client.releaseConnection.bind(client);
+  const giveBack = (late: unknown): void => {
+    release(late).catch(() => undefined);
+  };
+
+  const guardConnection = (connection: unknown): unknown =>
+    guardQueries(connection, (conn) => {
+      const held = leases.get(conn);
+      if (held === undefined) return undefined;
+      return (send, plain, dispose) =>
+        leasedStatement(held, PG_JUDGE, name, (attempt) => {
+          const guard = attemptOptions(options, attempt, () => dispose('a cancel request was sent'));
+          return withStatementTimeout(plain, attempt.deadline, guard, send);
+        }).catch((error: unknown) => {
+          if (connectionBroken(error)) dispose(error);
+          throw error;
+        });
+    });
+
+  client.acquireConnection = async () => {
+    const held = await leaseThrough(
+      dependency,
+      PG_JUDGE,
+      async (attempt) =>
+        guardConnection(
+          await withinDeadline(acquire(), attempt.deadline, options.clock, {
+            giveBack,
+            expired: (elapsedMs) => new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs }),
+          }),
+        ),
+      giveBack,
+    );
+    leases.set(held.connection as object, held);
+    return held.connection;
+  };
+  client.releaseConnection = (connection: unknown) => {
+    const held = leases.get(connection as object);
+    if (held !== undefined) {
+      leases.delete(connection as object);
+      held.end();
+    }
+    return release(connection);
+  };
+}
+
+/**
+ * How one statement runs: `send` sends it as Knex gave it, `plain` is the connection with its own
+ * `query` (for the `statement_timeout` around it), `dispose` marks the connection for Knex's pool to
+ * discard.
+ */
+type Runner = (
+  send: () => Promise<unknown>,
+  plain: PgClient,
+  dispose: (why: unknown) => void,
+) => Promise<unknown>;
+
+/**
+ * Guards a pg connection's `query` once: Knex calls it as `query(config, callback)`. `runnerOf` says,
+ * per statement, how it runs (undefined: it passes through as it is); Knex's own cancel, streams
+ * and transaction control always pass through.
+ */
+function guardQueries(connection: unknown, runnerOf: (conn: object) => Runner | undefined): unknown {
+  const conn = connection as PgClient & Record<symbol, unknown>;
+  if (conn === null || typeof conn !== 'object' || typeof conn.query !== 'function' || conn[PATCHED])
+    return connection;
+  conn[PATCHED] = true;
+  const own = conn.query as Fn;
+  const plain: PgClient = Object.create(conn, { query: { value: own.bind(conn) } });
+  // Knex's pool validates a connection on release and discards one marked disposed
+  const dispose = (why: unknown): void => {
+    (conn as { __knex__disposed?: unknown }).__knex__disposed = why;
+  };
+  (conn as { query: unknown }).query = (...args: unknown[]): unknown => {
+    const callback = args.at(-1);
+    const text = guardedText(args[0]);
+    const runner =
+      typeof callback !== 'function' || text === undefined || CANCEL.test(text) ? undefined : runnerOf(conn);
+    if (runner === undefined) return own.apply(conn, args);
+    const send = () =>
+      new Promise((resolveQuery, reject) => {
+        own.apply(conn, [
+          ...args.slice(0, -1),
+          (error: unknown, result: unknown) => (error ? reject(error) : resolveQuery(result)),
+        ]);
+      });
+    runner(send, plain, dispose).then(
+      (result) => (callback as Fn)(null, result),
+      (error: unknown) => (callback as Fn)(error),
+    );
+    return undefined;
+  };
+  return connection;
 }

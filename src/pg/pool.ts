@@ -1,26 +1,26 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
+import { dependencyCheck, leasedStatement, leaseThrough, type StoreLease } from '../deadline/store.js';
+import type { Dependency } from '../dependency/dependency.js';
 import { type OptionsOf, pickOptions, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { ThrottleState } from '../throttle/throttle.js';
 import { throttleFrom } from '../throttle/throttle.js';
-import { PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
+import { attemptOptions, PG_JUDGE, statementThrough, throughOptions } from './executor.js';
+import { withStatementTimeout } from './guard.js';
+import { executorClock, PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
 import { runStatement } from './query.js';
-import { checkFits, connectionBroken, lease } from './session.js';
+import { checkFits, connectionBroken, type Lease, lease } from './session.js';
 import { admit, counted } from './throttle.js';
 import type { PgClient, PgPool, PgPoolClient } from './types.js';
 
 /** Options of {@link pgDeadlinePool}: those of `queryWithDeadline` that hold for every query of a pool. */
-export const PG_POOL_OPTIONS = pickOptions(PG_DEADLINE_OPTIONS, [
-  'p99Ms',
-  'name',
-  'cancelGraceMs',
-  'throttle',
-  'random',
-  'events',
-  'clock',
-]);
+export const PG_POOL_OPTIONS = pickOptions(
+  PG_DEADLINE_OPTIONS,
+  ['p99Ms', 'name', 'cancelGraceMs', 'throttle', 'random', 'events', 'clock', 'dependency'],
+  dependencyCheck(executorClock),
+);
 
 export type PgPoolOptions = OptionsOf<typeof PG_POOL_OPTIONS>;
 
@@ -57,18 +57,6 @@ export function perDeadline(
   return (deadline) => ({ ...fixed, deadline, signal: undefined, clock: fixed.clock ?? deadline.clock });
 }
 
-/**
- * A `pg.Pool` whose every query runs under the **ambient** deadline (SPEC D4, D7), the way
- * `queryWithDeadline` runs one: what Kysely's `PostgresDialect({ pool })` and Drizzle's
- * `drizzle(pool)` (node-postgres) are given, so their queries get a server-side `statement_timeout`
- * from the time left and a cancel request at the deadline, without threading it by hand. A query is
- * a text (with values) or a query config (`{ text, rowMode, types, name }`, as Drizzle sends it).
- * `connect()` fails fast below the p99 and waits no longer than the deadline; a client whose
- * connection broke is destroyed on `release()`. Transaction control the builder sends itself
- * (`begin`, `commit`, `savepoint`, ...), submittables (cursors, streams), callback calls and
- * everything outside a deadline pass through unchanged; inside a builder's transaction the timeout
- * is set for the statement and put back after (pg >= 8.21 tells prazo the transaction is open).
- */
 /** What {@link pgDeadlinePool} adds to the pool it wraps. */
 export interface PgThrottled {
   /**
@@ -81,8 +69,29 @@ export interface PgThrottled {
     | undefined;
 }
 
+/**
+ * A `pg.Pool` whose every query runs under the **ambient** deadline (SPEC D4, D7), the way
+ * `queryWithDeadline` runs one: what Kysely's `PostgresDialect({ pool })` and Drizzle's
+ * `drizzle(pool)` (node-postgres) are given, so their queries get a server-side `statement_timeout`
+ * from the time left and a cancel request at the deadline, without threading it by hand. A query is
+ * a text (with values) or a query config (`{ text, rowMode, types, name }`, as Drizzle sends it).
+ * `connect()` fails fast below the p99 and waits no longer than the deadline; a client whose
+ * connection broke is destroyed on `release()`. Transaction control the builder sends itself
+ * (`begin`, `commit`, `savepoint`, ...), submittables (cursors, streams), callback calls and
+ * everything outside a deadline pass through unchanged; inside a builder's transaction the timeout
+ * is set for the statement and put back after (pg >= 8.21 tells prazo the transaction is open).
+ *
+ * With `dependency` (an executor), every statement `pool.query` runs is one call of it, and a
+ * client `connect()` hands out one call for as long as it is held (Kysely takes one per query, a
+ * builder's transaction one for all of it): the executor's D4, throttle and concurrency limit decide
+ * whether and when it starts (no connection is taken before), its recorder times it, and its
+ * statements run under that call's attempt (`statement_timeout` from what is left of it, refused
+ * once it is over). `throttling()` is the dependency's. Queries outside any deadline go through it
+ * too, under its `defaultDeadlineMs`.
+ */
 export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions = {}): P & PgThrottled {
   const fixed = readOptions('pgDeadlinePool', PG_POOL_OPTIONS, options);
+  if (fixed.dependency !== undefined) return executorPool(pool, fixed.dependency, fixed.cancelGraceMs);
   const resolve = perDeadline(fixed);
   const name = fixed.name ?? PG_POOL_OPTIONS.defaults.name;
   const clock = fixed.clock ?? systemClock;
@@ -171,4 +180,85 @@ export function pgDeadlinePool<P extends PgPool>(pool: P, options: PgPoolOptions
     },
   });
   return guardedPool as P & PgThrottled;
+}
+
+/** True for a call a guard passes through: no statement text, a callback, or more than (text, values). */
+export const passesThrough = (args: readonly unknown[]): boolean =>
+  guardedText(args[0]) === undefined || args.length > 2 || typeof args.at(-1) === 'function';
+
+/** `pgDeadlinePool(pool, { dependency })`: see {@link pgDeadlinePool}. */
+function executorPool<P extends PgPool>(
+  pool: P,
+  dependency: Dependency,
+  cancelGraceMs: number | undefined,
+): P & PgThrottled {
+  const options = throughOptions(dependency, cancelGraceMs);
+  const name = dependency.name;
+  const poolQuery =
+    (original: Fn) =>
+    (...args: unknown[]): unknown => {
+      if (passesThrough(args)) return original.apply(pool, args);
+      const send = (client: PgClient) => (client.query as Fn).apply(client, args) as Promise<unknown>;
+      return statementThrough(dependency, pool, options, send);
+    };
+
+  /** The client of a lease: its statements run under the lease's attempt; `release` ends the lease. */
+  const leasedClient = (held: StoreLease<Lease>): PgPoolClient => {
+    const { client, release } = held.connection;
+    let broken = false;
+    let released = false;
+    return new Proxy(client as PgPoolClient, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (key === 'release') {
+          return (destroy?: boolean | Error) => {
+            if (released) return;
+            released = true;
+            held.end();
+            release(destroy === undefined || destroy === false ? broken : destroy);
+          };
+        }
+        if (key !== 'query') return (value as Fn).bind(target);
+        return (...args: unknown[]): unknown => {
+          if (passesThrough(args)) return (value as Fn).apply(target, args);
+          const send = () => (value as Fn).apply(target, args) as Promise<unknown>;
+          return leasedStatement(held, PG_JUDGE, name, (attempt) => {
+            const guard = attemptOptions(options, attempt, () => {
+              broken = true; // a cancel request may reach its next statement
+            });
+            return withStatementTimeout(target, attempt.deadline, guard, send);
+          }).catch((error: unknown) => {
+            if (connectionBroken(error)) broken = true;
+            throw error;
+          });
+        };
+      },
+    });
+  };
+
+  const connect =
+    (original: Fn) =>
+    async (...args: unknown[]): Promise<unknown> => {
+      if (args.length > 0) return original.apply(pool, args);
+      const held = await leaseThrough(
+        dependency,
+        PG_JUDGE,
+        (attempt) => lease(pool, attempt.deadline, attemptOptions(options, attempt)),
+        (late) => late.release(),
+      );
+      return leasedClient(held);
+    };
+
+  const throttling = () => dependency.throttling();
+  return new Proxy(pool, {
+    get(target, key, receiver) {
+      if (key === 'throttling') return throttling;
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key === 'connect') return connect(value as Fn);
+      if (key === 'query') return poolQuery(value as Fn);
+      return (value as Fn).bind(target);
+    },
+  }) as P & PgThrottled;
 }

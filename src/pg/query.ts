@@ -1,18 +1,11 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import { currentDeadline } from '../deadline/ambient.js';
-import type { Deadline } from '../deadline/deadline.js';
 import type { AdaptiveThrottle } from '../throttle/throttle.js';
 import { throttleOf } from '../throttle/throttle.js';
-import { guarded } from './guard.js';
+import { statementThrough } from './executor.js';
+import { withStatementTimeout } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
-import {
-  beginSql,
-  checkFits,
-  connectionBroken,
-  lease,
-  leaseUnbounded,
-  statementTimeoutMs,
-} from './session.js';
+import { checkFits, connectionBroken, lease, leaseUnbounded } from './session.js';
 import { admit, counted } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
 
@@ -31,6 +24,10 @@ import type { PgClient, PgPool } from './types.js';
  *   statements that refuse a transaction block (VACUUM, CREATE INDEX CONCURRENTLY) cannot use this.
  * - client already inside a transaction (pg's `getTransactionStatus() === 'T'`): the current value
  *   is saved and `set_config(..., is_local => true)` sets ours; the saved value is put back after.
+ *
+ * With `dependency` (an executor), the statement is one call of it (see `PG_DEADLINE_OPTIONS`'s
+ * `dependency`): its p99, throttle and concurrency limit decide whether and when it starts, and the
+ * `statement_timeout` is what is left of its attempt.
  */
 export async function queryWithDeadline<R extends QueryResultRow = QueryResultRow>(
   target: PgClient | PgPool,
@@ -39,8 +36,10 @@ export async function queryWithDeadline<R extends QueryResultRow = QueryResultRo
   options: PgDeadlineOptions = {},
 ): Promise<QueryResult<R>> {
   const resolved = resolvePgOptions('queryWithDeadline', options, currentDeadline());
+  const send = (client: PgClient) => client.query<R>(sql, params);
+  if (resolved.dependency !== undefined) return statementThrough(resolved.dependency, target, resolved, send);
   const throttle = throttleOf(target, resolved.throttle, resolved.clock, resolved.random);
-  return runStatement(target, resolved, (client) => client.query<R>(sql, params), throttle);
+  return runStatement(target, resolved, send, throttle);
 }
 
 /**
@@ -83,75 +82,4 @@ export async function runStatement<T>(
       throw error;
     }
   });
-}
-
-/**
- * Runs `run` (one statement on `client`) with the server's `statement_timeout` set from what is left
- * of `deadline` and a cancel request at the deadline (see {@link queryWithDeadline} for the scoping):
- * in a transaction of its own when the client is idle, with the caller's value saved and put back
- * when the client is inside the caller's transaction.
- */
-export async function withStatementTimeout<T>(
-  client: PgClient,
-  deadline: Deadline,
-  options: ResolvedPgOptions,
-  run: () => Promise<T>,
-): Promise<T> {
-  return (await inCallerTransaction(client))
-    ? inTransaction(client, deadline, options, run)
-    : inOwnTransaction(client, deadline, options, run);
-}
-
-async function inOwnTransaction<T>(
-  client: PgClient,
-  deadline: Deadline,
-  options: ResolvedPgOptions,
-  run: () => Promise<T>,
-): Promise<T> {
-  await client.query(beginSql(deadline));
-  try {
-    const result = await guarded(client, deadline, options, run);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
-}
-
-async function inTransaction<T>(
-  client: PgClient,
-  deadline: Deadline,
-  options: ResolvedPgOptions,
-  run: () => Promise<T>,
-): Promise<T> {
-  const saved = await client.query<{ previous: string }>(
-    "SELECT current_setting('statement_timeout') AS previous, set_config('statement_timeout', $1, true)",
-    [String(statementTimeoutMs(deadline))],
-  );
-  // A statement that fails aborts the transaction block: there is nothing to put back (the caller's
-  // ROLLBACK, or ROLLBACK TO SAVEPOINT, undoes the set_config), and a restore sent then would only
-  // fail with 25P02 and hide the statement's own error. pg reports the error before the server's
-  // ReadyForQuery says the transaction is aborted, so the status cannot be read to decide this.
-  const result = await guarded(client, deadline, options, run);
-  const restored = client.query("SELECT set_config('statement_timeout', $1, true)", [
-    saved.rows[0]?.previous ?? '0',
-  ]);
-  // pg < 8.21 gave no status: the probe said "in a transaction"; a restore that fails changes nothing
-  await (typeof client.getTransactionStatus === 'function' ? restored : restored.catch(() => undefined));
-  return result;
-}
-
-/**
- * Whether `client` is inside its caller's transaction. pg >= 8.21 tracks it
- * (`getTransactionStatus()`); older versions (the peer range starts at 8.11) do not, so the server is
- * asked: inside a transaction block, this statement started after the transaction did. Guessing
- * "idle" instead would wrap the query in `BEGIN` … `COMMIT` and commit the caller's transaction.
- */
-async function inCallerTransaction(client: PgClient): Promise<boolean> {
-  if (typeof client.getTransactionStatus === 'function') return client.getTransactionStatus() === 'T';
-  const probe = await client.query<{ open: boolean }>(
-    'SELECT transaction_timestamp() < statement_timestamp() AS open',
-  );
-  return probe.rows[0]?.open === true;
 }
