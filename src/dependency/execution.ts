@@ -61,6 +61,10 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
   #primary: Attempt<T, C> | undefined;
   #hedge: Attempt<T, C> | undefined;
   #hedgeDue = 0;
+  /** When the backoff or Retry-After wait under way ends (the plan clock's instant). */
+  #waitUntil = 0;
+  /** True while the wait's timer holds only a range of it (the wait is longer than a timer can be). */
+  #waitCut = false;
   /** The failure(s) of a copy that ended while the other copy still raced. */
   #raceVerdict: FailureVerdict | undefined;
   /** The attempt waiting for a slot of the concurrency limit (SPEC X7), and since when. */
@@ -451,17 +455,34 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     } else {
       if (decision.wait === 'retry-after') notify.retryAfter(core, this.#trace, decision.delayMs, true);
       if (decision.delayMs > 0) {
-        this.#timer = core.clock.setTimer(() => this.#afterWait(), decision.delayMs);
+        this.#waitUntil = now + decision.delayMs;
+        this.#armWaitEnd(decision.delayMs);
       } else {
         this.#retry(now);
       }
     }
   }
 
+  /**
+   * Arms the end of a backoff or Retry-After wait `leftMs` away: a timer holds at most 2^31 − 1 ms
+   * (24.8 days), so a longer wait (a Retry-After under an endless deadline) is armed a range at a time.
+   */
+  #armWaitEnd(leftMs: number): void {
+    this.#waitCut = leftMs > MAX_TIMER_DELAY_MS;
+    this.#timer = this.core.clock.setTimer(
+      () => this.#afterWait(),
+      this.#waitCut ? MAX_TIMER_DELAY_MS : leftMs,
+    );
+  }
+
   #afterWait(): void {
     this.#timer = undefined;
     if (this.settled) return;
     const now = this.core.clock.now();
+    if (this.#waitCut) {
+      this.#armWaitEnd(this.#waitUntil - now); // one range of a wait beyond a timer's reach has passed
+      return;
+    }
     const remaining = this.deadline.remainingMsAt(now, this.core.clock);
     // A late timer can eat into the slice the plan reserved: check again; the held failure still stands.
     if (fitsDeadline(remaining, this.core.p99Ms)) {

@@ -197,6 +197,20 @@ describe('retries (SPEC R2, R3, R4)', () => {
     expect(starts).toEqual([0, 310]);
   });
 
+  it('waits a Retry-After longer than a timer can hold (30 days, under an endless deadline) in full', async () => {
+    const { clock, dep, starts, scripted, settle } = setup();
+    const days30 = 30 * 86_400_000; // past 2^31 - 1 ms (24.8 days): one timer would fire 5 days early
+    await settle(
+      dep.execute(scripted<Response>([{ status: 503 }, { status: 200 }]), {
+        idempotent: true,
+        deadline: Deadline.after(Number.POSITIVE_INFINITY, { clock }),
+        classify: (res) =>
+          res.status === 503 ? { retryable: true, retryAfterMs: days30 } : { retryable: false },
+      }),
+    );
+    expect(starts).toEqual([0, 10 + days30]);
+  });
+
   it("fails now with the server's answer when its Retry-After does not fit the deadline", async () => {
     const { clock, dep, events, starts, scripted, settle } = setup();
     const busy = Object.assign(new Error('busy'), { status: 503, headers: { 'retry-after': '5' } });
