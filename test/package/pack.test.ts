@@ -115,10 +115,12 @@ describe('npm pack: what ships (SPEC P3)', () => {
 
   // The library ships its sources beside its maps (the tools do not: scripts/strip-tool-maps.mjs).
   // Measured: 964 kB packed / 3.83 MB unpacked before the demo's trace waterfall (#26), 1,018 kB /
-  // 4.02 MB with it. The bound is a budget that a new feature must argue for, not a ratchet.
+  // 4.02 MB with it, 1,101 kB / 4.41 MB once gRPC, PostgreSQL, MySQL and Redis could run through the
+  // executor (#25: four transports, each with its JS, map, types and source). The bound is a budget
+  // that a new feature must argue for, not a ratchet.
   it('stays a library-sized download', () => {
-    expect(dry.size).toBeLessThan(1_100_000);
-    expect(dry.unpackedSize).toBeLessThan(4_400_000);
+    expect(dry.size).toBeLessThan(1_150_000);
+    expect(dry.unpackedSize).toBeLessThan(4_600_000);
   });
 });
 
