@@ -4,7 +4,7 @@ import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { isTimeoutError } from '../errors/guards.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
-import { type CheckContext, option, type Report } from '../options/declare.js';
+import { option } from '../options/declare.js';
 import type { Deadline } from './deadline.js';
 import { assertFits, type FitTarget } from './fits.js';
 import { armDeadlineTimer } from './timer.js';
@@ -181,30 +181,8 @@ export interface StoreJudge {
   failed(error: unknown, dependency: string): unknown;
 }
 
-/** The store options the executor owns: refused beside a `dependency`. */
+/** The store options the executor owns: refused beside a `dependency` (`besideDependency`). */
 export const EXECUTOR_OWNED = ['p99Ms', 'throttle', 'random', 'events'] as const;
-
-/**
- * The cross-field check of a store's options with a `dependency` (an executor): the options the
- * executor owns are refused beside it, and a `name` or a `clock` given must be the executor's.
- * `clockOf` reads an executor's clock (the caller reaches its plan).
- */
-export function dependencyCheck(
-  clockOf: (dependency: unknown) => Clock | undefined,
-): (values: unknown, report: Report, context: CheckContext) => void {
-  return (_values, report, { given, valid }) => {
-    if (given.dependency === undefined || !valid('dependency')) return;
-    for (const key of EXECUTOR_OWNED) {
-      if (given[key] !== undefined)
-        report(key, "is the executor's: `dependency` is given, set it with createDependency(), not here");
-    }
-    const name = (given.dependency as { readonly name: string }).name;
-    if (given.name !== undefined && given.name !== name)
-      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
-    if (given.clock !== undefined && given.clock !== clockOf(given.dependency))
-      report('clock', "differs from the dependency's: the executor's clock times its calls");
-  };
-}
 
 /**
  * A database's error a statement ended with, handed to the executor as the operation's *result*, so

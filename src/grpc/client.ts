@@ -13,7 +13,7 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import { refusalOf } from '../deadline/fits.js';
-import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency, type Dependency, dependencyOption } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import { executorOf } from '../dependency/transport.js';
 import type { Disposable } from '../dependency/types.js';
@@ -62,24 +62,9 @@ export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions(
      * ceil(p99 × slack)). Exclusive with `p99Ms`, `throttle` and `random` (the executor's own); `name`
      * and `clock`, if given, must be the executor's. Default: none (the interceptor's own thin path).
      */
-    dependency: option.value<Dependency>(
-      'an executor made with createDependency()',
-      (v) => executorOf(v) !== undefined,
-    ),
+    dependency: dependencyOption(),
   },
-  (_values, report, { given, valid }) => {
-    if (given.dependency === undefined || !valid('dependency')) return;
-    const executor = executorOf(given.dependency)!;
-    for (const key of ['p99Ms', 'throttle', 'random'] as const) {
-      if (given[key] !== undefined)
-        report(key, `is the executor's: \`dependency\` is given, set it with createDependency(), not here`);
-    }
-    const { name, clock } = executor.plan;
-    if (given.name !== undefined && given.name !== name)
-      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
-    if (given.clock !== undefined && given.clock !== clock)
-      report('clock', "differs from the dependency's: the executor's clock times its calls");
-  },
+  besideDependency(['p99Ms', 'throttle', 'random']),
 );
 
 export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_OPTIONS>;

@@ -1,8 +1,9 @@
 import { abandonSignal, executeStore, type StoreAttempt, type StoreJudge } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
+import { executorOf } from '../dependency/transport.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import type { MysqlServer, MysqlTarget } from './driver.js';
-import { executorClock, MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
+import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import { guardStatement, openSession, type Session, sessionHandle } from './session.js';
 import { connectionFit } from './statement.js';
 import { mysqlAccepted } from './throttle.js';
@@ -55,7 +56,7 @@ export function throughOptions(
     server: fixed.server,
     killVia: fixed.killVia,
     emit: undefined,
-    clock: executorClock(dependency)!,
+    clock: executorOf(dependency)!.plan.clock,
     deadline: undefined,
     signal: undefined,
     dependency,

@@ -1,13 +1,12 @@
-import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { Deadline } from '../deadline/deadline.js';
 import {
-  dependencyCheck,
+  EXECUTOR_OWNED,
   type ResolvedStoreOptions,
   STORE_DEADLINE_SPECS,
   withDeadlineInForce,
 } from '../deadline/store.js';
-import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency, type Dependency, dependencyOption } from '../dependency/dependency.js';
 import { executorOf } from '../dependency/transport.js';
 import type { DependencyEvent } from '../dependency/types.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
@@ -23,9 +22,6 @@ const isTarget = (value: unknown): boolean =>
   typeof value === 'object' &&
   (typeof (value as { getConnection?: unknown }).getConnection === 'function' ||
     typeof (value as { query?: unknown }).query === 'function');
-
-/** An executor's clock (its plan's), for the options' check. */
-export const executorClock = (dependency: unknown): Clock | undefined => executorOf(dependency)?.plan.clock;
 
 /** Options of `mysqlQuery` and `mysqlTransaction`, declared once. */
 export const MYSQL_DEADLINE_OPTIONS = defineOptions(
@@ -79,12 +75,9 @@ export const MYSQL_DEADLINE_OPTIONS = defineOptions(
      * Exclusive with `p99Ms`, `throttle`, `random` and `events` (the executor's own); `name` and
      * `clock`, if given, must be the executor's. Default: none (the store's own thin path).
      */
-    dependency: option.value<Dependency>(
-      'an executor made with createDependency()',
-      (v) => executorOf(v) !== undefined,
-    ),
+    dependency: dependencyOption(),
   },
-  dependencyCheck(executorClock),
+  besideDependency(EXECUTOR_OWNED),
 );
 
 export type MysqlDeadlineOptions = OptionsOf<typeof MYSQL_DEADLINE_OPTIONS>;
@@ -110,5 +103,5 @@ export function resolveMysqlOptions(
   if (dependency === undefined)
     return { ...withDeadlineInForce(o, ambient, systemClock), emit: emitterOf(o.events) };
   // Through an executor: its name, clock and events; the deadline is resolved by `execute` (given one only).
-  return { ...o, name: dependency.name, clock: executorClock(dependency)!, emit: undefined };
+  return { ...o, name: dependency.name, clock: executorOf(dependency)!.plan.clock, emit: undefined };
 }

@@ -2,13 +2,14 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import {
-  dependencyCheck,
+  EXECUTOR_OWNED,
   leasedStatement,
   leaseThrough,
   type StoreAttempt,
   type StoreLease,
 } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency } from '../dependency/dependency.js';
 import type { OptionsOf } from '../options/declare.js';
 import { pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -17,7 +18,7 @@ import { throttleFrom } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlPool, serverOf } from './driver.js';
 import { emitterOf } from './events.js';
 import { attemptOptions, MYSQL_JUDGE, statementThrough, throughOptions } from './executor.js';
-import { executorClock, MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
+import { MYSQL_DEADLINE_OPTIONS, type ResolvedMysqlOptions } from './options.js';
 import {
   checkFits,
   guardStatement,
@@ -45,7 +46,7 @@ export const MYSQL_POOL_OPTIONS = pickOptions(
     'clock',
     'dependency',
   ],
-  dependencyCheck(executorClock),
+  besideDependency(EXECUTOR_OWNED),
 );
 
 export type MysqlPoolOptions = OptionsOf<typeof MYSQL_POOL_OPTIONS>;

@@ -1,8 +1,9 @@
 import { abandonSignal, executeStore, type StoreAttempt, type StoreJudge } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
+import { executorOf } from '../dependency/transport.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { withStatementTimeout } from './guard.js';
-import { executorClock, PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
+import { PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
 import { connectionBroken, lease } from './session.js';
 import { pgAccepted } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
@@ -49,7 +50,7 @@ export function throughOptions(dependency: Dependency, cancelGraceMs: number | u
     name: dependency.name,
     p99Ms: 0,
     cancelGraceMs: cancelGraceMs ?? PG_DEADLINE_OPTIONS.defaults.cancelGraceMs,
-    clock: executorClock(dependency)!,
+    clock: executorOf(dependency)!.plan.clock,
     deadline: undefined,
     signal: undefined,
     dependency,

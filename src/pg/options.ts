@@ -1,13 +1,12 @@
-import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import type { Deadline } from '../deadline/deadline.js';
 import {
-  dependencyCheck,
+  EXECUTOR_OWNED,
   type ResolvedStoreOptions,
   STORE_DEADLINE_SPECS,
   withDeadlineInForce,
 } from '../deadline/store.js';
-import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency, type Dependency, dependencyOption } from '../dependency/dependency.js';
 import { executorOf } from '../dependency/transport.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -15,9 +14,6 @@ import type { RandomSource } from '../retry/backoff.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
 import type { ThrottleToggle } from '../throttle/throttle.js';
 import { isStoreEvents, type PgEvents } from './events.js';
-
-/** An executor's clock (its plan's), for the options' check. */
-export const executorClock = (dependency: unknown): Clock | undefined => executorOf(dependency)?.plan.clock;
 
 /** Options of `queryWithDeadline` and `transactionWithDeadline`, declared once (the store's, and a name). */
 export const PG_DEADLINE_OPTIONS = defineOptions(
@@ -58,12 +54,9 @@ export const PG_DEADLINE_OPTIONS = defineOptions(
      * executor's own); `name` and `clock`, if given, must be the executor's. Default: none (the
      * store's own thin path).
      */
-    dependency: option.value<Dependency>(
-      'an executor made with createDependency()',
-      (v) => executorOf(v) !== undefined,
-    ),
+    dependency: dependencyOption(),
   },
-  dependencyCheck(executorClock),
+  besideDependency(EXECUTOR_OWNED),
 );
 
 export type PgDeadlineOptions = OptionsOf<typeof PG_DEADLINE_OPTIONS>;
@@ -87,5 +80,5 @@ export function resolvePgOptions(
   const dependency = read.dependency;
   if (dependency === undefined) return withDeadlineInForce(read, ambient, systemClock);
   // Through an executor: its name and clock; the deadline is resolved by `execute` (given one only).
-  return { ...read, name: dependency.name, clock: executorClock(dependency)! };
+  return { ...read, name: dependency.name, clock: executorOf(dependency)!.plan.clock };
 }

@@ -1,15 +1,16 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
-import { dependencyCheck, leasedStatement, leaseThrough, type StoreLease } from '../deadline/store.js';
+import { EXECUTOR_OWNED, leasedStatement, leaseThrough, type StoreLease } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency } from '../dependency/dependency.js';
 import { type OptionsOf, pickOptions, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { ThrottleState } from '../throttle/throttle.js';
 import { throttleFrom } from '../throttle/throttle.js';
 import { attemptOptions, PG_JUDGE, statementThrough, throughOptions } from './executor.js';
 import { withStatementTimeout } from './guard.js';
-import { executorClock, PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
+import { PG_DEADLINE_OPTIONS, type ResolvedPgOptions } from './options.js';
 import { runStatement } from './query.js';
 import { checkFits, connectionBroken, type Lease, lease } from './session.js';
 import { admit, counted } from './throttle.js';
@@ -19,7 +20,7 @@ import type { PgClient, PgPool, PgPoolClient } from './types.js';
 export const PG_POOL_OPTIONS = pickOptions(
   PG_DEADLINE_OPTIONS,
   ['p99Ms', 'name', 'cancelGraceMs', 'throttle', 'random', 'events', 'clock', 'dependency'],
-  dependencyCheck(executorClock),
+  besideDependency(EXECUTOR_OWNED),
 );
 
 export type PgPoolOptions = OptionsOf<typeof PG_POOL_OPTIONS>;

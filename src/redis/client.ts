@@ -4,7 +4,7 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { assertFits } from '../deadline/fits.js';
-import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency, dependencyOption } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import { executorOf } from '../dependency/transport.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
@@ -95,28 +95,16 @@ export const REDIS_CLIENT_OPTIONS = defineOptions(
      * `random` and `cancelGraceMs` (the attempt's end is the executor's); `name` and `clock`, if
      * given, must be the executor's. Default: none (the client's own thin path).
      */
-    dependency: option.value<Dependency>(
-      'an executor made with createDependency()',
-      (v) => executorOf(v) !== undefined,
-    ),
+    dependency: dependencyOption(),
   },
-  (_values, report, { given, valid }) => {
-    if (given.dependency === undefined || !valid('dependency')) return;
-    const executor = executorOf(given.dependency)!;
-    for (const key of ['p99Ms', 'throttle', 'random'] as const) {
-      if (given[key] !== undefined)
-        report(key, "is the executor's: `dependency` is given, set it with createDependency(), not here");
-    }
-    if (given.cancelGraceMs !== undefined)
+  (values, report, context) => {
+    besideDependency(['p99Ms', 'throttle', 'random'])(values, report, context);
+    const { given, valid } = context;
+    if (given.dependency !== undefined && valid('dependency') && given.cancelGraceMs !== undefined)
       report(
         'cancelGraceMs',
         "has no use beside `dependency`: the executor's attempt ends the wait for a reply (its timeout)",
       );
-    const { name, clock } = executor.plan;
-    if (given.name !== undefined && given.name !== name)
-      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
-    if (given.clock !== undefined && given.clock !== clock)
-      report('clock', "differs from the dependency's: the executor's clock times its calls");
   },
 );
 
