@@ -9,14 +9,7 @@ import type { Clock } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
-import {
-  type CheckContext,
-  isOptionsObject,
-  type OptionSpec,
-  type OptionsOf,
-  option,
-  type Report,
-} from '../options/declare.js';
+import { isOptionsObject, type OptionsOf } from '../options/declare.js';
 import { checkOptionKeys, OptionsValidator } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
 import { type DependencyCore, UNMANAGED } from './core.js';
@@ -39,7 +32,6 @@ import {
   EXECUTOR,
   type Executor,
   type ExecutorPlan,
-  executorOf,
   type PlanFollower,
   type PreparedUpdate,
   type Transport,
@@ -115,35 +107,6 @@ export interface Dependency {
   recalibrate(p99Ms: number): void;
   /** The config version its settings come from, once a config watcher applied one (prazo/config). */
   readonly configVersion: ConfigVersion | undefined;
-}
-
-/**
- * The `dependency` option of an integration that can run its calls through an executor (gRPC's
- * interceptor, the stores), declared once: an executor made with {@link createDependency}.
- */
-export const dependencyOption = (): OptionSpec<Dependency, false, false> =>
-  option.value<Dependency>('an executor made with createDependency()', (v) => executorOf(v) !== undefined);
-
-/**
- * The cross-field check of such an integration's options: beside a `dependency`, the options the
- * executor owns (`owned`: its p99, throttle, ...) are refused, and a `name` or a `clock` given must be
- * the executor's (its name is in every error and event, its clock times the calls).
- */
-export function besideDependency(
-  owned: readonly string[],
-): (values: unknown, report: Report, context: CheckContext) => void {
-  return (_values, report, { given, valid }) => {
-    if (given.dependency === undefined || !valid('dependency')) return;
-    for (const key of owned) {
-      if (given[key] !== undefined)
-        report(key, "is the executor's: `dependency` is given, set it with createDependency(), not here");
-    }
-    const { name, clock } = executorOf(given.dependency)!.plan;
-    if (given.name !== undefined && given.name !== name)
-      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
-    if (given.clock !== undefined && given.clock !== clock)
-      report('clock', "differs from the dependency's: the executor's clock times its calls");
-  };
 }
 
 const NOT_IDEMPOTENT = Object.freeze({ idempotent: false });

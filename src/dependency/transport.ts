@@ -2,6 +2,7 @@ import type { Clock } from '../clock/clock.js';
 import type { TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import type { HedgePolicy } from '../hedge/policy.js';
+import { type CheckContext, type OptionSpec, option, type Report } from '../options/declare.js';
 import type { Listeners } from './events.js';
 import type { AttemptTrace, TraceAttributes } from './trace.js';
 import type { AttemptKind, ConfigVersion, ResultVerdict } from './types.js';
@@ -178,4 +179,34 @@ export const EXECUTOR: unique symbol = Symbol('prazo.executor');
 export function executorOf(dependency: unknown): Executor | undefined {
   if (dependency === null || typeof dependency !== 'object') return undefined;
   return (dependency as { [EXECUTOR]?: Executor })[EXECUTOR];
+}
+
+/**
+ * The `dependency` option of an integration that can run its calls through an executor (gRPC's
+ * interceptor, the stores), declared once: an executor made with `createDependency`. `D` is its
+ * type, `Dependency` (dependency.ts), given by the integration: this file stays below that one.
+ */
+export const dependencyOption = <D extends object>(): OptionSpec<D, false, false> =>
+  option.value<D>('an executor made with createDependency()', (v) => executorOf(v) !== undefined);
+
+/**
+ * The cross-field check of such an integration's options: beside a `dependency`, the options the
+ * executor owns (`owned`: its p99, throttle, ...) are refused, and a `name` or a `clock` given must be
+ * the executor's (its name is in every error and event, its clock times the calls).
+ */
+export function besideDependency(
+  owned: readonly string[],
+): (values: unknown, report: Report, context: CheckContext) => void {
+  return (_values, report, { given, valid }) => {
+    if (given.dependency === undefined || !valid('dependency')) return;
+    for (const key of owned) {
+      if (given[key] !== undefined)
+        report(key, "is the executor's: `dependency` is given, set it with createDependency(), not here");
+    }
+    const { name, clock } = executorOf(given.dependency)!.plan;
+    if (given.name !== undefined && given.name !== name)
+      report('name', `(${String(given.name)}) differs from the dependency's (${name})`);
+    if (given.clock !== undefined && given.clock !== clock)
+      report('clock', "differs from the dependency's: the executor's clock times its calls");
+  };
 }

@@ -13,9 +13,9 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import { refusalOf } from '../deadline/fits.js';
-import { besideDependency, type Dependency, dependencyOption } from '../dependency/dependency.js';
+import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
-import { executorOf } from '../dependency/transport.js';
+import { besideDependency, dependencyOption, executorOf } from '../dependency/transport.js';
 import type { Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
@@ -62,7 +62,7 @@ export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions(
      * ceil(p99 × slack)). Exclusive with `p99Ms`, `throttle` and `random` (the executor's own); `name`
      * and `clock`, if given, must be the executor's. Default: none (the interceptor's own thin path).
      */
-    dependency: dependencyOption(),
+    dependency: dependencyOption<Dependency>(),
   },
   besideDependency(['p99Ms', 'throttle', 'random']),
 );

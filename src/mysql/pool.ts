@@ -9,7 +9,7 @@ import {
   type StoreLease,
 } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
-import { besideDependency } from '../dependency/dependency.js';
+import { besideDependency } from '../dependency/transport.js';
 import type { OptionsOf } from '../options/declare.js';
 import { pickOptions } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';

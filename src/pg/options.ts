@@ -6,8 +6,8 @@ import {
   STORE_DEADLINE_SPECS,
   withDeadlineInForce,
 } from '../deadline/store.js';
-import { besideDependency, type Dependency, dependencyOption } from '../dependency/dependency.js';
-import { executorOf } from '../dependency/transport.js';
+import type { Dependency } from '../dependency/dependency.js';
+import { besideDependency, dependencyOption, executorOf } from '../dependency/transport.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
@@ -54,7 +54,7 @@ export const PG_DEADLINE_OPTIONS = defineOptions(
      * executor's own); `name` and `clock`, if given, must be the executor's. Default: none (the
      * store's own thin path).
      */
-    dependency: dependencyOption(),
+    dependency: dependencyOption<Dependency>(),
   },
   besideDependency(EXECUTOR_OWNED),
 );

@@ -3,7 +3,7 @@ import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { EXECUTOR_OWNED, leasedStatement, leaseThrough, type StoreLease } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
-import { besideDependency } from '../dependency/dependency.js';
+import { besideDependency } from '../dependency/transport.js';
 import { type OptionsOf, pickOptions, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import type { ThrottleState } from '../throttle/throttle.js';

@@ -4,9 +4,9 @@ import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { assertFits } from '../deadline/fits.js';
-import { besideDependency, dependencyOption } from '../dependency/dependency.js';
+import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
-import { executorOf } from '../dependency/transport.js';
+import { besideDependency, dependencyOption, executorOf } from '../dependency/transport.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
@@ -95,7 +95,7 @@ export const REDIS_CLIENT_OPTIONS = defineOptions(
      * `random` and `cancelGraceMs` (the attempt's end is the executor's); `name` and `clock`, if
      * given, must be the executor's. Default: none (the client's own thin path).
      */
-    dependency: dependencyOption(),
+    dependency: dependencyOption<Dependency>(),
   },
   (values, report, context) => {
     besideDependency(['p99Ms', 'throttle', 'random'])(values, report, context);
