@@ -349,6 +349,79 @@ export function leaseThrough<C>(
 }
 
 /**
+ * Tells a database's errors from a transaction body's own: `step` runs one of the transaction's
+ * database steps and marks what it throws (unless prazo's), `fromDatabase` says whether an error was
+ * so marked (the store judges those; the executor, the others).
+ */
+export function databaseSteps(): {
+  readonly step: <R>(work: () => Promise<R>) => Promise<R>;
+  readonly fromDatabase: (error: unknown) => boolean;
+} {
+  const marked = new WeakSet<object>();
+  return {
+    step: (work) =>
+      work().catch((error: unknown) => {
+        if (error !== null && typeof error === 'object' && !isPrazoError(error)) marked.add(error);
+        throw error;
+      }),
+    fromDatabase: (error) => error !== null && typeof error === 'object' && marked.has(error),
+  };
+}
+
+/** The two methods of a Knex client that a store's `dependency` path takes over. */
+export interface KnexConnections {
+  acquireConnection(): Promise<unknown>;
+  releaseConnection(connection: unknown): Promise<unknown>;
+}
+
+/**
+ * Knex through `executor`: each connection Knex acquires is a {@link StoreLease} (taken once the call
+ * has its slot, from Knex's pool within the attempt's end), ended when Knex releases it; `guard`
+ * wraps the connection's statements, reading their lease with the `lease` it is given.
+ */
+export function leaseKnexConnections(
+  client: KnexConnections,
+  executor: StoreExecutor,
+  judge: StoreJudge,
+  clock: Clock,
+  guard: (connection: unknown, lease: (connection: object) => StoreLease<unknown> | undefined) => unknown,
+): void {
+  const leases = new WeakMap<object, StoreLease<unknown>>();
+  const acquire = client.acquireConnection.bind(client);
+  const release = client.releaseConnection.bind(client);
+  const giveBack = (late: unknown): void => {
+    release(late).catch(() => undefined);
+  };
+  const leaseOf = (connection: object): StoreLease<unknown> | undefined => leases.get(connection);
+  const dependency = `${executor.name} (pool)`;
+  client.acquireConnection = async () => {
+    const held = await leaseThrough(
+      executor,
+      judge,
+      async (attempt) =>
+        guard(
+          await withinDeadline(acquire(), attempt.deadline, clock, {
+            giveBack,
+            expired: (elapsedMs) => new DeadlineExceededError({ dependency, elapsedMs }),
+          }),
+          leaseOf,
+        ),
+      giveBack,
+    );
+    leases.set(held.connection as object, held);
+    return held.connection;
+  };
+  client.releaseConnection = (connection: unknown) => {
+    const held = leases.get(connection as object);
+    if (held !== undefined) {
+      leases.delete(connection as object);
+      held.end();
+    }
+    return release(connection);
+  };
+}
+
+/**
  * Runs one statement of a lease (`work`, bounded by the attempt's end): refused at once once the
  * attempt is over (its reason: the executor's timeout, or the caller's abort); a database's error is
  * noted on the lease and thrown as the driver gave it; the store's timeout becomes

@@ -1,14 +1,8 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
-import {
-  withinDeadline as boundedWait,
-  leasedStatement,
-  leaseThrough,
-  type StoreLease,
-} from '../deadline/store.js';
+import { leasedStatement, leaseKnexConnections } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
-import { DeadlineExceededError } from '../errors/deadline.js';
 import { readOptions } from '../options/validator.js';
 import { throttleFrom } from '../throttle/throttle.js';
 import { type MysqlConnection, type MysqlServer, serverOf } from './driver.js';
@@ -116,47 +110,16 @@ export function knexWithDeadline<K extends object>(knex: K, options: MysqlPoolOp
 function executorKnex(client: KnexClient, dependency: Dependency, fixed: MysqlPoolOptions): void {
   const options = throughOptions(dependency, fixed);
   const name = dependency.name;
-  const leases = new WeakMap<object, StoreLease<unknown>>();
-  const acquire = client.acquireConnection.bind(client);
-  const release = client.releaseConnection.bind(client);
-  const giveBack = (late: unknown): void => {
-    release(late).catch(() => undefined);
-  };
-
-  const guardConnection = (connection: unknown): unknown =>
+  leaseKnexConnections(client, dependency, MYSQL_JUDGE, options.clock, (connection, leaseOf) =>
     guardQueries(connection, client, fixed.server, (raw) => {
-      const held = leases.get(raw);
+      const held = leaseOf(raw);
       if (held === undefined) return undefined;
       return (guard) =>
         leasedStatement(held, MYSQL_JUDGE, name, (attempt) =>
           guard(attempt.deadline, attemptOptions(options, attempt)),
         );
-    });
-
-  client.acquireConnection = async () => {
-    const held = await leaseThrough(
-      dependency,
-      MYSQL_JUDGE,
-      async (attempt) =>
-        guardConnection(
-          await boundedWait(acquire(), attempt.deadline, options.clock, {
-            giveBack,
-            expired: (elapsedMs) => new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs }),
-          }),
-        ),
-      giveBack,
-    );
-    leases.set(held.connection as object, held);
-    return held.connection;
-  };
-  client.releaseConnection = (connection: unknown) => {
-    const held = leases.get(connection as object);
-    if (held !== undefined) {
-      leases.delete(connection as object);
-      held.end();
-    }
-    return release(connection);
-  };
+    }),
+  );
 }
 
 /** How one statement runs: `guard` (the statement under a deadline and options) inside the caller's bookkeeping. */

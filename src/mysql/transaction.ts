@@ -1,8 +1,7 @@
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
-import { executeStore } from '../deadline/store.js';
+import { databaseSteps, executeStore } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
-import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { throttleOf } from '../throttle/throttle.js';
 import { invoke, type MysqlConnection, type MysqlTarget } from './driver.js';
@@ -113,12 +112,7 @@ function transactionThrough<T>(
   fn: (tx: MysqlTransaction) => Promise<T>,
   resolved: ResolvedMysqlOptions,
 ): Promise<T> {
-  const fromDatabase = new WeakSet<object>();
-  const step: Step = (work) =>
-    work().catch((error: unknown) => {
-      if (error !== null && typeof error === 'object' && !isPrazoError(error)) fromDatabase.add(error);
-      throw error;
-    });
+  const { step, fromDatabase } = databaseSteps();
   return executeStore(
     dependency,
     resolved,
@@ -128,7 +122,7 @@ function transactionThrough<T>(
       const session = await step(() => openSession(target, attempt.deadline, options));
       return inTransaction(session, fn, attempt.deadline, options, target, step);
     },
-    (error) => error !== null && typeof error === 'object' && fromDatabase.has(error),
+    fromDatabase,
   );
 }
 

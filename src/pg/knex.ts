@@ -1,6 +1,6 @@
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
-import { leasedStatement, leaseThrough, type StoreLease, withinDeadline } from '../deadline/store.js';
+import { leasedStatement, leaseKnexConnections, withinDeadline } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { readOptions } from '../options/validator.js';
@@ -125,16 +125,9 @@ export function pgDeadlineKnex<K extends object>(knex: K, options: PgPoolOptions
  */
 function executorKnex(client: KnexClient, dependency: Dependency, options: ResolvedPgOptions): void {
   const name = dependency.name;
-  const leases = new WeakMap<object, StoreLease<unknown>>();
-  const acquire = client.acquireConnection.bind(client);
-  const release = client.releaseConnection.bind(client);
-  const giveBack = (late: unknown): void => {
-    release(late).catch(() => undefined);
-  };
-
-  const guardConnection = (connection: unknown): unknown =>
+  leaseKnexConnections(client, dependency, PG_JUDGE, options.clock, (connection, leaseOf) =>
     guardQueries(connection, (conn) => {
-      const held = leases.get(conn);
+      const held = leaseOf(conn);
       if (held === undefined) return undefined;
       return (send, plain, dispose) =>
         leasedStatement(held, PG_JUDGE, name, (attempt) => {
@@ -144,32 +137,8 @@ function executorKnex(client: KnexClient, dependency: Dependency, options: Resol
           if (connectionBroken(error)) dispose(error);
           throw error;
         });
-    });
-
-  client.acquireConnection = async () => {
-    const held = await leaseThrough(
-      dependency,
-      PG_JUDGE,
-      async (attempt) =>
-        guardConnection(
-          await withinDeadline(acquire(), attempt.deadline, options.clock, {
-            giveBack,
-            expired: (elapsedMs) => new DeadlineExceededError({ dependency: `${name} (pool)`, elapsedMs }),
-          }),
-        ),
-      giveBack,
-    );
-    leases.set(held.connection as object, held);
-    return held.connection;
-  };
-  client.releaseConnection = (connection: unknown) => {
-    const held = leases.get(connection as object);
-    if (held !== undefined) {
-      leases.delete(connection as object);
-      held.end();
-    }
-    return release(connection);
-  };
+    }),
+  );
 }
 
 /**

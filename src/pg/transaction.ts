@@ -1,9 +1,8 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import { currentDeadline } from '../deadline/ambient.js';
 import type { Deadline } from '../deadline/deadline.js';
-import { executeStore } from '../deadline/store.js';
+import { databaseSteps, executeStore } from '../deadline/store.js';
 import type { Dependency } from '../dependency/dependency.js';
-import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { throttleOf } from '../throttle/throttle.js';
 import { attemptOptions, PG_JUDGE } from './executor.js';
@@ -112,12 +111,7 @@ function transactionThrough<T>(
   fn: (tx: PgTransaction) => Promise<T>,
   resolved: ResolvedPgOptions,
 ): Promise<T> {
-  const fromDatabase = new WeakSet<object>();
-  const step: Step = (work) =>
-    work().catch((error: unknown) => {
-      if (error !== null && typeof error === 'object' && !isPrazoError(error)) fromDatabase.add(error);
-      throw error;
-    });
+  const { step, fromDatabase } = databaseSteps();
   return executeStore(
     dependency,
     resolved,
@@ -130,7 +124,7 @@ function transactionThrough<T>(
       const taken = await step(() => lease(target, attempt.deadline, options));
       return inTransaction(taken, fn, attempt.deadline, options, step, () => cancelled);
     },
-    (error) => error !== null && typeof error === 'object' && fromDatabase.has(error),
+    fromDatabase,
   );
 }
 
