@@ -146,3 +146,27 @@ export class TimerQueue {
     }
   }
 }
+
+/**
+ * Queues for a delay that changes now and then: a hedge is sent after the live p95, which moves when
+ * the recorder's window rotates. Each delay gets its queue; the latest is kept, an earlier one serves
+ * the entries it holds and lets its timer go once they are done. A source whose delay changed on every
+ * call would make a queue per call, no worse than the timer each would arm.
+ */
+export class TimerQueues {
+  readonly #clock: Clock;
+  #last: TimerQueue | undefined;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /** The queue of `delayMs` (ms, finite). */
+  of(delayMs: number): TimerQueue {
+    const last = this.#last;
+    if (last !== undefined && last.delayMs === delayMs) return last;
+    const queue = new TimerQueue(this.#clock, delayMs);
+    this.#last = queue;
+    return queue;
+  }
+}

@@ -1,4 +1,5 @@
 import { LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo, type Timer } from '../clock/clock.js';
+import { ON_DUE, type QueuedBound, type TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { fitsDeadline, insufficientError, neededMs } from '../deadline/fits.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
@@ -37,7 +38,9 @@ const PUSHED_BACK = 'another attempt of the same call was pushed back: the call 
  * (`RetryBudgetExhaustedError`, cause = the error) or by time (`DeadlineInsufficientError` naming the
  * attempt that did not start).
  */
-export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T, C>, LimitWaiter, Call {
+export class Execution<T, C extends Carrier = Carrier>
+  implements AttemptOwner<T, C>, LimitWaiter, Call, QueuedBound
+{
   /** The plan the call runs with (its attempts read it too). */
   readonly core: DependencyCore;
   readonly deadline: Deadline;
@@ -61,6 +64,9 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
   #primary: Attempt<T, C> | undefined;
   #hedge: Attempt<T, C> | undefined;
   #hedgeDue = 0;
+  /** The queue the hedge waits in (its delay's), and its entry there, until it fires or is cancelled. */
+  #hedgeQueue: TimerQueue | undefined;
+  #hedgeEntry = -1;
   /** When the backoff or Retry-After wait under way ends (the plan clock's instant). */
   #waitUntil = 0;
   /** True while the wait's timer holds only a range of it (the wait is longer than a timer can be). */
@@ -163,11 +169,28 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     if (kind === 'original' && core.hedge !== undefined && this.#idempotent) this.#armHedge(timeoutMs, now);
   }
 
+  /**
+   * Arms the hedge: an entry in the queue of its delay (a call's hedge delay is the same as its
+   * neighbours', so one clock timer serves them all), cancelled when the call ends first.
+   */
   #armHedge(timeoutMs: number, now: number): void {
-    const delay = this.core.hedge?.delayMs(now, this.core.clock);
+    const core = this.core;
+    const delay = core.hedge?.delayMs(now, core.clock);
     if (delay === undefined || delay >= timeoutMs || this.#primary === undefined) return;
     this.#hedgeDue = now + delay;
-    this.#timer = this.core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
+    const queue = core.hedgeTimers?.of(delay);
+    if (queue === undefined) {
+      this.#timer = core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
+      return;
+    }
+    this.#hedgeQueue = queue;
+    this.#hedgeEntry = queue.add(this, now);
+  }
+
+  /** The hedge's delay came due in its queue. */
+  [ON_DUE](): void {
+    this.#hedgeQueue = undefined;
+    this.#fireHedge(false);
   }
 
   #fireHedge(afterIo: boolean): void {
@@ -575,6 +598,10 @@ export class Execution<T, C extends Carrier = Carrier> implements AttemptOwner<T
     if (this.#timer !== undefined) {
       this.core.clock.clearTimer(this.#timer);
       this.#timer = undefined;
+    }
+    if (this.#hedgeQueue !== undefined) {
+      this.#hedgeQueue.cancel(this.#hedgeEntry);
+      this.#hedgeQueue = undefined;
     }
   }
 

@@ -4,7 +4,7 @@ import { CALIBRATE_TIMEOUT_OPTIONS } from '../calibrate/options.js';
 import { calibrateTimeout, type TimeoutCalibration } from '../calibrate/timeout.js';
 import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import { TimerQueue } from '../clock/timer-queue.js';
+import { TimerQueue, TimerQueues } from '../clock/timer-queue.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from '../deadline/deadline.js';
 import { HEDGE_OPTIONS, hedgePlanOf } from '../hedge/options.js';
@@ -316,6 +316,7 @@ export function resolveDependency(
     headerFormat: o.headerFormat,
     events,
     attemptTimers: new TimerQueue(clock, timeouts.responseMs),
+    hedgeTimers: hedgePlan && new TimerQueues(clock),
   };
   return { core, timeouts };
 }

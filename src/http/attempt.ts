@@ -1,9 +1,12 @@
 import { type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import {
+  type Dispatch,
   type DispatchController,
   type DispatchHandler,
   LegacyController,
+  type LegacyHandlerMethods,
+  learnCore,
   parseRawHeaders,
   type ResponseHeaders,
 } from './handler.js';
@@ -66,8 +69,10 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   #writtenAt = 0;
   statusCode = 0;
   statusMessage = '';
-  /** The response head's headers (undici's parsed object). */
-  responseHeaders: ResponseHeaders | undefined;
+  /** The head's headers as undici parsed them; undefined for a head the legacy API handed over raw. */
+  #headers: ResponseHeaders | undefined;
+  /** The dispatch it was sent with on the current API, while what that reaches is not known yet. */
+  probing: Dispatch | undefined;
   /** The socket of an upgraded (101 / CONNECT) request, handed to the caller. */
   socket: unknown;
   /** The instance it goes to, when the dependency is several (SPEC X5): settled once with its verdict. */
@@ -89,6 +94,15 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     return this.slice.done;
   }
 
+  /** The response head's headers, parsed from the raw buffers the first time they are read. */
+  get responseHeaders(): ResponseHeaders | undefined {
+    if (this.#headers === undefined && this.statusCode !== 0) {
+      const raw = this.#controller?.rawHeaders;
+      this.#headers = Array.isArray(raw) ? parseRawHeaders(raw) : ((raw ?? {}) as ResponseHeaders);
+    }
+    return this.#headers;
+  }
+
   /** The request's controller, once undici started it (for the caller's pause, resume and abort). */
   get controller(): DispatchController | undefined {
     return this.#controller;
@@ -103,6 +117,10 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   }
 
   onRequestStart(controller: DispatchController): void {
+    if (this.probing !== undefined) {
+      learnCore(this.probing, controller);
+      this.probing = undefined;
+    }
     if (this.phase === RESPONSE && !this.done) {
       this.#restart(controller);
       return;
@@ -144,27 +162,28 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   onRequestUpgrade(
     controller: DispatchController,
     statusCode: number,
-    headers: ResponseHeaders,
+    headers: ResponseHeaders | undefined,
     socket: unknown,
   ): void {
     this.#controller = controller;
     this.statusCode = statusCode;
-    this.responseHeaders = headers;
+    this.#headers = headers;
     this.socket = socket;
     this.#finish();
     if (!this.slice.report(true, this)) (socket as { destroy?: () => void }).destroy?.();
   }
 
+  /** The head (`headers` undefined: handed over raw on the legacy API, parsed when read). */
   onResponseStart(
     controller: DispatchController,
     statusCode: number,
-    headers: ResponseHeaders,
+    headers: ResponseHeaders | undefined,
     statusMessage?: string,
   ): void {
     if (statusCode < 200 || this.#role !== RACING || this.phase === DONE) return; // 1xx: informational
     this.#controller = controller;
     this.statusCode = statusCode;
-    this.responseHeaders = headers;
+    this.#headers = headers;
     this.statusMessage = statusMessage ?? '';
     this.phase = BODY;
     const now = this.clock.now();
@@ -229,7 +248,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     this.#legacy = controller;
     controller.rawHeaders = raw;
     controller.resumeFn = resume;
-    this.onResponseStart(controller, statusCode, parseRawHeaders(raw), statusText);
+    this.onResponseStart(controller, statusCode, undefined, statusText);
     return !controller.paused;
   }
 
@@ -252,7 +271,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   onUpgrade(statusCode: number, raw: Buffer[] | string[] | null, socket: unknown): void {
     const controller = this.#legacy ?? new LegacyController(() => {});
     controller.rawHeaders = raw as Buffer[] | null;
-    this.onRequestUpgrade(controller, statusCode, parseRawHeaders(raw), socket);
+    this.onRequestUpgrade(controller, statusCode, undefined, socket);
   }
 
   /**
@@ -393,5 +412,42 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     this.phase = DONE;
     this.stopTimer();
     this.slice.releasePermit();
+  }
+}
+
+/**
+ * An attempt as undici 7's core takes it without a wrapper: the legacy callbacks only (a handler with
+ * `onRequestStart` would be handed an `UnwrapHandler`, which parses every head). Sent where the
+ * dispatch is known to reach that core (`reachesLegacyCore`, handler.ts).
+ */
+export class LegacyFace implements LegacyHandlerMethods {
+  readonly #attempt: HttpAttempt;
+
+  constructor(attempt: HttpAttempt) {
+    this.#attempt = attempt;
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.#attempt.onConnect(abort);
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
+    return this.#attempt.onHeaders(statusCode, raw, resume, statusText);
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.#attempt.onData(chunk);
+  }
+
+  onComplete(raw: Buffer[] | string[] | null): void {
+    this.#attempt.onComplete(raw);
+  }
+
+  onError(error: Error): void {
+    this.#attempt.onError(error);
+  }
+
+  onUpgrade(statusCode: number, raw: Buffer[] | string[] | null, socket: unknown): void {
+    this.#attempt.onUpgrade(statusCode, raw, socket);
   }
 }

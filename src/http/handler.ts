@@ -49,6 +49,36 @@ export function speaksCurrentApi(handler: DispatchHandler): boolean {
 }
 
 /**
+ * What each dispatch function prazo sends attempts with is known to reach: true for undici 7's core
+ * (Agent, Pool, Client) reached directly, false for anything else. undici 7's core speaks the legacy
+ * API and wraps a current-API handler in an `UnwrapHandler`, which parses the response head into an
+ * object; the legacy handler above the call (undici 7's `request()`, `fetch`) then parses it again
+ * from the raw buffers. An attempt sent there speaks the legacy API itself (`LegacyFace`,
+ * attempt.ts): undici parses nothing for it, and prazo parses the head only when it reads a header (a
+ * failed status). Learnt from the first attempt sent with it, from the controller undici hands that
+ * attempt; undici 8's core speaks the current API and is never marked.
+ */
+const cores = new WeakMap<Dispatch, boolean>();
+
+/** True when `dispatch` reaches undici 7's legacy core; undefined while it is not known yet. */
+export function reachesLegacyCore(dispatch: Dispatch): boolean | undefined {
+  return cores.get(dispatch);
+}
+
+/**
+ * What `controller`, handed to an attempt sent with `dispatch` on the current API, says of it: undici
+ * 7's unwrap controller, and `dispatch` a dispatcher's own bound `dispatch` (no interceptor of
+ * undici's `compose` below it, which would wrap a legacy handler again), mean its core is reached
+ * directly.
+ */
+export function learnCore(dispatch: Dispatch, controller: DispatchController): void {
+  cores.set(
+    dispatch,
+    controller.constructor?.name === 'UnwrapController' && dispatch.name.startsWith('bound '),
+  );
+}
+
+/**
  * The raw `[name, value, ...]` buffers a legacy handler expects: the controller's own when undici
  * kept them (7's unwrap controller, 8's request controller), else rebuilt from the parsed object.
  */

@@ -35,12 +35,18 @@ const RETRYABLE: ResultVerdict = Object.freeze({ retryable: true });
 const PUSHED_BACK: ResultVerdict = Object.freeze({ retryable: false, outcome: 'error', pushback: true });
 
 /**
- * The verdict on a response head: its status, its pushback (unless `pushback` is false: the caller
+ * The verdict on a response head (`head`'s headers read only for a failed status): its status, its pushback (unless `pushback` is false: the caller
  * ignores it) and, for 429/503, `Retry-After` (read on `clock`).
  */
-export function judgeStatus(status: number, headers: unknown, clock: Clock, pushback = true): ResultVerdict {
+export function judgeStatus(
+  status: number,
+  head: { readonly responseHeaders: unknown },
+  clock: Clock,
+  pushback = true,
+): ResultVerdict {
   const retryable = RETRYABLE_STATUS.has(status);
   if (!retryable && !isFailureStatus(status)) return ANSWER;
+  const headers = head.responseHeaders; // read (parsed, when undici handed it over raw) for a failure only
   const told = pushback ? readPushback(headers) : undefined;
   if (told !== undefined) {
     if (!told.retry) return PUSHED_BACK;
