@@ -4,7 +4,6 @@ import {
   type Dispatch,
   type DispatchController,
   type DispatchHandler,
-  LegacyController,
   type LegacyHandlerMethods,
   learnCore,
   parseRawHeaders,
@@ -234,44 +233,38 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   }
 
   // ── the legacy handler API, for a dispatcher that still calls it (undici 7's MockPool, a
-  // dispatcher built on undici 6): the same attempt behind a controller made of its functions ──────
+  // dispatcher built on undici 6): the same attempt behind its legacy face ────────────────────────
 
-  #legacy: LegacyController | undefined;
+  #legacy: LegacyFace | undefined;
+
+  /** Its legacy face: the controller its current-API callbacks are given when undici speaks legacy. */
+  get legacy(): LegacyFace {
+    this.#legacy ??= new LegacyFace(this);
+    return this.#legacy;
+  }
 
   onConnect(abort: (reason?: Error) => void): void {
-    this.#legacy = new LegacyController(abort);
-    this.onRequestStart(this.#legacy);
+    this.legacy.onConnect(abort);
   }
 
   onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
-    const controller = this.#legacy ?? new LegacyController(() => {});
-    this.#legacy = controller;
-    controller.rawHeaders = raw;
-    controller.resumeFn = resume;
-    this.onResponseStart(controller, statusCode, undefined, statusText);
-    return !controller.paused;
+    return this.legacy.onHeaders(statusCode, raw, resume, statusText);
   }
 
   onData(chunk: Buffer): boolean {
-    const controller = this.#legacy!;
-    this.onResponseData(controller, chunk);
-    return !controller.paused;
+    return this.legacy.onData(chunk);
   }
 
   onComplete(raw: Buffer[] | string[] | null): void {
-    const controller = this.#legacy!;
-    controller.rawTrailers = raw as Buffer[] | null;
-    this.onResponseEnd(controller, parseRawHeaders(raw));
+    this.legacy.onComplete(raw);
   }
 
   onError(error: Error): void {
-    this.onResponseError(this.#legacy ?? null, error);
+    this.legacy.onError(error);
   }
 
   onUpgrade(statusCode: number, raw: Buffer[] | string[] | null, socket: unknown): void {
-    const controller = this.#legacy ?? new LegacyController(() => {});
-    controller.rawHeaders = raw as Buffer[] | null;
-    this.onRequestUpgrade(controller, statusCode, undefined, socket);
+    this.legacy.onUpgrade(statusCode, raw, socket);
   }
 
   /**
@@ -416,38 +409,74 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
 }
 
 /**
- * An attempt as undici 7's core takes it without a wrapper: the legacy callbacks only (a handler with
- * `onRequestStart` would be handed an `UnwrapHandler`, which parses every head). Sent where the
- * dispatch is known to reach that core (`reachesLegacyCore`, handler.ts).
+ * An attempt on undici's legacy handler API, and the controller its current-API callbacks are given
+ * then (built on the `abort` and `resume` functions the legacy calls hand over). undici 7's core takes
+ * it as it is: a handler with `onRequestStart` would be handed an `UnwrapHandler`, which parses every
+ * head. Sent in the attempt's place where the dispatch is known to reach that core
+ * (`reachesLegacyCore`, handler.ts); the head's raw buffers are kept, parsed only when read.
  */
-export class LegacyFace implements LegacyHandlerMethods {
+export class LegacyFace implements DispatchController, LegacyHandlerMethods {
+  aborted = false;
+  paused = false;
+  reason: Error | null = null;
+  rawHeaders: Buffer[] | null = null;
+  rawTrailers: Buffer[] | null = null;
   readonly #attempt: HttpAttempt;
+  #abort: ((reason?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
 
   constructor(attempt: HttpAttempt) {
     this.#attempt = attempt;
   }
 
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.#abort?.(reason);
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.#resume?.();
+  }
+
+  /** Started (again, when a dispatcher below sends it once more): a fresh controller's state. */
   onConnect(abort: (reason?: Error) => void): void {
-    this.#attempt.onConnect(abort);
+    this.#abort = abort;
+    this.aborted = false;
+    this.reason = null;
+    this.#attempt.onRequestStart(this);
   }
 
   onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
-    return this.#attempt.onHeaders(statusCode, raw, resume, statusText);
+    this.rawHeaders = raw;
+    this.#resume = resume;
+    this.#attempt.onResponseStart(this, statusCode, undefined, statusText);
+    return !this.paused;
   }
 
   onData(chunk: Buffer): boolean {
-    return this.#attempt.onData(chunk);
+    this.#attempt.onResponseData(this, chunk);
+    return !this.paused;
   }
 
   onComplete(raw: Buffer[] | string[] | null): void {
-    this.#attempt.onComplete(raw);
+    this.rawTrailers = raw as Buffer[] | null;
+    this.#attempt.onResponseEnd(this, parseRawHeaders(raw));
   }
 
   onError(error: Error): void {
-    this.#attempt.onError(error);
+    this.#attempt.onResponseError(this, error);
   }
 
   onUpgrade(statusCode: number, raw: Buffer[] | string[] | null, socket: unknown): void {
-    this.#attempt.onUpgrade(statusCode, raw, socket);
+    this.rawHeaders = raw as Buffer[] | null;
+    this.#attempt.onRequestUpgrade(this, statusCode, undefined, socket);
   }
 }

@@ -8,7 +8,7 @@ import { isQueueTimeout } from '../errors/guards.js';
 import { classifyFailure } from '../retry/classify.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
-import { type AttemptCall, HttpAttempt, LegacyFace } from './attempt.js';
+import { type AttemptCall, HttpAttempt } from './attempt.js';
 import {
   type Dispatch,
   type DispatchController,
@@ -194,10 +194,7 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
     const core = reachesLegacyCore(dispatch);
     if (core === undefined) attempt.probing = dispatch;
     try {
-      this.#lastDispatch = dispatch(
-        options,
-        core === true ? (new LegacyFace(attempt) as DispatchHandler) : attempt,
-      );
+      this.#lastDispatch = dispatch(options, core === true ? (attempt.legacy as DispatchHandler) : attempt);
     } catch (error) {
       attempt.onResponseError(null, error as Error);
     }

@@ -113,38 +113,3 @@ export function parseRawHeaders(raw: readonly (Buffer | string)[] | null | undef
   }
   return out as ResponseHeaders;
 }
-
-/**
- * The controller of a request a legacy dispatcher started (`onConnect(abort)`): what the current API's
- * handler expects, built on the `abort` and `resume` functions the legacy calls hand over.
- */
-export class LegacyController implements DispatchController {
-  aborted = false;
-  paused = false;
-  reason: Error | null = null;
-  rawHeaders: Buffer[] | null = null;
-  rawTrailers: Buffer[] | null = null;
-  #abort: (reason?: Error) => void;
-  resumeFn: (() => void) | undefined;
-
-  constructor(abort: (reason?: Error) => void) {
-    this.#abort = abort;
-  }
-
-  abort(reason: Error): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.#abort(reason);
-  }
-
-  pause(): void {
-    this.paused = true;
-  }
-
-  resume(): void {
-    if (!this.paused) return;
-    this.paused = false;
-    this.resumeFn?.();
-  }
-}
