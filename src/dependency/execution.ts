@@ -180,7 +180,14 @@ export class Execution<T, C extends Carrier = Carrier>
     this.#hedgeDue = now + delay;
     const queue = core.hedgeTimers?.of(delay);
     if (queue === undefined) {
-      this.#timer = core.clock.setTimer(() => this.#fireHedge(false), delay, { unref: true });
+      this.#timer = core.clock.setTimer(
+        () => {
+          this.#timer = undefined;
+          this.#fireHedge(false);
+        },
+        delay,
+        { unref: true },
+      );
       return;
     }
     this.#hedgeQueue = queue;
@@ -194,7 +201,6 @@ export class Execution<T, C extends Carrier = Carrier>
   }
 
   #fireHedge(afterIo: boolean): void {
-    this.#timer = undefined;
     if (this.settled || this.#primary === undefined) return;
     const core = this.core;
     const now = core.clock.now();

@@ -1,12 +1,13 @@
+import { util } from 'undici';
 import { type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import {
+  checkCore,
   type Dispatch,
   type DispatchController,
   type DispatchHandler,
   type LegacyHandlerMethods,
   learnCore,
-  parseRawHeaders,
   type ResponseHeaders,
 } from './handler.js';
 import type { Instance, Target } from './instances.js';
@@ -97,7 +98,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   get responseHeaders(): ResponseHeaders | undefined {
     if (this.#headers === undefined && this.statusCode !== 0) {
       const raw = this.#controller?.rawHeaders;
-      this.#headers = Array.isArray(raw) ? parseRawHeaders(raw) : ((raw ?? {}) as ResponseHeaders);
+      this.#headers = (Array.isArray(raw) ? util.parseHeaders(raw) : (raw ?? {})) as ResponseHeaders;
     }
     return this.#headers;
   }
@@ -241,6 +242,13 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   get legacy(): LegacyFace {
     this.#legacy ??= new LegacyFace(this);
     return this.#legacy;
+  }
+
+  /** Its legacy face, sent with `dispatch` (known to reach undici 7's core): the first start checks it. */
+  legacyVia(dispatch: Dispatch): LegacyFace {
+    const face = this.legacy;
+    face.via = dispatch;
+    return face;
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -424,6 +432,8 @@ export class LegacyFace implements DispatchController, LegacyHandlerMethods {
   readonly #attempt: HttpAttempt;
   #abort: ((reason?: Error) => void) | undefined;
   #resume: (() => void) | undefined;
+  /** The dispatch it was sent with as undici 7's core, until its start confirms it (`checkCore`). */
+  via: Dispatch | undefined;
 
   constructor(attempt: HttpAttempt) {
     this.#attempt = attempt;
@@ -448,6 +458,10 @@ export class LegacyFace implements DispatchController, LegacyHandlerMethods {
 
   /** Started (again, when a dispatcher below sends it once more): a fresh controller's state. */
   onConnect(abort: (reason?: Error) => void): void {
+    if (this.via !== undefined) {
+      checkCore(this.via, abort);
+      this.via = undefined;
+    }
     this.#abort = abort;
     this.aborted = false;
     this.reason = null;
@@ -468,7 +482,7 @@ export class LegacyFace implements DispatchController, LegacyHandlerMethods {
 
   onComplete(raw: Buffer[] | string[] | null): void {
     this.rawTrailers = raw as Buffer[] | null;
-    this.#attempt.onResponseEnd(this, parseRawHeaders(raw));
+    this.#attempt.onResponseEnd(this, util.parseHeaders(raw ?? []) as ResponseHeaders);
   }
 
   onError(error: Error): void {

@@ -194,7 +194,10 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
     const core = reachesLegacyCore(dispatch);
     if (core === undefined) attempt.probing = dispatch;
     try {
-      this.#lastDispatch = dispatch(options, core === true ? (attempt.legacy as DispatchHandler) : attempt);
+      this.#lastDispatch = dispatch(
+        options,
+        core === true ? (attempt.legacyVia(dispatch) as DispatchHandler) : attempt,
+      );
     } catch (error) {
       attempt.onResponseError(null, error as Error);
     }

@@ -1,11 +1,11 @@
-import { Dispatcher } from 'undici';
+import { Dispatcher, Pool } from 'undici';
 import type { InstanceState } from '../balance/instances.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
 import type { Disposable } from '../dependency/types.js';
 import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
-import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
+import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
 import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import type { CurrentPlan } from './plan.js';
@@ -128,7 +128,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     if (o.dispatcher !== undefined) return { origin };
     const own = createPool(o, plan, origin);
     const dispatcher = own.dispatcher;
-    return { origin, dispatch: dispatcher.dispatch.bind(dispatcher), close: own.close, destroy: own.destroy };
+    return {
+      origin,
+      dispatch: mayReachCore(dispatcher.dispatch.bind(dispatcher)),
+      close: own.close,
+      destroy: own.destroy,
+    };
   };
   const { route, plan } = buildRoute(o, o.origin, target);
   const instances = route.instances;
@@ -143,6 +148,9 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           throw new Error('prazo/http: an attempt of a client with instances was sent without one');
         }
       : below.dispatch.bind(below);
+  // A pool of its own, or a dispatcher of undici's own (its `dispatch` not replaced): undici's core.
+  if (below !== undefined && (pool !== undefined || below.dispatch === Pool.prototype.dispatch))
+    mayReachCore(next);
   // undici's request() calls `dispatch` synchronously: the call's own options ride along here.
   let given: CallInput | undefined;
   const face = {

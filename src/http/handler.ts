@@ -49,33 +49,45 @@ export function speaksCurrentApi(handler: DispatchHandler): boolean {
 }
 
 /**
- * What each dispatch function prazo sends attempts with is known to reach: true for undici 7's core
- * (Agent, Pool, Client) reached directly, false for anything else. undici 7's core speaks the legacy
- * API and wraps a current-API handler in an `UnwrapHandler`, which parses the response head into an
- * object; the legacy handler above the call (undici 7's `request()`, `fetch`) then parses it again
- * from the raw buffers. An attempt sent there speaks the legacy API itself (`LegacyFace`,
- * attempt.ts): undici parses nothing for it, and prazo parses the head only when it reads a header (a
- * failed status). Learnt from the first attempt sent with it, from the controller undici hands that
- * attempt; undici 8's core speaks the current API and is never marked.
+ * What the dispatch functions prazo sends attempts with are known to reach. undici 7's core (Agent,
+ * Pool, Client) speaks the legacy API and wraps a current-API handler in an `UnwrapHandler`, which
+ * parses the response head into an object; the legacy handler above the call (undici 7's `request()`,
+ * `fetch`) then parses it again from the raw buffers. An attempt sent there speaks the legacy API
+ * itself, as undici's own `request()` does (`LegacyFace`, attempt.ts): undici parses nothing for it,
+ * and prazo parses the head only when it reads a header (a failed status).
+ *
+ * Only a dispatch that may go straight to undici's core is considered ({@link mayReachCore}: a pool
+ * of prazo's, a dispatcher whose `dispatch` is undici's own, the dispatch `compose` hands its
+ * innermost interceptor); its first attempt, sent on the current API, tells: undici 7's unwrap
+ * controller (true), anything else (false: undici 8, a dispatcher of the caller's own). null: not
+ * known yet.
  */
-const cores = new WeakMap<Dispatch, boolean>();
+const cores = new WeakMap<Dispatch, boolean | null>();
 
-/** True when `dispatch` reaches undici 7's legacy core; undefined while it is not known yet. */
+/** `dispatch` may reach undici's core directly: its first attempt tells whether it speaks legacy. */
+export function mayReachCore(dispatch: Dispatch): Dispatch {
+  if (!cores.has(dispatch)) cores.set(dispatch, null);
+  return dispatch;
+}
+
+/** True when `dispatch` reaches undici 7's legacy core; undefined while its first attempt has not told. */
 export function reachesLegacyCore(dispatch: Dispatch): boolean | undefined {
-  return cores.get(dispatch);
+  const known = cores.get(dispatch);
+  return known === null ? undefined : known === true;
+}
+
+/** What `controller`, handed to the first attempt sent with `dispatch`, says of it. */
+export function learnCore(dispatch: Dispatch, controller: DispatchController): void {
+  cores.set(dispatch, controller.constructor?.name === 'UnwrapController');
 }
 
 /**
- * What `controller`, handed to an attempt sent with `dispatch` on the current API, says of it: undici
- * 7's unwrap controller, and `dispatch` a dispatcher's own bound `dispatch` (no interceptor of
- * undici's `compose` below it, which would wrap a legacy handler again), mean its core is reached
- * directly.
+ * A legacy attempt sent with `dispatch` was started by something other than undici's core (whose
+ * `abort` is its own function of that name): a wrapper sits in between (a `compose` below, undici's
+ * `WrapHandler` rebuilding each head). Its attempts go on the current API again.
  */
-export function learnCore(dispatch: Dispatch, controller: DispatchController): void {
-  cores.set(
-    dispatch,
-    controller.constructor?.name === 'UnwrapController' && dispatch.name.startsWith('bound '),
-  );
+export function checkCore(dispatch: Dispatch, abort: (reason?: Error) => void): void {
+  if (abort.name !== 'abort') cores.set(dispatch, false);
 }
 
 /**
@@ -97,19 +109,4 @@ export function rawHeaders(
     else raw.push(Buffer.from(name, 'latin1'), Buffer.from(String(value), 'latin1'));
   }
   return raw;
-}
-
-/** undici's legacy `[name, value, ...]` header list (Buffers or strings) as the current API's object. */
-export function parseRawHeaders(raw: readonly (Buffer | string)[] | null | undefined): ResponseHeaders {
-  const out: Record<string, string | string[]> = {};
-  if (raw == null) return out;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toString().toLowerCase();
-    const value = raw[i + 1]!.toString();
-    const seen = out[name];
-    if (seen === undefined) out[name] = value;
-    else if (Array.isArray(seen)) seen.push(value);
-    else out[name] = [seen, value];
-  }
-  return out as ResponseHeaders;
 }

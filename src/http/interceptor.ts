@@ -15,7 +15,7 @@ import { defineOptions, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import { handing } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
-import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
+import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
 import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
 import type { CurrentPlan, Route } from './plan.js';
 import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS } from './request.js';
@@ -344,8 +344,10 @@ function resolveInterceptor(options: InterceptorOptions): OriginTable {
 export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor {
   const table = resolveInterceptor(options);
 
-  const compose = (dispatch: Dispatch): Dispatch =>
-    function prazo(options: DispatchOptions, handler: DispatchHandler): boolean {
+  const compose = (dispatch: Dispatch): Dispatch => {
+    // What `compose` hands its innermost interceptor: the dispatcher's own `dispatch`, bound.
+    if (dispatch.name === 'bound dispatch') mayReachCore(dispatch);
+    return function prazo(options: DispatchOptions, handler: DispatchHandler): boolean {
       const given = (options as { prazo?: unknown }).prazo;
       let call: CallOptions | undefined;
       if (given !== undefined) {
@@ -383,6 +385,7 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
       }
       return callOn(found, options, handler, dispatch, { continued: deadline });
     };
+  };
 
   const view = (managed: Managed): DependencyView => ({
     name: managed.route.name,

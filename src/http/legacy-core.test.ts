@@ -25,8 +25,8 @@ import { faults, type Handler, startServer, type TestServer } from './servers.te
  * their `LegacyFace` (legacy callbacks only, and the attempt's controller), which undici passes
  * through without its `UnwrapHandler`; the head stays raw and is parsed only when read (a failed
  * status's Retry-After / pushback, a current-API caller). Real undici 7, real node:http servers on
- * 127.0.0.1. Two stacks where what prazo learns is wrong are pinned as KNOWN DEFECT (`it.fails`):
- * fixed, they fail, and become plain tests.
+ * 127.0.0.1. One stack where what prazo learns is wrong is pinned as KNOWN LIMITATION (`it.fails`):
+ * fixed, it fails, and becomes a plain test.
  *
  * Which handler reaches the core is seen at undici's own seam: `DispatcherBase.dispatch` hands every
  * handler to `UnwrapHandler.unwrap`, which wraps it (and so parses each head) when it has
@@ -569,13 +569,13 @@ describe.skipIf(UNDICI_MAJOR >= 8)('prazo above another interceptor: correct wha
     expect(heads).toHaveLength(3);
   });
 
-  // KNOWN DEFECT (found here): `agent.compose(tap).compose(prazo)` hands prazo `compose`'s own wrapper
-  // bound to the first Proxy: its name is "bound " and the probe's controller is undici's
-  // UnwrapController (tap passes it through), so `learnCore` marks it as undici's core. Later
-  // attempts go as a LegacyFace into compose's WrapHandler, which rebuilds the raw list from the
-  // parsed object with a repeated header as an array of Buffers; `parseRawHeaders` then folds it to
-  // "a=1,b=2". The current-API caller above sees Set-Cookie as one string from the second call on.
-  it.fails('KNOWN DEFECT: agent.compose(tap).compose(prazo): a current-API caller gets Set-Cookie as an array on later calls', async () => {
+  // Found here: `agent.compose(tap).compose(prazo)` hands prazo `compose`'s own wrapper bound to the
+  // first composed dispatcher: named "bound dispatch", and the probe's controller is undici's
+  // UnwrapController (tap passes it through), so prazo takes it for undici's core. The next attempt
+  // goes as a LegacyFace into compose's WrapHandler, which starts it with an `abort` of its own
+  // (not the core's): prazo goes back to the current API (`checkCore`), and a head WrapHandler
+  // rebuilt (a repeated header as an array of Buffers) is read by undici's own parser.
+  it('agent.compose(tap).compose(prazo): a current-API caller gets Set-Cookie as an array on every call', async () => {
     const server = await serve(rich());
     const heads: Array<Record<string, unknown>> = [];
     const agent = new Agent();
@@ -585,12 +585,13 @@ describe.skipIf(UNDICI_MAJOR >= 8)('prazo above another interceptor: correct wha
       expectRich(await viaCurrentApi(dispatcher, server.origin, `/c${i}`), `/c${i}`);
   });
 
-  // KNOWN DEFECT (found here): a Dispatcher of the caller's own whose `dispatch` wraps each handler in
-  // a current-API decorator before an Agent: prazo's dispatch is its bound `dispatch` and the probe
-  // sees an UnwrapController, so later attempts go as a LegacyFace, which has no current-API
-  // callback: the decorator calls `onRequestStart`/`onResponseStart` on it and nothing happens. The
-  // request reaches the server, but the attempt never hears of it and fails as a QUEUE timeout.
-  it.fails('KNOWN DEFECT: a Dispatcher subclass with a current-API decorator below prazo: later calls still answer', async () => {
+  // KNOWN LIMITATION (found here): a Dispatcher of the caller's own whose `dispatch` wraps each handler
+  // in a current-API-only decorator before an Agent: prazo's dispatch is its bound `dispatch` and the
+  // probe sees an UnwrapController, so later attempts go as a LegacyFace, which has no current-API
+  // callback: the decorator calls `onRequestStart`/`onResponseStart` on it and nothing happens (the
+  // attempt fails at its timeout). Such a dispatcher cannot carry undici 7's own handlers either
+  // (`request()`, `fetch` speak the legacy API): `undici.request` on it alone never answers.
+  it.fails('KNOWN LIMITATION: a Dispatcher subclass with a current-API-only decorator below prazo: later calls still answer', async () => {
     const server = await serve(rich());
     const agent = new Agent();
     cleanup.push(() => agent.destroy());
