@@ -6,6 +6,7 @@ import {
   Dispatcher,
   getGlobalDispatcher,
   interceptors,
+  MockAgent,
   request,
   setGlobalDispatcher,
 } from 'undici';
@@ -757,3 +758,35 @@ describe.skipIf(UNDICI_MAJOR >= 8)(
     });
   },
 );
+
+describe.skipIf(UNDICI_MAJOR >= 8)('undici’s MockAgent below prazo (what a service’s tests use)', () => {
+  it('compose(prazo) on a MockAgent: every call answered, a later 503 with Retry-After retried (SPEC R3)', async () => {
+    const origin = 'http://inventory.test:8080';
+    const mock = new MockAgent();
+    mock.disableNetConnect();
+    cleanup.push(() => mock.close());
+    const pool = mock.get(origin);
+    for (let i = 0; i < 3; i += 1)
+      pool
+        .intercept({ path: `/m${i}` })
+        .reply(200, `m${i}`, { headers: { 'set-cookie': ['a=1', 'b=2'], 'x-n': String(i) } });
+    pool.intercept({ path: '/busy' }).reply(503, 'busy', { headers: { 'retry-after': '0' } });
+    pool.intercept({ path: '/busy' }).reply(200, 'free');
+    const prazo = managed(origin, { attempts: 2 });
+    const events = listen(prazo);
+    const dispatcher = mock.compose(prazo);
+    for (let i = 0; i < 3; i += 1) {
+      const res = await request(`${origin}/m${i}`, { dispatcher });
+      expect([res.statusCode, res.headers['x-n'], res.headers['set-cookie'], await res.body.text()]).toEqual([
+        200,
+        String(i),
+        ['a=1', 'b=2'],
+        `m${i}`,
+      ]);
+    }
+    const res = await request(`${origin}/busy`, { dispatcher });
+    expect([res.statusCode, await res.body.text()]).toEqual([200, 'free']);
+    expect(kinds(events).filter((k) => k === 'retry')).toHaveLength(1);
+    mock.assertNoPendingInterceptors();
+  });
+});
