@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { handleAll, retry, TimeoutStrategy, timeout, wrap } from 'cockatiel';
-import { prazo } from '../lib/prazo.mjs';
+import { prazo, Unavailable } from '../lib/prazo.mjs';
 
 /**
  * Micro cases: the fixed cost of one operation, in ns. Each case's `setup()` returns `op`, called in a
@@ -8,6 +9,61 @@ import { prazo } from '../lib/prazo.mjs';
  * the baseline they should be read against.
  */
 const RESOLVED = Promise.resolve(1);
+
+/**
+ * undici 7's core without the network: its `DispatcherBase` (what an Agent, a Pool and a Client
+ * dispatch through, handler API checks included) whose dispatch answers every request at once, in a
+ * microtask: 200, four headers, a 2-byte body. What prazo/http adds to a request is measured on it
+ * without a socket, a parser or the server sharing the machine's two cores: the HTTP suite's ratios
+ * move by ±20% from one round to the next on a busy machine, these by a few percent. Not available
+ * where undici's internals are not where undici 7 keeps them.
+ */
+function inProcessCore() {
+  const require = createRequire(import.meta.url);
+  let DispatcherBase;
+  let symbols;
+  try {
+    require('undici'); // undici's index gives every dispatcher its request(), stream(), ...
+    DispatcherBase = require('undici/lib/dispatcher/dispatcher-base.js');
+    symbols = require('undici/lib/core/symbols.js');
+  } catch {
+    throw new Unavailable("undici's internals (lib/dispatcher/dispatcher-base.js) are not undici 7's");
+  }
+  const { kDispatch, kClose, kDestroy } = symbols;
+  const head = [
+    'content-type',
+    'text/plain',
+    'content-length',
+    '2',
+    'date',
+    'Wed, 02 Dec 2026 16:00:00 GMT',
+    'keep-alive',
+    'timeout=5',
+  ].map((t) => Buffer.from(t));
+  const body = Buffer.from('ok');
+  const resume = () => {};
+  class Core extends DispatcherBase {
+    [kDispatch](_opts, handler) {
+      const abort = () => {}; // named as undici's own core names it
+      handler.onConnect(abort);
+      queueMicrotask(() => {
+        handler.onHeaders(200, head, resume, 'OK');
+        handler.onData(body);
+        handler.onComplete([]);
+      });
+      return true;
+    }
+    [kClose]() {
+      return Promise.resolve();
+    }
+    [kDestroy]() {
+      return Promise.resolve();
+    }
+  }
+  return new Core();
+}
+
+const CORE_ORIGIN = 'http://127.0.0.1:9';
 
 /**
  * Picks of the instance set behind `createHttpClient({ origins })` (SPEC X5): power of two choices over
@@ -155,6 +211,43 @@ export const MICRO_CASES = [
     setup: async () => {
       const Deadline = await prazo('deadline', 'Deadline');
       return () => Deadline.after(1_000).toHeaders();
+    },
+  },
+  {
+    name: 'request() on an in-process undici core',
+    kind: 'baseline',
+    about:
+      "undici's request() (its RequestHandler, body stream, handler API checks) on undici 7's DispatcherBase answering in a microtask, body dumped: the floor of prazo's request()",
+    async: true,
+    setup: async () => {
+      const core = inProcessCore();
+      const options = { origin: CORE_ORIGIN, path: '/', method: 'GET' };
+      return async () => (await core.request(options)).body.dump();
+    },
+  },
+  {
+    name: 'prazo request() on an in-process undici core',
+    kind: 'prazo',
+    about:
+      "createHttpClient({ dispatcher: core }).request({ path, deadline }) with the HTTP suite's settings (budget, recorder, hedge armed at ≥ 1 s), on the same core: what prazo/http adds to a request, without the network",
+    async: true,
+    setup: async () => {
+      const [createHttpClient, Deadline, createRetryBudget] = await Promise.all([
+        prazo('http', 'createHttpClient'),
+        prazo('deadline', 'Deadline'),
+        prazo('budget', 'createRetryBudget'),
+      ]);
+      const client = createHttpClient({
+        name: 'bench',
+        origin: CORE_ORIGIN,
+        dispatcher: inProcessCore(),
+        p99Ms: 1_000,
+        attempts: 2,
+        defaultDeadlineMs: 5_000,
+        retryBudget: createRetryBudget(),
+        hedge: { minDelayMs: 1_000 },
+      });
+      return async () => (await client.request({ path: '/', deadline: Deadline.after(5_000) })).body.dump();
     },
   },
   {
