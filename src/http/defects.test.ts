@@ -125,6 +125,9 @@ describe('an old-style stream body is never replayed', () => {
   });
 });
 
+/** A request's transit from its write to the server's handler, on a shared, loaded machine: ms. */
+const TRANSIT_MS = 50;
+
 describe('relative deadline headers are computed when the request is written', () => {
   it('after a wait for the only pooled connection, the next hop is not told more than the caller has', async () => {
     const arrivals: Array<{ at: number; envoy: number; grpc: string }> = [];
@@ -156,10 +159,13 @@ describe('relative deadline headers are computed when the request is written', (
     // The caller's own limit for this attempt: min(deadline, attempt end = dispatch + 700 ms).
     const attemptEndEpoch = Date.now() - (systemClock.now() - dispatchedAt) + 700;
     const callerEpoch = Math.min(deadline.epochMs(), attemptEndEpoch);
+    // Overstated by the request's transit at most (from its write to the server's handler): a few ms,
+    // tens on a loaded machine (10.9 ms seen on a matrix line). Computed at dispatch instead, the
+    // headers would overstate by the ~280 ms the request waited for the connection.
     const overstatedMs = arrival.at + arrival.envoy - callerEpoch;
-    expect(overstatedMs).toBeLessThanOrEqual(5);
+    expect(overstatedMs).toBeLessThanOrEqual(TRANSIT_MS);
     const grpcMs = Number(arrival.grpc.slice(0, -1)) / (arrival.grpc.endsWith('u') ? 1_000 : 1);
-    expect(arrival.at + grpcMs - callerEpoch).toBeLessThanOrEqual(5);
+    expect(arrival.at + grpcMs - callerEpoch).toBeLessThanOrEqual(TRANSIT_MS);
   });
 
   it('after a slow connect, the next hop is not told more than the caller has', async () => {
@@ -188,7 +194,7 @@ describe('relative deadline headers are computed when the request is written', (
     const attemptEndEpoch = Date.now() + 700; // p99 500 ms: attempts of 700 ms, shorter than the deadline
     await (await client.request('/', { deadline })).body.text();
     const arrival = arrivals[0]!;
-    expect(arrival.at + arrival.envoy - attemptEndEpoch).toBeLessThanOrEqual(5);
+    expect(arrival.at + arrival.envoy - attemptEndEpoch).toBeLessThanOrEqual(TRANSIT_MS); // 250 ms if at dispatch
   });
 });
 
