@@ -1,6 +1,6 @@
 import type { RetryBudget } from '../budget/budget.js';
 import { systemClock } from '../clock/system.js';
-import type { TimerQueue, TimerQueues } from '../clock/timer-queue.js';
+import { type TimerQueue, TimerQueues } from '../clock/timer-queue.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
 import type { LatencySource } from '../latency/types.js';
 import type { ConcurrencyLimiter } from '../limit/limiter.js';
@@ -40,8 +40,8 @@ export interface DependencyCore extends ExecutorPlan {
    * deadline), behind one clock timer. Undefined when there is no such bound.
    */
   readonly attemptTimers: TimerQueue | undefined;
-  /** The hedges' delays, one queue per delay (it follows the live p95), when the plan hedges. */
-  readonly hedgeTimers: TimerQueues | undefined;
+  /** The hedges' delays, one queue per delay (it follows the live p95): no timer until a hedge is armed. */
+  readonly hedgeTimers: TimerQueues;
 }
 
 const NO_BUDGET_STATE = Object.freeze({ originals: 0, extras: 0, ratio: 0 });
@@ -93,5 +93,5 @@ export const UNMANAGED: DependencyCore = Object.freeze({
   headerFormat: undefined,
   events: new Listeners(),
   attemptTimers: undefined,
-  hedgeTimers: undefined,
+  hedgeTimers: new TimerQueues(systemClock),
 }) as DependencyCore;

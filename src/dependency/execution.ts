@@ -178,18 +178,7 @@ export class Execution<T, C extends Carrier = Carrier>
     const delay = core.hedge?.delayMs(now, core.clock);
     if (delay === undefined || delay >= timeoutMs || this.#primary === undefined) return;
     this.#hedgeDue = now + delay;
-    const queue = core.hedgeTimers?.of(delay);
-    if (queue === undefined) {
-      this.#timer = core.clock.setTimer(
-        () => {
-          this.#timer = undefined;
-          this.#fireHedge(false);
-        },
-        delay,
-        { unref: true },
-      );
-      return;
-    }
+    const queue = core.hedgeTimers.of(delay);
     this.#hedgeQueue = queue;
     this.#hedgeEntry = queue.add(this, now);
   }

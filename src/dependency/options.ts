@@ -316,7 +316,7 @@ export function resolveDependency(
     headerFormat: o.headerFormat,
     events,
     attemptTimers: new TimerQueue(clock, timeouts.responseMs),
-    hedgeTimers: hedgePlan && new TimerQueues(clock),
+    hedgeTimers: new TimerQueues(clock),
   };
   return { core, timeouts };
 }
