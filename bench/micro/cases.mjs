@@ -11,12 +11,15 @@ import { prazo, Unavailable } from '../lib/prazo.mjs';
 const RESOLVED = Promise.resolve(1);
 
 /**
- * undici 7's core without the network: its `DispatcherBase` (what an Agent, a Pool and a Client
+ * undici's core without the network: its `DispatcherBase` (what an Agent, a Pool and a Client
  * dispatch through, handler API checks included) whose dispatch answers every request at once, in a
  * microtask: 200, four headers, a 2-byte body. What prazo/http adds to a request is measured on it
  * without a socket, a parser or the server sharing the machine's two cores: the HTTP suite's ratios
- * move by ±20% from one round to the next on a busy machine, these by a few percent. Not available
- * where undici's internals are not where undici 7 keeps them.
+ * move by ±20% from one round to the next on a busy machine, these by a few percent. It answers in the
+ * API its handler speaks, as undici's own core does: undici 7 hands it legacy handlers (`onConnect`,
+ * `onHeaders` with raw buffers), undici 8 handlers of the current API only (`onRequestStart` with a
+ * controller, `onResponseStart` with parsed headers). Not available where undici's internals are not
+ * where undici 7 and 8 keep them.
  */
 function inProcessCore() {
   const require = createRequire(import.meta.url);
@@ -27,24 +30,52 @@ function inProcessCore() {
     DispatcherBase = require('undici/lib/dispatcher/dispatcher-base.js');
     symbols = require('undici/lib/core/symbols.js');
   } catch {
-    throw new Unavailable("undici's internals (lib/dispatcher/dispatcher-base.js) are not undici 7's");
+    throw new Unavailable("undici's internals (lib/dispatcher/dispatcher-base.js) are not where undici 7 and 8 keep them");
   }
   const { kDispatch, kClose, kDestroy } = symbols;
-  const head = [
-    'content-type',
-    'text/plain',
-    'content-length',
-    '2',
-    'date',
-    'Wed, 02 Dec 2026 16:00:00 GMT',
-    'keep-alive',
-    'timeout=5',
-  ].map((t) => Buffer.from(t));
+  const entries = [
+    ['content-type', 'text/plain'],
+    ['content-length', '2'],
+    ['date', 'Wed, 02 Dec 2026 16:00:00 GMT'],
+    ['keep-alive', 'timeout=5'],
+  ];
+  const head = entries.flat().map((t) => Buffer.from(t));
+  const headers = Object.fromEntries(entries);
   const body = Buffer.from('ok');
   const resume = () => {};
+  /** The controller undici 8's core hands a current-API handler (its RequestController, reduced). */
+  class Controller {
+    aborted = false;
+    paused = false;
+    reason = null;
+    rawHeaders = head;
+    rawTrailers = null;
+    abort(reason) {
+      if (this.aborted) return;
+      this.aborted = true;
+      this.reason = reason;
+    }
+    pause() {
+      this.paused = true;
+    }
+    resume() {
+      this.paused = false;
+    }
+  }
   class Core extends DispatcherBase {
     [kDispatch](_opts, handler) {
-      const abort = () => {}; // named as undici's own core names it
+      if (typeof handler.onConnect !== 'function') {
+        const controller = new Controller();
+        handler.onRequestStart?.(controller, {});
+        queueMicrotask(() => {
+          if (controller.aborted) return handler.onResponseError?.(controller, controller.reason);
+          handler.onResponseStart?.(controller, 200, headers, 'OK');
+          if (!controller.aborted) handler.onResponseData?.(controller, body);
+          if (!controller.aborted) handler.onResponseEnd?.(controller, {});
+        });
+        return true;
+      }
+      const abort = () => {}; // named as undici 7's own core names it
       handler.onConnect(abort);
       queueMicrotask(() => {
         handler.onHeaders(200, head, resume, 'OK');
@@ -217,7 +248,7 @@ export const MICRO_CASES = [
     name: 'request() on an in-process undici core',
     kind: 'baseline',
     about:
-      "undici's request() (its RequestHandler, body stream, handler API checks) on undici 7's DispatcherBase answering in a microtask, body dumped: the floor of prazo's request()",
+      "undici's request() (its RequestHandler, body stream, handler API checks) on undici's DispatcherBase answering in a microtask, body dumped: the floor of prazo's request()",
     async: true,
     setup: async () => {
       const core = inProcessCore();
