@@ -79,19 +79,22 @@ function client(options: Partial<HttpClientOptions>) {
   return { client: c, events };
 }
 
-/** A closed loop of `workers` callers for `ms`; each call's result is kept. */
+/**
+ * A closed loop of `workers` callers for `ms`, or until `until()` holds (read before each call; `ms`
+ * is then the bound, and the caller asserts what it waited for); each call's result is kept.
+ */
 async function load(
   c: HttpClient,
   workers: number,
   ms: number,
-  path: (i: number) => string = () => '/',
+  { path = () => '/', until = () => false }: { path?: (i: number) => string; until?: () => boolean } = {},
 ): Promise<{ ok: number; failed: unknown[] }> {
-  const until = performance.now() + ms;
+  const end = performance.now() + ms;
   const out = { ok: 0, failed: [] as unknown[] };
   let n = 0;
   await Promise.all(
     Array.from({ length: workers }, async () => {
-      while (performance.now() < until) {
+      while (performance.now() < end && !until()) {
         const i = n++;
         try {
           const res = await c.request(path(i));
@@ -112,13 +115,18 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
     const fast2 = await instance(() => 1);
     const slow = await instance(() => 150);
     const { client: c } = client({ origins: [fast1.origin, fast2.origin, slow.origin], p99Ms: 200 });
-    await load(c, 6, 1_500); // the first second and a half: estimates settle
+    const estimate = (origin: string) => c.instances().find((x) => x.instance === origin)!.estimateMs;
+    // Estimates settle: the slow instance's first answer (150 ms) is believed at once (it starts at 30).
+    await load(c, 6, 5_000, { until: () => estimate(slow.origin) > 100 });
+    expect(estimate(slow.origin)).toBeGreaterThan(100);
     const before = [fast1, fast2, slow].map((s) => s.seen.length);
-    await load(c, 6, 2_000);
-    const [a, b, s] = [fast1, fast2, slow].map((x, i) => x.seen.length - before[i]!);
+    const sent = () => [fast1, fast2, slow].map((x, i) => x.seen.length - before[i]!);
+    // Then 300 calls answered by the fast ones (a picker blind to latency sends a third to the slow one).
+    await load(c, 6, 5_000, { until: () => sent()[0]! + sent()[1]! >= 300 });
+    const [a, b, s] = sent();
     const share = s! / (a! + b! + s!);
     expect(share).toBeLessThan(0.1);
-    expect(a! + b!).toBeGreaterThan(200);
+    expect(a! + b!).toBeGreaterThanOrEqual(300);
     const states = c.instances();
     expect(states.map((x) => x.instance).sort()).toEqual([fast1.origin, fast2.origin, slow.origin].sort());
     expect(states.find((x) => x.instance === slow.origin)!.estimateMs).toBeGreaterThan(20);
@@ -127,13 +135,22 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
   it('a retry goes to another instance than the one that failed', async () => {
     const failing = await instance(() => 0, faults.status(503));
     const healthy = await instance();
-    const { client: c } = client({ origins: [failing.origin, healthy.origin], p99Ms: 200, ejection: false });
-    const result = await load(c, 2, 800, (i) => `/call/${i}`);
+    const { client: c } = client({
+      origins: [failing.origin, healthy.origin],
+      p99Ms: 200,
+      ejection: false,
+      balance: { decayMs: 100 }, // forgets fast: the failing instance is picked again every ~0.5 s
+    });
+    // Until 2 calls met the 503.
+    const result = await load(c, 2, 5_000, {
+      path: (i) => `/call/${i}`,
+      until: () => failing.seen.length >= 2,
+    });
     expect(result.failed).toEqual([]);
     // Every call that met the 503 was retried on the healthy instance, never on the failing one again.
     const at = (s: TestServer) => s.seen.map((r) => r.url);
     const retried = at(failing);
-    expect(retried.length).toBeGreaterThan(0);
+    expect(retried.length).toBeGreaterThanOrEqual(2);
     expect(new Set(retried).size).toBe(retried.length);
     for (const url of retried) expect(at(healthy)).toContain(url);
   });
@@ -190,21 +207,28 @@ describe('picking: power of two choices over peak-EWMA × in-flight (SPEC X5)', 
       origins: [slow.origin, fast.origin],
       p99Ms: 300,
       hedge: { minDelayMs: 20, maxDelayMs: 200 },
-      recorder: { windowMs: 500, minSamples: 20 },
+      recorder: { windowMs: 250, minSamples: 20 },
       ejection: false,
       balance: { decayMs: 100 }, // forgets fast, so the slow instance keeps being picked first
     });
     stalls = false;
-    await load(c, 4, 1_200); // a window of 2 ms answers: hedges arm at ~20 ms
+    // A window of 2 ms answers: hedges arm at ~20 ms.
+    const armed = () => c.dependency.recorder.quantile(0.95) !== undefined;
+    await load(c, 4, 5_000, { until: armed });
+    expect(armed()).toBe(true);
     stalls = true;
-    await load(c, 4, 1_500, (i) => `/h/${i}`);
+    const urls = (s: TestServer) => s.seen.filter((r) => r.url.startsWith('/h/')).map((r) => r.url);
+    const both = () => {
+      const fastUrls = new Set(urls(fast));
+      return urls(slow).filter((u) => fastUrls.has(u));
+    };
+    // Until 5 calls were hedged from the stalling instance to the fast one (several a second: the
+    // stalling instance is picked first again once its estimate decayed below the fast one's cost).
+    await load(c, 8, 8_000, { path: (i) => `/h/${i}`, until: () => both().length >= 5 });
     const hedges = events.filter((e) => e.type === 'attempt' && e.kind === 'hedge');
     expect(hedges.length).toBeGreaterThan(0);
     // A hedged call reached both instances, once each.
-    const urls = (s: TestServer) => s.seen.filter((r) => r.url.startsWith('/h/')).map((r) => r.url);
-    const fastUrls = new Set(urls(fast));
-    const both = urls(slow).filter((u) => fastUrls.has(u));
-    expect(both.length).toBeGreaterThan(0);
+    expect(both().length).toBeGreaterThanOrEqual(5);
     // Never two copies of one call at the same instance.
     for (const s of [slow, fast]) expect(new Set(urls(s)).size).toBe(urls(s).length);
   });
@@ -517,7 +541,21 @@ describe('ejection on real servers (SPEC X5)', () => {
       balance: { decayMs: 100 },
       ejection: { consecutiveFailures: 2 },
     });
-    const result = await load(c, 4, 2_500);
+    // Until it is out and its estimate has decayed below half of either peer's, then 100 ms more: in
+    // rotation, it would then win every pair it is in, two picks in three (the picker alone comes back
+    // to it about every half second: its second failure, which ejects it, comes 0.4-0.6 s after the first).
+    const state = (origin: string) => c.instances().find((s) => s.instance === origin)!;
+    let cheapAt: number | undefined;
+    const cheap = () =>
+      state(refused).state === 'ejected' &&
+      state(refused).estimateMs < Math.min(state(a.origin).estimateMs, state(b.origin).estimateMs) / 2;
+    const result = await load(c, 4, 10_000, {
+      until: () => {
+        if (cheapAt === undefined && cheap()) cheapAt = performance.now();
+        return cheapAt !== undefined && performance.now() - cheapAt > 100;
+      },
+    });
+    expect(cheapAt).toBeDefined();
     expect(result.failed).toEqual([]);
     expect(result.ok).toBeGreaterThan(100);
     const ejected = events.filter((e) => e.type === 'instance-ejected');
@@ -543,58 +581,118 @@ describe('ejection on real servers (SPEC X5)', () => {
       origins: [a.origin, pushing.origin, failing.origin],
       p99Ms: 200,
       balance: { decayMs: 100 }, // forgets fast: the failing one is probed again and again
-      ejection: { consecutiveFailures: 2 },
+      // Two of the three may be out at once: the failing one's ejection leaves room for the other's.
+      ejection: { consecutiveFailures: 2, maxEjectedShare: 1 },
     });
-    await load(c, 4, 1_500);
+    const ejected = () =>
+      events.filter((e) => e.type === 'instance-ejected').map((e) => 'instance' in e && e.instance);
+    // Until the failing one is out and the pushing one answered more than 10 times (2 would eject it).
+    await load(c, 4, 5_000, { until: () => ejected().length > 0 && pushing.seen.length > 10 });
     expect(pushing.seen.length).toBeGreaterThan(10);
-    const ejected = events
-      .filter((e) => e.type === 'instance-ejected')
-      .map((e) => 'instance' in e && e.instance);
-    expect(ejected).toEqual([failing.origin]);
+    expect(ejected()).toEqual([failing.origin]);
     expect(c.instances().find((s) => s.instance === pushing.origin)!.state).not.toBe('ejected');
   });
+});
 
+describe('latency ejection through prazo/http, on the fake clock (SPEC X5)', () => {
   it('latency ejection, probation, a second ejection for longer, and the return of a recovered instance', async () => {
+    // The windows, the ejections' lengths and probation are the point, and they take seconds each: the
+    // fake clock runs them (the real-socket ejections above show the sockets' side).
+    const clock = new FakeClock();
+    const origins = ['http://10.0.0.1:8080', 'http://10.0.0.2:8080', 'http://10.0.0.3:8080'];
+    const slow = origins[2]!;
     let slowMode = true;
     let n = 0;
-    const a = await instance(() => 1);
-    const b = await instance(() => 1);
-    const slow = await instance(() => (slowMode && n++ % 3 === 0 ? 180 : 1));
-    const { client: c, events } = client({
-      origins: [a.origin, b.origin, slow.origin],
+    // 1 ms answers; while slow, the third instance takes 180 ms on one answer in three.
+    const { dispatcher, seen } = fakeInstances(clock, (origin) =>
+      origin === slow && slowMode && n++ % 3 === 0 ? 180 : 1,
+    );
+    const c = createHttpClient({
+      name: 'inventory',
+      origins,
       // The floor: a p99 above 100 ms (and 3× its peers'); the attempt timeout (300 ms) is not reached.
-      dependency: createDependency({ name: 'inventory', p99Ms: 100, slack: 3, forceSlack: true }),
-      // A 3 s window: the picker keeps the slow instance to ~15 answers per 1.5 s, and a window of
-      // fewer than minSamples (20) judges nothing (it failed about one run in six on a 1.5 s window).
-      ejection: { baseEjectionMs: 1_000, latency: { windowMs: 3_000, minSamples: 20 } },
+      dependency: createDependency({
+        name: 'inventory',
+        p99Ms: 100,
+        slack: 3,
+        forceSlack: true,
+        clock,
+        random: seededRandom(61),
+      }),
+      // The default 10 s window: the picker keeps the slow instance to ~40 answers in it (judged from 20).
+      ejection: { baseEjectionMs: 1_000, latency: { minSamples: 20 } },
       balance: { decayMs: 100 }, // forgets fast: the picker alone would keep sending it traffic
+      dispatcher: dispatcher as never,
+      clock,
+    } as HttpClientOptions);
+    cleanup.push(() => c.close());
+    const sentToSlow = () => seen.get(slow) ?? 0;
+    // Each ejection and return, with when it came and what the slow instance had been sent by then.
+    const log: { event: DependencyEvent; at: number; sent: number }[] = [];
+    c.on((event) => {
+      if (event.type === 'instance-ejected' || event.type === 'instance-returned')
+        log.push({ event, at: clock.now(), sent: sentToSlow() });
     });
-    const ejections = () => events.filter((e) => e.type === 'instance-ejected');
-    // Load in rounds until what is awaited happened (a loaded machine stretches every window).
-    const loadUntil = async (done: () => boolean, ms = 15_000) => {
-      const until = performance.now() + ms;
-      while (!done() && performance.now() < until) await load(c, 6, 500);
+    const ejections = () => log.filter((x) => x.event.type === 'instance-ejected');
+    const state = () => c.instances().find((s) => s.instance === slow)!.state;
+    const calls: Promise<unknown>[] = [];
+    let failed = 0;
+    // A call every 10 ms until `done` (at most a minute of fake time).
+    const runUntil = async (done: () => boolean) => {
+      for (let t = 0; t < 60_000 && !done(); t += 10) {
+        calls.push(
+          c.request('/').then(
+            (res) => res.body.text(),
+            () => {
+              failed += 1;
+            },
+          ),
+        );
+        await clock.advanceAsync(10);
+      }
     };
-    await loadUntil(() => ejections().length >= 1);
+    await runUntil(() => ejections().length >= 1);
     expect(ejections().length).toBeGreaterThanOrEqual(1);
     const first = ejections()[0]!;
-    expect(first).toMatchObject({ instance: slow.origin, reason: 'latency', ejectionMs: 1_000 });
-    if (first.type === 'instance-ejected') {
-      expect(first.p99Ms!).toBeGreaterThan(3 * first.peerP99Ms!);
-      expect(first.p99Ms!).toBeGreaterThan(100);
+    expect(first.event).toMatchObject({ instance: slow, reason: 'latency', ejectionMs: 1_000, ejections: 1 });
+    if (first.event.type === 'instance-ejected') {
+      expect(first.event.p99Ms!).toBeGreaterThan(3 * first.event.peerP99Ms!);
+      expect(first.event.p99Ms!).toBeGreaterThan(100);
     }
-    // Back on probation after 1 s, still slow: ejected again, for 2 s.
-    await loadUntil(() => ejections().length >= 2);
-    expect(events.some((e) => e.type === 'instance-returned' && e.instance === slow.origin)).toBe(true);
-    expect(ejections()[1]).toMatchObject({ instance: slow.origin, reason: 'latency', ejectionMs: 2_000 });
-    // Recovered: it returns, and stays.
+    // Back on probation after 1 s (nothing sent to it meanwhile), still slow: ejected again, for 2 s.
+    await runUntil(() => ejections().length >= 2);
+    expect(log.map((x) => x.event.type)).toEqual([
+      'instance-ejected',
+      'instance-returned',
+      'instance-ejected',
+    ]);
+    const [, back, second] = log;
+    expect(back!.event).toMatchObject({ instance: slow });
+    expect(back!.at - first.at).toBeGreaterThanOrEqual(1_000);
+    expect(back!.at - first.at).toBeLessThanOrEqual(1_020);
+    expect(back!.sent).toBe(first.sent);
+    expect(second!.event).toMatchObject({
+      instance: slow,
+      reason: 'latency',
+      ejectionMs: 2_000,
+      ejections: 2,
+    });
+    // Recovered: it returns after 2 s and stays, out of probation at its first judged window past it.
     slowMode = false;
-    await pause(2_100);
-    const count = ejections().length;
-    await load(c, 6, 2_500);
-    expect(ejections().length).toBe(count);
-    expect(c.instances().find((s) => s.instance === slow.origin)!.state).not.toBe('ejected');
-    expect(slow.seen.length).toBeGreaterThan(0);
+    await runUntil(() => log.length > 3 && state() === 'active');
+    expect(log.slice(3).map((x) => x.event.type)).toEqual(['instance-returned']);
+    const returned = log[3]!;
+    expect(returned.at - second!.at).toBeGreaterThanOrEqual(2_000);
+    expect(returned.at - second!.at).toBeLessThanOrEqual(2_020);
+    expect(returned.sent).toBe(second!.sent);
+    expect(state()).toBe('active');
+    // Back in rotation like its peers: a third of the next 5 s's calls, give or take.
+    const [before, from] = [sentToSlow(), clock.now()];
+    await runUntil(() => clock.now() >= from + 5_000);
+    expect((sentToSlow() - before) / 500).toBeGreaterThan(0.2);
+    await clock.runAllAsync();
+    await Promise.all(calls);
+    expect(failed).toBe(0);
   });
 });
 
@@ -622,12 +720,18 @@ describe('DNS discovery: every address of one name (SPEC X5)', () => {
       discovery: { intervalMs: 100, lookup },
       p99Ms: 200,
     });
-    const running = load(c, 4, 2_400);
+    let stop = false;
+    const running = load(c, 4, 10_000, { until: () => stop });
     await waitFor(() => first.seen.length > 20 && second.seen.length > 20);
     answer = ['127.0.0.2', '127.0.0.3'];
     await waitFor(() => events.some((e) => e.type === 'instance-removed'));
     const atRemoval = first.seen.length;
-    await waitFor(() => third.seen.length > 20);
+    // The new instance took its calls, and the lookups went on at their interval meanwhile.
+    await waitFor(() => third.seen.length > 20 && lookups > 5);
+    // 200 more calls, for any late call to the removed instance to show (it would take a third of them).
+    const settled = second.seen.length + third.seen.length + 200;
+    await waitFor(() => second.seen.length + third.seen.length > settled);
+    stop = true;
     const result = await running;
     expect(result.failed).toEqual([]);
     expect(lookups).toBeGreaterThan(5);
