@@ -10,8 +10,8 @@ import { freePort, get, HOST } from './loopback.js';
 
 /**
  * A real Prometheus server (Debian's `prometheus` package), on 127.0.0.1 only, scraping given targets
- * every second and evaluating given rule files: the end-to-end test asks it to run the generated panel
- * queries and rules against what the exporter really serves.
+ * every second (or every `intervalMs`) and evaluating given rule files: the end-to-end test asks it to
+ * run the generated panel queries and rules against what the exporter really serves.
  */
 
 export const hasPrometheus = (() => {
@@ -32,11 +32,17 @@ export interface PrometheusServer {
   close(): Promise<void>;
 }
 
-export async function startPrometheus(targets: readonly string[], rules: string): Promise<PrometheusServer> {
+export async function startPrometheus(
+  targets: readonly string[],
+  rules: string,
+  /** Scrape and rule evaluation interval, in ms (Prometheus takes sub-second ones). Default 1000. */
+  intervalMs = 1000,
+): Promise<PrometheusServer> {
   const dir = mkdtempSync(join(tmpdir(), 'prazo-prometheus-'));
   writeFileSync(join(dir, 'rules.yaml'), rules);
+  const interval = intervalMs % 1000 === 0 ? `${intervalMs / 1000}s` : `${intervalMs}ms`;
   const config = {
-    global: { scrape_interval: '1s', evaluation_interval: '1s' },
+    global: { scrape_interval: interval, evaluation_interval: interval },
     rule_files: [join(dir, 'rules.yaml')],
     scrape_configs: [{ job_name: 'orders', static_configs: [{ targets: [...targets] }] }],
   };

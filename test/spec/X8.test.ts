@@ -16,7 +16,7 @@ import { hasPrometheus, type PrometheusServer, startPrometheus } from '../otel/p
 /**
  * SPEC X8 (#16, what must be shown), end to end with the real things: a prazo-instrumented service on
  * loopback (prazo's HTTP client → instrumentPrazo → the OpenTelemetry SDK's Prometheus exporter), a
- * real Prometheus (Debian's) scraping it every second, healthy traffic and then a degraded stretch
+ * real Prometheus (Debian's) scraping it every 100 ms, healthy traffic and then a degraded stretch
  * (40% 503s, 150–300 ms). `prazo calibrate --prometheus` reads the fleet's histogram back through the
  * HTTP API, refuses the degraded sub-windows, recommends ceil(p99 × 1.4) of the healthy ones within
  * the bucket resolution (the true p99 of the healthy calls lies in the bucket the estimate was
@@ -24,10 +24,17 @@ import { hasPrometheus, type PrometheusServer, startPrometheus } from '../otel/p
  * `--write` changes only the number in a commented config.
  */
 
-const STEP_S = 4;
-const HEALTHY_MS = 16_000;
-const DEGRADED_MS = 8_000;
-const RATE_PER_S = 60;
+// 1 s sub-windows at 240 calls/s: as many calls a sub-window (~240, minSamples 100) and as many
+// sub-windows (4 healthy, 2 degraded) as 4 s ones at 60/s, in a quarter of the time. Scraped every
+// 100 ms: the calls between a sub-window's start and its first scrape, or its last scrape and its
+// end, which Prometheus counts in no sub-window, are a tenth of them (a quarter at 4 s scraped every
+// second); a stalled machine delays the ~11 calls in flight at once, and those must not fall there
+// unseen by Prometheus in numbers that move the true p99 out of the estimate's bucket.
+const STEP_S = 1;
+const SCRAPE_MS = 100;
+const HEALTHY_MS = 4 * STEP_S * 1000;
+const DEGRADED_MS = 2 * STEP_S * 1000;
+const RATE_PER_S = 240;
 
 const CONFIG = `# prazo.config.yaml — the shop's dependencies (reviewed in pull requests)
 version: 1
@@ -82,27 +89,49 @@ beforeAll(async () => {
     if (e.type === 'attempt-end' && e.outcome === 'success' && !degraded)
       healthyLatencies.push({ at: systemClock.epochNow(), ms: e.latencyMs });
   });
-  prometheus = await startPrometheus([new URL(url).host], 'groups: []\n');
+  prometheus = await startPrometheus([new URL(url).host], 'groups: []\n', SCRAPE_MS);
   cleanups.push(() => prometheus?.close());
 
   const calls: Promise<unknown>[] = [];
-  const run = async (ms: number) => {
-    const until = systemClock.now() + ms;
-    while (systemClock.now() < until) {
-      calls.push(
-        client.request('/stock').then(
-          (r) => r.body.dump(),
-          () => undefined,
-        ),
-      );
-      await sleep(systemClock, 1000 / RATE_PER_S);
+  // On schedule: the calls due by now are sent, so a late timer (a loaded machine) costs no calls.
+  const runWhile = async (more: () => boolean) => {
+    const start = systemClock.now();
+    for (let sent = 0; more(); await sleep(systemClock, 1000 / RATE_PER_S)) {
+      const due = Math.floor(((systemClock.now() - start) * RATE_PER_S) / 1000) + 1;
+      for (; sent < due; sent += 1) {
+        calls.push(
+          client.request('/stock').then(
+            (r) => r.body.dump(),
+            () => undefined,
+          ),
+        );
+      }
     }
   };
+  const run = (ms: number) => {
+    const until = systemClock.now() + ms;
+    return runWhile(() => systemClock.now() < until);
+  };
+  // Prometheus scrapes a target first ~5 s after it says it is ready (its target discovery's first
+  // update): calls before that are in no sub-window. The traffic starts at once, healthy, and the
+  // healthy stretch is counted from the first scrape on, so that each of its sub-windows has its calls.
+  let scraped = false;
+  const firstScrape = (async () => {
+    for (const until = systemClock.now() + 30_000; systemClock.now() < until; ) {
+      if ((await prometheus!.query('up{job="orders"} == 1')).length > 0) return;
+      await sleep(systemClock, 100);
+    }
+    throw new Error('Prometheus did not scrape the exporter within 30 s');
+  })().finally(() => {
+    scraped = true;
+  });
+  await runWhile(() => !scraped);
+  await firstScrape;
   healthyFrom = systemClock.epochNow();
   await run(HEALTHY_MS);
   // The degraded stretch starts on a step boundary (healthy traffic until then), so that a whole
   // sub-window lies inside it however the run's start fell against the step: started anywhere else,
-  // 8 s of it could hold no whole 4 s sub-window starting a second in (a quarter of the runs did not).
+  // two steps of it could hold no whole sub-window starting a scrape in (a quarter of the runs did not).
   const boundary = Math.ceil((systemClock.epochNow() + 1) / (STEP_S * 1000)) * STEP_S * 1000;
   await run(boundary - systemClock.epochNow());
   degradedFrom = systemClock.epochNow();
@@ -110,7 +139,7 @@ beforeAll(async () => {
   await run(DEGRADED_MS);
   await Promise.all(calls);
   trafficEnd = systemClock.epochNow();
-  await sleep(systemClock, 2_500); // the last scrapes
+  await sleep(systemClock, 2.5 * SCRAPE_MS); // the last scrapes
 }, 90_000);
 
 afterAll(async () => {
@@ -118,7 +147,7 @@ afterAll(async () => {
 });
 
 const stepMs = STEP_S * 1000;
-/** The CLI's window: whole sub-windows from the first step after the traffic started to its end. */
+/** The CLI's window: whole sub-windows from the first step of the healthy stretch to the traffic's end. */
 function windowArgs(): string[] {
   const first = Math.ceil(healthyFrom / stepMs) * stepMs;
   const end = Math.floor(trafficEnd / stepMs) * stepMs;
@@ -160,18 +189,19 @@ describe.skipIf(!hasPrometheus)('SPEC X8: prazo calibrate --prometheus against a
     const inv = report.dependencies.find((d: { name: string }) => d.name === 'inventory');
     expect(inv.failure).toBeUndefined();
     const windows = inv.windows as Window[];
-    // Every sub-window wholly inside the degraded stretch is refused, with its error rate as reason.
-    const inDegraded = windows.filter((w) => w.startEpochMs >= degradedFrom + 1000);
+    // Every sub-window wholly inside the degraded stretch (from a scrape after it started) is refused,
+    // with its error rate as reason.
+    const inDegraded = windows.filter((w) => w.startEpochMs >= degradedFrom + SCRAPE_MS);
     expect(inDegraded.length).toBeGreaterThanOrEqual(1);
     for (const w of inDegraded) {
       expect(w.verdict.health).toBe('degraded');
       expect(w.verdict.reasons.join(' ')).toMatch(/error rate/);
     }
     // The sub-windows wholly inside the healthy stretch: judged healthy once they have the calls to
-    // be judged (the first may start before Prometheus' first scrape: too few calls). A shared machine
+    // be judged (scrapes lost to a stalled machine can leave one too few calls). A shared machine
     // can stall the loop long enough to make one of them slow for real: the guard may refuse that one
     // for its p99 jump, never for errors (there were none), and at least two stay healthy.
-    const inHealthy = windows.filter((w) => w.endEpochMs <= degradedFrom - 1000);
+    const inHealthy = windows.filter((w) => w.endEpochMs <= degradedFrom - SCRAPE_MS);
     expect(inHealthy.filter((w) => w.verdict.health === 'healthy').length).toBeGreaterThanOrEqual(2);
     for (const w of inHealthy) {
       if (w.count < 100) expect(w.verdict.health, JSON.stringify(w)).toBe('insufficient');
@@ -181,7 +211,9 @@ describe.skipIf(!hasPrometheus)('SPEC X8: prazo calibrate --prometheus against a
         );
     }
     expect(
-      windows.filter((w) => w.verdict.health === 'healthy').every((w) => w.endEpochMs <= degradedFrom + 1000),
+      windows
+        .filter((w) => w.verdict.health === 'healthy')
+        .every((w) => w.endEpochMs <= degradedFrom + SCRAPE_MS),
     ).toBe(true);
 
     // The recommendation: ceil(p99 × 1.4) of the healthy sub-windows' merged histogram...
