@@ -10,10 +10,15 @@ import { demoServices, ensureBuilt, ROOT } from './helpers.js';
 /**
  * A short run of the incident demo (SPEC X1) on real processes and sockets, checked against the
  * issue's inequalities, then its HTML report opened in a real headless Chromium. Three scenarios of
- * 3 s per stack: supplier down with connections refused (amplification), supplier down with
+ * 2 s per stack: supplier down with connections refused (amplification), supplier down with
  * connections hanging (wasted work, the pool), and one instance of three answering 503 on half its
- * calls (the load per instance, as each instance's server counted it: SPEC X5). The numbers are measured, never asserted tightly:
- * each inequality has a wide margin on a shared 2-core machine.
+ * calls (the load per instance, as each instance's server counted it: SPEC X5). The numbers are
+ * measured, never asserted tightly: each inequality has a wide margin on a shared 2-core machine.
+ * The run is as short as those margins allow: prazo's costs (the failures it takes to learn the
+ * supplier is down, the calls to the failing instance before it is ejected) are a fixed few, naive's
+ * grow with the load, so the ratios shrink with it. At 1.5 s a loaded machine (load 12 on 2 cores)
+ * made prazo's calls to the failing instance more than half of naive's once in six runs; at 2 s
+ * naive's are 17, prazo's 2 to 4 (at 3 s, 25).
  */
 let result: DemoResult;
 
@@ -21,7 +26,7 @@ beforeAll(async () => {
   ensureBuilt();
   result = await runDemo({
     scenarios: ['down', 'hung', 'instance-503'],
-    loadMs: 3_000,
+    loadMs: 2_000,
     drainMaxMs: 1_500,
     calibrationMs: 2_000,
   });
@@ -31,7 +36,7 @@ describe('prazo demo, short run (SPEC X1, R1, D2, D4, C6)', () => {
   it('supplier down: naive retries at every hop multiply the load, prazo stays within its budget (R1)', () => {
     const naive = metricsOf(result, 'down', 'naive')!;
     const prazo = metricsOf(result, 'down', 'prazo')!;
-    expect(naive.checkout.requests).toBeGreaterThanOrEqual(50);
+    expect(naive.checkout.requests).toBeGreaterThanOrEqual(33); // of the 40 sent: 20/s for 2 s
     expect(prazo.supplier.amplification!).toBeLessThanOrEqual(1.1);
     // It did call the supplier, but since issue 23 its throttle refuses most calls locally once the
     // supplier is seen failing (0.2× in one run): the probes it lets through never stop.
