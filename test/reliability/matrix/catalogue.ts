@@ -61,6 +61,8 @@ export interface FaultCase {
   readonly idempotent: Ending;
   /** The error surfaces while reading the body, after the head arrived. */
   readonly inBody?: boolean;
+  /** Staged after every other fault's server listens: its port was just freed and must stay free. */
+  readonly stageLast?: boolean;
 }
 
 export const phaseMs = (phase: FaultCase['phase']): number =>
@@ -97,6 +99,7 @@ export const FAULTS: readonly FaultCase[] = [
   {
     name: 'connection refused',
     stage: () => plain(startRefused()),
+    stageLast: true,
     once: { code: /^ECONNREFUSED$/, seen: 0, attempts: 1, maxMs: 100 },
     idempotent: { code: /^ECONNREFUSED$/, seen: 0, attempts: A, maxMs: 150 },
   },

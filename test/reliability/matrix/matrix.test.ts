@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { isPrazoError } from '../../../src/errors/index.js';
 import { formatTable, num } from '../report/table.js';
 import { CLIENT, FAULTS, type FaultCase, phaseMs, tolerance } from './catalogue.js';
-import { type CellResult, KINDS, runCell } from './run-cell.js';
+import { type CellResult, KINDS, runMatrix } from './run-cell.js';
 
 /**
  * The fault matrix of issue 10: every fault × {idempotent GET, POST without key, POST with key},
@@ -12,15 +12,12 @@ import { type CellResult, KINDS, runCell } from './run-cell.js';
  * server received (SPEC R2-R5: an unkeyed POST is never received twice).
  */
 
-const results = new Map<string, CellResult>();
+let results = new Map<string, CellResult>();
 const cell = (f: FaultCase, kind: string): CellResult => results.get(`${f.name}/${kind}`)!;
 const ms = (n: number): string => num(n);
 
 beforeAll(async () => {
-  let id = 0;
-  for (const fault of FAULTS) {
-    for (const kind of KINDS) results.set(`${fault.name}/${kind}`, await runCell(fault, kind, ++id));
-  }
+  results = await runMatrix(FAULTS, KINDS);
   const rows = FAULTS.map((f) => [
     f.name,
     f.phase === undefined ? '-' : `${f.phase} ${phaseMs(f.phase)} ±${tolerance(phaseMs(f.phase))}`,

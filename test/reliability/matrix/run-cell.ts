@@ -1,11 +1,14 @@
 import type { DependencyEvent } from '../../../src/dependency/index.js';
 import { createHttpClient } from '../../../src/http/index.js';
-import { CLIENT, type FaultCase } from './catalogue.js';
+import { CLIENT, type FaultCase, phaseMs, type Staged } from './catalogue.js';
 
 /**
  * One cell of the fault matrix: a fresh fault server, a fresh prazo client, one logical call of one
  * kind, and what came of it, judged on both sides: the client's error and attempts (timed here, from
  * the executor's events), and the copies the server received.
+ *
+ * The cells share nothing (each has its own server, client, dependency and retry budget), so the
+ * matrix runs them concurrently ({@link runMatrix}).
  */
 
 export type CallKind = 'GET' | 'POST' | 'POST+key';
@@ -38,8 +41,90 @@ export function codeOf(error: unknown): string {
   return String(error);
 }
 
-export async function runCell(fault: FaultCase, kind: CallKind, id: number): Promise<CellResult> {
-  const staged = await fault.stage();
+/** One cell to run: its fault, already staged, the kind of call and the call's id (its path). */
+interface Cell {
+  readonly fault: FaultCase;
+  readonly kind: CallKind;
+  readonly id: number;
+  readonly staged: Staged;
+}
+
+async function stageAll(
+  faults: readonly FaultCase[],
+  kinds: readonly CallKind[],
+  first: number,
+): Promise<Cell[]> {
+  const plan = faults.flatMap((fault) => kinds.map((kind) => ({ fault, kind })));
+  const settled = await Promise.allSettled(plan.map(({ fault }) => fault.stage()));
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed !== undefined) {
+    await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.stop() : undefined)));
+    throw failed.reason;
+  }
+  return plan.map((p, i) => ({
+    ...p,
+    id: first + i,
+    staged: (settled[i] as PromiseFulfilledResult<Staged>).value,
+  }));
+}
+
+/** Between two cells' starts, in ms: one cell's start (client, connect, request written) is not another's. */
+export const STAGGER_MS = 30;
+
+/** About how long a cell's call lasts when it ends as it must: phase timer × attempts, or its wait. */
+function expectedMs(fault: FaultCase, kind: CallKind): number {
+  const end = kind === 'POST' ? fault.once : fault.idempotent;
+  return end.minMs ?? (fault.phase === undefined ? 0 : end.attempts * phaseMs(fault.phase));
+}
+
+/**
+ * Every fault × every kind, results keyed `<fault>/<kind>`. All faults are staged first (servers
+ * listening, child processes up, black holes filled), so no process is spawned and no port bound
+ * while a phase timer is measured. Faults marked `stageLast` (a port that must stay free) are
+ * staged after every other server listens, so no server of this matrix can be given their port.
+ * Then the cells run concurrently, started {@link STAGGER_MS} apart, longest first: started all at
+ * once, thirty first attempts wrote their requests in one burst, and phase timers armed after it
+ * fired up to 100 ms late against the tolerance of max(20 ms, 10 %).
+ */
+export async function runMatrix(
+  faults: readonly FaultCase[],
+  kinds: readonly CallKind[] = KINDS,
+): Promise<Map<string, CellResult>> {
+  const early = await stageAll(
+    faults.filter((f) => !f.stageLast),
+    kinds,
+    1,
+  );
+  let late: Cell[];
+  try {
+    late = await stageAll(
+      faults.filter((f) => f.stageLast),
+      kinds,
+      early.length + 1,
+    );
+  } catch (e) {
+    await Promise.all(early.map((c) => c.staged.stop()));
+    throw e;
+  }
+  const cells = [...early, ...late].sort((a, b) => expectedMs(b.fault, b.kind) - expectedMs(a.fault, a.kind));
+  const running: Promise<CellResult>[] = [];
+  for (const [i, c] of cells.entries()) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, STAGGER_MS));
+    const result = runCell(c.fault, c.kind, c.id, c.staged);
+    result.catch(() => {}); // observed by Promise.all below; not unhandled while later cells start
+    running.push(result);
+  }
+  const results = await Promise.all(running);
+  return new Map(results.map((r) => [`${r.fault}/${r.kind}`, r]));
+}
+
+/** One call through a fresh client against `staged`; stops `staged` when done. */
+export async function runCell(
+  fault: FaultCase,
+  kind: CallKind,
+  id: number,
+  staged: Staged,
+): Promise<CellResult> {
   const { deadlineMs, ...options } = CLIENT;
   const client = createHttpClient({
     name: `matrix-${id}`,
