@@ -12,6 +12,15 @@ import { Client, type Dispatcher, Pool } from 'undici';
  * `close()`. Here a dropped client loses the pool's `drain` listener at once (nothing more is
  * drained into it) and is closed (its own requests finish first); `close()` and `destroy()` end
  * every client ever created, dropped ones included.
+ *
+ * And when the dropped client was the pool's last: undici's Pool drains the requests queued in it
+ * (every client busy when they came) only into a client of its list that says `drain`, and adds a
+ * client only when a request is dispatched. With none left, a queued request waited for the next
+ * dispatch (without one: its attempt timeout, QUEUE_TIMEOUT, though the pool had room), and
+ * `pool.close()`, which waits for the queue to empty, for ever. Here the pool is asked for a client
+ * then (its own `get dispatcher` step: one created under `connections`, and the queue drained into it
+ * as undici drains into every client it adds). Where a Pool has no such step (another undici), the
+ * queue waits for the next dispatch as before.
  */
 export interface TrackedPool {
   readonly dispatcher: Dispatcher;
@@ -20,6 +29,23 @@ export interface TrackedPool {
 }
 
 type PoolOptions = ConstructorParameters<typeof Pool>[1];
+
+/** undici's Pool step that returns a free client, creating one under `connections` (undici 7 and 8). */
+const getDispatcher = Object.getOwnPropertySymbols(Pool.prototype).find(
+  (symbol) => symbol.description === 'get dispatcher',
+);
+
+/** Has `pool` give its queue a client, if it has requests queued and knows how. */
+function unstrand(pool: Pool): void {
+  if (getDispatcher === undefined || pool.closed || pool.destroyed) return;
+  const step = (pool as unknown as Record<symbol, unknown>)[getDispatcher];
+  if (typeof step !== 'function' || pool.stats.queued === 0) return;
+  try {
+    step.call(pool);
+  } catch {
+    // The pool is ending, or not the Pool this was written against: the queue waits as before.
+  }
+}
 
 export function createTrackedPool(origin: string, options: PoolOptions): TrackedPool {
   const clients = new Set<Dispatcher>();
@@ -41,6 +67,7 @@ export function createTrackedPool(origin: string, options: PoolOptions): Tracked
         () => forget(target),
       );
     }
+    unstrand(pool);
   });
   const all = async (end: (client: Dispatcher) => Promise<void>): Promise<void> => {
     await Promise.all(
