@@ -255,19 +255,22 @@ describe('end to end: prazo → OpenTelemetry SDK → Prometheus exporter → sc
   });
 });
 
+/** Prometheus' scrape and rule evaluation interval here: six of them after the first scrape suffice. */
+const SCRAPE_MS = 250;
+
 describe.skipIf(!hasPrometheus)(
   'a real Prometheus scraping the exporter (skipped without Debian’s prometheus)',
   () => {
     let prom: PrometheusServer;
     beforeAll(async () => {
-      prom = await startPrometheus([run.target], renderAlertRules(generateAlertRules(CONFIG)));
-      // A few scrapes (1 s apart) and rule evaluations before asking anything.
+      prom = await startPrometheus([run.target], renderAlertRules(generateAlertRules(CONFIG)), SCRAPE_MS);
+      // A few scrapes and rule evaluations (every SCRAPE_MS) after the first one before asking anything.
       const until = systemClock.now() + 30_000;
       let seenAt: number | undefined;
       while (systemClock.now() < until) {
         const up = await prom.query('prazo_dependency_attempts_total');
         if (up.length > 0) seenAt ??= systemClock.now();
-        if (seenAt !== undefined && systemClock.now() - seenAt > 5_000) break;
+        if (seenAt !== undefined && systemClock.now() - seenAt > 6 * SCRAPE_MS) break;
         await sleep(systemClock, 250);
       }
     }, 60_000);
