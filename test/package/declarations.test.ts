@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entryPoints, REPO } from './api-report.js';
+import { buildProjects, type Compiled } from './tsc-build.js';
 
 /**
  * The published declarations, as a TypeScript user's compiler reads them (#26 item 3): they name no
@@ -13,11 +12,11 @@ import { entryPoints, REPO } from './api-report.js';
  * through prazo/http), and every entry point compiles with `skipLibCheck: false`, with the typed
  * per-call option of prazo/http and the typed Express request, while a misspelt per-call option is a
  * compile error with tsc's "did you mean". In this repository (the package resolves itself by name,
- * next to its dev dependencies); `consumer.test.ts` does the same from the packed tarball.
+ * next to its dev dependencies); `consumer.test.ts` does the same from the packed tarball. Both
+ * projects compile in one `tsc -b` (`tsc-build.ts`: each its own program and diagnostics, the parsed
+ * declarations shared), started before the first test.
  */
 
-const run = promisify(execFile);
-const TSC = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
 const dir = join(REPO, '.tmp', `declarations-${process.pid}`);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -95,30 +94,24 @@ export const call = request('http://127.0.0.1:1/', { prazo: { dedline: 800 } });
       },
       files: [file],
     });
-  const tsc = async (project: string): Promise<{ code: number; output: string }> => {
-    try {
-      const { stdout } = await run(process.execPath, [TSC, '-p', project], { cwd: dir });
-      return { code: 0, output: stdout };
-    } catch (error) {
-      const e = error as { code?: number; stdout?: string; stderr?: string };
-      return { code: e.code ?? 1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-    }
-  };
-
-  it('every entry point compiles with skipLibCheck false, with the typed per-call option and Express request', async () => {
+  let compiled: Promise<Map<string, Compiled>>;
+  beforeAll(() => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'app.mts'), app);
     writeFileSync(join(dir, 'tsconfig.app.json'), config('app.mts'));
-    const result = await tsc('tsconfig.app.json');
+    writeFileSync(join(dir, 'typo.mts'), typo);
+    writeFileSync(join(dir, 'tsconfig.typo.json'), config('typo.mts'));
+    compiled = buildProjects(dir, ['tsconfig.app.json', 'tsconfig.typo.json']);
+  });
+
+  it('every entry point compiles with skipLibCheck false, with the typed per-call option and Express request', async () => {
+    const result = (await compiled).get('tsconfig.app.json')!;
     expect(result.output).toBe('');
     expect(result.code).toBe(0);
   }, 120_000);
 
   it("a misspelt per-call option does not compile: tsc's did-you-mean", async () => {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'typo.mts'), typo);
-    writeFileSync(join(dir, 'tsconfig.typo.json'), config('typo.mts'));
-    const result = await tsc('tsconfig.typo.json');
+    const result = (await compiled).get('tsconfig.typo.json')!;
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('TS2561');
     expect(result.output).toContain("Did you mean to write 'deadline'?");
