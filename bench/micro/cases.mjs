@@ -30,7 +30,9 @@ function inProcessCore() {
     DispatcherBase = require('undici/lib/dispatcher/dispatcher-base.js');
     symbols = require('undici/lib/core/symbols.js');
   } catch {
-    throw new Unavailable("undici's internals (lib/dispatcher/dispatcher-base.js) are not where undici 7 and 8 keep them");
+    throw new Unavailable(
+      "undici's internals (lib/dispatcher/dispatcher-base.js) are not where undici 7 and 8 keep them",
+    );
   }
   const { kDispatch, kClose, kDestroy } = symbols;
   const entries = [
