@@ -112,53 +112,65 @@ describe('sockets never leak past `connections`', () => {
 });
 
 describe('a connect that fails strands nothing in the pool', () => {
-  it('a request queued behind the only connection, which fails to connect, is sent on a new one; close() ends', async () => {
-    // connections: 1, one attempt each: the first request takes the pool's only client, the second
-    // waits in the pool's own queue. The first lookup answers past the connect timeout: that client
-    // fails and is dropped. undici's Pool drains its queue only into a client of its list saying
-    // `drain`: with none left, the second request waited for its attempt timeout (QUEUE_TIMEOUT)
-    // and close() for it forever.
-    const server = await startServer((_req, res) => res.end('ok'));
-    cleanup.push(() => server.close());
-    let lookups = 0;
-    const lookup = (_host: string, options: LookupOptions, callback: (...args: unknown[]) => void): void => {
-      const answer = (): void => {
-        const address: LookupAddress = { address: '127.0.0.1', family: 4 };
-        if (options.all) callback(null, [address]);
-        else callback(null, address.address, address.family);
+  it.each([
+    ['', false],
+    [', close() called while it waits', true],
+  ])(
+    'a request queued behind the only connection, which fails to connect, is sent on a new one%s; close() ends',
+    async (_title, closeAtOnce) => {
+      // connections: 1, one attempt each: the first request takes the pool's only client, the second
+      // waits in the pool's own queue. The first lookup answers past the connect timeout: that client
+      // fails and is dropped. undici's Pool drains its queue only into a client of its list saying
+      // `drain`: with none left, the second request waited for its attempt timeout (QUEUE_TIMEOUT)
+      // and close() for it forever.
+      const server = await startServer((_req, res) => res.end('ok'));
+      cleanup.push(() => server.close());
+      let lookups = 0;
+      const lookup = (
+        _host: string,
+        options: LookupOptions,
+        callback: (...args: unknown[]) => void,
+      ): void => {
+        const answer = (): void => {
+          const address: LookupAddress = { address: '127.0.0.1', family: 4 };
+          if (options.all) callback(null, [address]);
+          else callback(null, address.address, address.family);
+        };
+        if (lookups++ === 0) systemClock.setTimer(answer, 200);
+        else answer();
       };
-      if (lookups++ === 0) systemClock.setTimer(answer, 200);
-      else answer();
-    };
-    const client = createHttpClient({
-      name: 'stranded',
-      origin: `http://stranded.test:${server.port}`,
-      p99Ms: 1_000, // attempts of 1.4 s: the second request is not cut before the 200 ms lookup ends
-      attempts: 1,
-      connections: 1,
-      connectTimeoutMs: 60,
-      lookup: lookup as never,
-    });
-    cleanup.push(() => client.destroy());
-    const startedAt = systemClock.now();
-    const [first, second] = await Promise.all([
-      outcome(client.request('/').then((r) => r.body.text())),
-      outcome(client.request('/').then((r) => r.body.text())),
-    ]);
-    const tookMs = systemClock.now() - startedAt;
-    expect(first).not.toBe('ok'); // its connect failed, and it had one attempt
-    expect(second).toBe('ok');
-    expect(tookMs).toBeLessThan(1_000); // sent when the first connect failed, not at its attempt's end
-    const closed = await Promise.race([
-      client.close().then(() => 'closed'),
-      sleep(systemClock, 3_000).then(() => 'still closing after 3 s'),
-    ]);
-    expect(closed).toBe('closed');
-    // The slow lookup has answered by now or soon: a socket it opened would show at the server.
-    await sleep(systemClock, Math.max(0, startedAt + 300 - systemClock.now()));
-    for (let waited = 0; server.open > 0 && waited < 1_000; waited += 20) await sleep(systemClock, 20);
-    expect(server.open).toBe(0);
-  });
+      const client = createHttpClient({
+        name: 'stranded',
+        origin: `http://stranded.test:${server.port}`,
+        p99Ms: 1_000, // attempts of 1.4 s: the second request is not cut before the 200 ms lookup ends
+        attempts: 1,
+        connections: 1,
+        connectTimeoutMs: 60,
+        lookup: lookup as never,
+      });
+      cleanup.push(() => client.destroy());
+      const startedAt = systemClock.now();
+      const calls = [client.request('/'), client.request('/')];
+      // Closed with the request still in the pool's queue, or once the calls are over.
+      const closeStarted = closeAtOnce ? client.close() : undefined;
+      const [first, second] = await Promise.all(
+        calls.map((call) => outcome(call.then((r) => r.body.text()))),
+      );
+      const tookMs = systemClock.now() - startedAt;
+      expect(first).not.toBe('ok'); // its connect failed, and it had one attempt
+      expect(second).toBe('ok');
+      expect(tookMs).toBeLessThan(1_000); // sent when the first connect failed, not at its attempt's end
+      const closed = await Promise.race([
+        (closeStarted ?? client.close()).then(() => 'closed'),
+        sleep(systemClock, 3_000).then(() => 'still closing after 3 s'),
+      ]);
+      expect(closed).toBe('closed');
+      // The slow lookup has answered by now or soon: a socket it opened would show at the server.
+      await sleep(systemClock, Math.max(0, startedAt + 300 - systemClock.now()));
+      for (let waited = 0; server.open > 0 && waited < 1_000; waited += 20) await sleep(systemClock, 20);
+      expect(server.open).toBe(0);
+    },
+  );
 });
 
 describe('an old-style stream body is never replayed', () => {

@@ -37,7 +37,7 @@ const getDispatcher = Object.getOwnPropertySymbols(Pool.prototype).find(
 
 /** Has `pool` give its queue a client, if it has requests queued and knows how. */
 function unstrand(pool: Pool): void {
-  if (getDispatcher === undefined || pool.closed || pool.destroyed) return;
+  if (getDispatcher === undefined || pool.destroyed) return; // closing: its queue still finishes
   const step = (pool as unknown as Record<symbol, unknown>)[getDispatcher];
   if (typeof step !== 'function' || pool.stats.queued === 0) return;
   try {
