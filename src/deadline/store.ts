@@ -131,10 +131,8 @@ export function withDeadlineInForce<O extends { readonly deadline?: Deadline; re
 // ── Through an executor (the `dependency` option) ───────────────────────────────────────────────
 
 /**
- * What a store reads of one attempt of `dependency.execute` (its `AttemptContext`): read
- * structurally, `deadline/` sits below `dependency/`. The executor gives the operation its attempt
- * slice itself (docs/ARCHITECTURE.md, "The executor's seam"), so the timing fields are read when
- * present.
+ * What a store reads of one attempt of `dependency.execute`: the part of its `AttemptContext` a store
+ * needs, declared here because `deadline/` sits below `dependency/` (read structurally).
  */
 export interface StoreAttempt {
   /** Aborts when the attempt must stop: its timeout, the deadline, or the caller giving up. */
@@ -143,14 +141,8 @@ export interface StoreAttempt {
   readonly deadline: Deadline;
   /** The attempt's time limit from its start, in ms. */
   readonly timeoutMs: number;
-}
-
-/** The slice behind a {@link StoreAttempt}, when the executor hands it over (its timing). */
-interface AttemptTiming {
-  readonly startedAt?: unknown;
-  readonly byDeadline?: unknown;
-  readonly callDeadline?: Deadline;
-  readonly clock?: Clock;
+  /** True when the call's deadline, not the attempt timeout, set `timeoutMs`. */
+  readonly byDeadline: boolean;
 }
 
 /** How the executor is told what a result means (its `ResultVerdict`). */
@@ -218,16 +210,15 @@ export function storeVerdict(result: unknown): StoreVerdict {
  */
 export function attemptTimeout(attempt: StoreAttempt, error: unknown, dependency: string): unknown {
   if (attempt.signal.aborted) return attempt.signal.reason;
-  const { startedAt, byDeadline, callDeadline, clock } = attempt as StoreAttempt & AttemptTiming;
-  if (typeof startedAt !== 'number' || typeof byDeadline !== 'boolean' || clock === undefined) return error;
-  const elapsedMs = clock.now() - startedAt;
-  if (!byDeadline)
+  // The attempt's deadline ends at its start + `timeoutMs`: what is left of it says how long it ran.
+  const elapsedMs = attempt.timeoutMs - attempt.deadline.remainingMs();
+  if (!attempt.byDeadline)
     return new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: attempt.timeoutMs, cause: error });
   const outcome = (error as { outcome?: unknown }).outcome === 'unknown' ? 'unknown' : undefined;
   return new DeadlineExceededError({
     dependency,
     elapsedMs,
-    deadlineEpochMs: Math.floor((callDeadline ?? attempt.deadline).epochMs()),
+    deadlineEpochMs: Math.floor(attempt.deadline.epochMs()), // the call's: it set this attempt's end
     ...(outcome === undefined ? {} : { outcome }),
     cause: error,
   });

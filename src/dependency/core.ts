@@ -1,7 +1,6 @@
 import type { RetryBudget } from '../budget/budget.js';
 import { systemClock } from '../clock/system.js';
 import { type TimerQueue, TimerQueues } from '../clock/timer-queue.js';
-import type { HeaderFormat } from '../deadline/deadline.js';
 import type { LatencySource } from '../latency/types.js';
 import type { ConcurrencyLimiter } from '../limit/limiter.js';
 import type { BackoffOptions, RandomSource } from '../retry/backoff.js';
@@ -34,7 +33,6 @@ export interface DependencyCore extends ExecutorPlan {
   readonly throttle: AdaptiveThrottle | undefined;
   readonly retryResponseTimeout: boolean;
   readonly classifyError: ErrorClassifier;
-  readonly headerFormat: HeaderFormat | undefined;
   /**
    * The bounds of attempts that run the calibrated `attemptTimeoutMs` (most of them: those not cut by the
    * deadline), behind one clock timer. Undefined when there is no such bound.

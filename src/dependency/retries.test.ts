@@ -63,14 +63,17 @@ describe('attempts (SPEC R6, D4, D5)', () => {
     expect(ctx.connectTimeoutMs).toBe(70); // at most half the attempt (SPEC C2, R4)
     expect(ctx.attempt).toBe(1);
     expect(ctx.kind).toBe('original');
+    expect(ctx.startedAt).toBe(0); // the fake clock's now() when the call began
+    expect(ctx.byDeadline).toBe(false); // the 2 s default deadline leaves the calibrated 140 ms whole
     expect(Number(ctx.headers['x-deadline-epoch-ms'])).toBe(1_700_000_000_000 + 140);
   });
 
   it('bounds an attempt by the remaining deadline: min(attempt timeout, remaining)', async () => {
     const { clock, dep, contexts, scripted, settle } = setup();
     const deadline = Deadline.after(120, { clock });
+    clock.advance(5);
     await settle(dep.execute(scripted(['ok']), { idempotent: true, deadline }));
-    expect(contexts[0]!.timeoutMs).toBe(120);
+    expect(contexts[0]).toMatchObject({ timeoutMs: 115, startedAt: 5, byDeadline: true });
   });
 
   it('does not touch the dependency when the deadline cannot fit its p99', async () => {

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.js';
 import type { TimerQueue } from '../clock/timer-queue.js';
-import type { Deadline } from '../deadline/deadline.js';
+import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
 import type { HedgePolicy } from '../hedge/policy.js';
 import { type CheckContext, type OptionSpec, option, type Report } from '../options/declare.js';
 import type { Listeners } from './events.js';
@@ -35,6 +35,11 @@ export interface ExecutorPlan {
   readonly pushback: boolean;
   readonly random: () => number;
   readonly hedge: HedgePolicy | undefined;
+  /**
+   * The deadline headers an attempt carries downstream (the dependency's `headerFormat`), written by
+   * the deadline's one writer (`writeDeadlineHeaders`); undefined: the default (`x-deadline-epoch-ms`).
+   */
+  readonly headerFormat: HeaderFormat | undefined;
   /** The dependency's listeners (an integration's own events, such as an instance ejected, go here). */
   readonly events: Listeners;
 }

@@ -20,7 +20,15 @@ export interface AttemptContext {
   /** 1 for the original, 2.. for retries and hedges, in start order. */
   readonly attempt: number;
   readonly kind: AttemptKind;
-  /** The deadline this attempt runs under. */
+  /** When the attempt started, in monotonic ms of the dependency's clock (its `now()`). */
+  readonly startedAt: number;
+  /**
+   * True when the call's remaining deadline, not the calibrated attempt timeout, set `timeoutMs`: an
+   * attempt stopped at its limit then ran out of the caller's time (DEADLINE_EXCEEDED), not its own
+   * (RESPONSE_TIMEOUT).
+   */
+  readonly byDeadline: boolean;
+  /** The deadline this attempt runs under: the call's, cut at the end of `timeoutMs`. */
   readonly deadline: Deadline;
   /** Headers carrying the deadline (and the idempotency key, when there is one) downstream. */
   readonly headers: Readonly<Record<string, string>>;
