@@ -1,11 +1,13 @@
 import { readOptions } from '../options/validator.js';
-import type { WindowStats } from './health.js';
 import {
   CALIBRATE_TIMEOUT_OPTIONS,
   CHECK_DRIFT_OPTIONS,
   DRIFT_THRESHOLD_OPTIONS,
   type DriftInput,
+  type DriftResult,
+  type DriftStatus,
   type DriftThresholds,
+  type WindowStats,
 } from './options.js';
 import { slackedTimeoutMs } from './timeout.js';
 
@@ -21,21 +23,7 @@ import { slackedTimeoutMs } from './timeout.js';
  * window with the guard first).
  */
 
-export type DriftStatus = 'ok' | 'too-tight' | 'idle-margin' | 'insufficient-data';
-
-export interface DriftResult {
-  readonly status: DriftStatus;
-  /** Why, in one line (empty for `ok`). */
-  readonly reason: string;
-  readonly timeoutMs: number;
-  readonly p99Ms: number | undefined;
-  /** Timeouts / calls in the window. */
-  readonly abandonRate: number;
-  /** `ceil(p99 × 1.4)` when the status is too-tight or idle-margin. */
-  readonly suggestedTimeoutMs: number | undefined;
-}
-
-export type { DriftInput, DriftThresholds } from './options.js';
+export type { DriftInput, DriftResult, DriftStatus, DriftThresholds } from './options.js';
 
 export type ResolvedDriftThresholds = Required<DriftThresholds>;
 

@@ -1,7 +1,7 @@
 import { readOptions } from '../options/validator.js';
-import { HEALTH_THRESHOLD_OPTIONS, type HealthThresholds } from './options.js';
+import { HEALTH_THRESHOLD_OPTIONS, type HealthThresholds, type WindowStats } from './options.js';
 
-export type { HealthThresholds } from './options.js';
+export type { HealthThresholds, WindowStats } from './options.js';
 
 /**
  * The healthy-window guard (SPEC C4). Calibrating on a window with degradation built in inflates the
@@ -10,15 +10,6 @@ export type { HealthThresholds } from './options.js';
  * windows. The guard only judges; refusing is the caller's move (`prazo calibrate` exits non-zero,
  * live calibration keeps its last healthy value).
  */
-
-/** What the guard reads of a window; a `LatencySnapshot` fits, so does a parsed histogram file. */
-export interface WindowStats {
-  readonly count: number;
-  readonly errors: number;
-  readonly timeouts: number;
-  /** p99 of successful calls, ms; undefined when there were none. */
-  readonly p99: number | undefined;
-}
 
 export type WindowHealth = 'healthy' | 'degraded' | 'insufficient';
 

@@ -1,7 +1,5 @@
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { type Check, defineOptions, type OptionsOf, option, pickOptions } from '../options/declare.js';
-import type { DriftResult } from './drift.js';
-import type { WindowStats } from './health.js';
 import { LABEL_NAME, METRIC_NAME, parseSelector } from './promql.js';
 import { unitFromName } from './sources/prometheus.js';
 import type { LatencyUnit } from './sources/types.js';
@@ -9,7 +7,9 @@ import type { LatencyUnit } from './sources/types.js';
 /**
  * The options of calibration (SPEC C1–C6), declared once each: timeouts from a p99, the
  * healthy-window guard, drift checks and the pool check. The executor (`createDependency`) and the
- * config file reuse the timeout ones as they are.
+ * config file reuse the timeout ones as they are. The shapes these options carry are declared here
+ * too — the window a check reads, the verdict a drift monitor's `onChange` is given — so the
+ * declarations stay below the code that reads them (`health.ts`, `drift.ts` re-export them).
  */
 
 /** `calibrateTimeout`'s input. */
@@ -125,6 +125,18 @@ export const DRIFT_THRESHOLD_OPTIONS = defineOptions(DRIFT_THRESHOLD_SPECS, idle
 
 export type DriftThresholds = OptionsOf<typeof DRIFT_THRESHOLD_OPTIONS>;
 
+/**
+ * What the healthy-window guard and the drift check read of a window (SPEC C4, C5); a
+ * `LatencySnapshot` fits, so does a parsed histogram file.
+ */
+export interface WindowStats {
+  readonly count: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  /** p99 of successful calls, ms; undefined when there were none. */
+  readonly p99: number | undefined;
+}
+
 /** The configured per-attempt response timeout a drift check judges. Required; (0, 2^31-1]. */
 const TIMEOUT_MS = option.number({
   required: true,
@@ -154,6 +166,21 @@ export const CHECK_DRIFT_OPTIONS = defineOptions(
 );
 
 export type DriftInput = OptionsOf<typeof CHECK_DRIFT_OPTIONS>;
+
+export type DriftStatus = 'ok' | 'too-tight' | 'idle-margin' | 'insufficient-data';
+
+/** One drift verdict (SPEC C5): what `checkDrift` returns and a drift monitor's `onChange` is given. */
+export interface DriftResult {
+  readonly status: DriftStatus;
+  /** Why, in one line (empty for `ok`). */
+  readonly reason: string;
+  readonly timeoutMs: number;
+  readonly p99Ms: number | undefined;
+  /** Timeouts / calls in the window. */
+  readonly abandonRate: number;
+  /** `ceil(p99 × 1.4)` when the status is too-tight or idle-margin. */
+  readonly suggestedTimeoutMs: number | undefined;
+}
 
 /** `createDriftMonitor`'s options. */
 export const DRIFT_MONITOR_OPTIONS = defineOptions(
