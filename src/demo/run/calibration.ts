@@ -1,13 +1,14 @@
 import { CALIBRATE_TIMEOUT_OPTIONS } from '../../calibrate/options.js';
 import { calibrateTimeout } from '../../calibrate/timeout.js';
-import type { Clock } from '../../clock/clock.js';
-import { DEMO_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../constants.js';
-import { runLoad } from '../load/generator.js';
-import type { ProcessGroup } from '../process/children.js';
-import { SCENARIOS } from '../scenarios.js';
+import { PRAZO_STACK_DEFAULTS } from '../constants.js';
 import { quantile } from '../stats.js';
-import type { DemoSettings } from './options.js';
-import { type RunningStack, resetStack } from './topology.js';
+
+/**
+ * What a calibration of the demo's hops is, and how one hop's is derived from its healthy samples
+ * (SPEC C1–C3). The measuring itself, a load on the healthy naive chain, is a phase of the run
+ * (`calibrate` in demo.ts): this file imports nothing else of run/, so that the options and the
+ * progress events that carry a calibration sit above it.
+ */
 
 /** The three hops a client calls: gateway → orders, orders → inventory, inventory → supplier. */
 export type HopName = 'orders' | 'inventory' | 'supplier';
@@ -58,74 +59,11 @@ export function infeasibleHops(calibration: Calibration): string[] {
   );
 }
 
-/** Calibration attempts before the demo gives up on a machine too loaded to measure healthy latency. */
-const CALIBRATION_TRIES = 2;
-
-const CALLER: Record<Exclude<HopName, 'orders'>, string> = { inventory: 'orders', supplier: 'inventory' };
-
-/**
- * Measures each hop's healthy latency before the scenarios (SPEC C1: timeouts come from a measured
- * distribution, never a guess). A healthy chain takes checkout traffic for a while and every service
- * records how long its successful downstream calls took; the p99 of each hop, as its caller sees it,
- * is what the prazo stack is configured with. The measuring chain is the naive one (no deadline,
- * long timeouts), so nothing it does cuts the tail it is measuring. The traffic enters at orders,
- * not at the gateway: the gateway → orders hop is timed from outside, so that waiting for one of
- * the gateway's few pooled connections (a queue, not the dependency's latency) is not calibrated in.
- */
-export async function calibrate(
-  group: ProcessGroup,
-  running: RunningStack,
-  settings: DemoSettings,
-  clock: Clock,
-  signal: AbortSignal | undefined,
-): Promise<Calibration> {
-  // A calibration that cannot fit one attempt in the deadline measured the machine's queues, not the
-  // hops: measure again once, then refuse to run scenarios that would only show it.
-  let problems: string[] = [];
-  for (let tries = 0; tries < CALIBRATION_TRIES; tries += 1) {
-    const calibration = await calibrateOnce(group, running, settings, clock, signal);
-    problems = infeasibleHops(calibration);
-    if (problems.length === 0) return calibration;
-  }
-  throw new Error(
-    `calibration: ${problems.join(', ')} cannot fit one attempt in the gateway's deadline of ` +
-      `${Math.min(PRAZO_STACK_DEFAULTS.gatewayDeadlineMs, settings.userDeadlineMs)} ms in ${CALIBRATION_TRIES} tries; ` +
-      'the healthy chain was that slow, so the machine is too loaded to run the demo now',
-  );
-}
-
-async function calibrateOnce(
-  group: ProcessGroup,
-  running: RunningStack,
-  settings: DemoSettings,
-  clock: Clock,
-  signal: AbortSignal | undefined,
-): Promise<Calibration> {
-  // Every hop measured over the same window: without this, the warm-up's cold samples would inflate
-  // the inner hops' p99 over the outer ones, and prazo would rightly refuse deadlines that cannot fit.
-  await resetStack(group, running, SCENARIOS.find((s) => s.name === 'healthy')!);
-  const measured = await runLoad({
-    origin: running.ordersOrigin,
-    routes: [{ route: 'checkout', path: '/orders/checkout', rate: DEMO_DEFAULTS.calibrationRate }],
-    durationMs: settings.calibrationMs,
-    deadlineMs: settings.userDeadlineMs,
-    clock,
-    ...(signal ? { signal } : {}),
-  });
-  if (signal?.aborted) throw signal.reason;
-  const reports = await Promise.all(running.children.map(({ child }) => group.report(child, true)));
-  const samplesOf = (hop: Exclude<HopName, 'orders'>): readonly number[] =>
-    reports.find((r) => r.role === CALLER[hop])?.downstreamLatencies ?? [];
-  const orders = measured.filter((u) => u.outcome === 'ok').map((u) => u.latencyMs);
-  const supplier = hopCalibration(samplesOf('supplier'), settings, undefined);
-  const inventory = hopCalibration(samplesOf('inventory'), settings, supplier);
-  return { orders: hopCalibration(orders, settings, inventory), inventory, supplier };
-}
-
 const SLACK = CALIBRATE_TIMEOUT_OPTIONS.specs.slack.default;
 
 /**
- * One hop's calibration. `below` is the hop it calls (none for the supplier, the leaf).
+ * One hop's calibration. `below` is the hop it calls (none for the supplier, the leaf); of the run's
+ * settings only the user's deadline is read.
  *
  * **A hop above a hedged one waits for the hedge.** Only the supplier is hedged (and retried: retry
  * at one layer, SPEC X6; the services above answer its failures with pushback and are not retried).
@@ -144,7 +82,7 @@ const SLACK = CALIBRATE_TIMEOUT_OPTIONS.specs.slack.default;
  */
 export function hopCalibration(
   samples: readonly number[],
-  settings: DemoSettings,
+  settings: { readonly userDeadlineMs: number },
   below: HopCalibration | undefined,
 ): HopCalibration {
   if (samples.length < 20) {

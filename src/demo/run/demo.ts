@@ -1,14 +1,16 @@
 import type { Clock } from '../../clock/clock.js';
-import { DEMO_DEFAULTS } from '../constants.js';
+import { DEMO_DEFAULTS, PRAZO_STACK_DEFAULTS } from '../constants.js';
+import { runLoad } from '../load/generator.js';
 import { ProcessGroup } from '../process/children.js';
 import { serviceEntry } from '../process/entry.js';
 import { type ScenarioSummary, summarizeScenario } from '../report/summary.js';
+import { SCENARIOS } from '../scenarios.js';
 import type { StackName } from '../types.js';
-import { type Calibration, calibrate } from './calibration.js';
+import { type Calibration, type HopName, hopCalibration, infeasibleHops } from './calibration.js';
 import { type DemoOptions, type DemoSettings, resolveDemoOptions } from './options.js';
 import type { ProgressEvent } from './progress-events.js';
 import { runScenario, userLoad } from './scenario.js';
-import { type RunningStack, spawnStack, startStack } from './topology.js';
+import { type RunningStack, resetStack, spawnStack, startStack } from './topology.js';
 
 /** Everything a demo run measured: what `--json` prints and what the HTML report draws. */
 export interface DemoResult {
@@ -112,6 +114,70 @@ async function prepare(run: Run): Promise<{ stacks: RunningStack[]; calibration:
     await userLoad(run, byName.get(stack)!, DEMO_DEFAULTS.warmUpMs);
   }
   return { stacks: wanted.map((s) => byName.get(s)!), calibration };
+}
+
+/** Calibration attempts before the demo gives up on a machine too loaded to measure healthy latency. */
+const CALIBRATION_TRIES = 2;
+
+const CALLER: Record<Exclude<HopName, 'orders'>, string> = { inventory: 'orders', supplier: 'inventory' };
+
+/**
+ * Measures each hop's healthy latency before the scenarios (SPEC C1: timeouts come from a measured
+ * distribution, never a guess). A healthy chain takes checkout traffic for a while and every service
+ * records how long its successful downstream calls took; the p99 of each hop, as its caller sees it,
+ * is what the prazo stack is configured with. The measuring chain is the naive one (no deadline,
+ * long timeouts), so nothing it does cuts the tail it is measuring. The traffic enters at orders,
+ * not at the gateway: the gateway → orders hop is timed from outside, so that waiting for one of
+ * the gateway's few pooled connections (a queue, not the dependency's latency) is not calibrated in.
+ */
+async function calibrate(
+  group: ProcessGroup,
+  running: RunningStack,
+  settings: DemoSettings,
+  clock: Clock,
+  signal: AbortSignal | undefined,
+): Promise<Calibration> {
+  // A calibration that cannot fit one attempt in the deadline measured the machine's queues, not the
+  // hops: measure again once, then refuse to run scenarios that would only show it.
+  let problems: string[] = [];
+  for (let tries = 0; tries < CALIBRATION_TRIES; tries += 1) {
+    const calibration = await calibrateOnce(group, running, settings, clock, signal);
+    problems = infeasibleHops(calibration);
+    if (problems.length === 0) return calibration;
+  }
+  throw new Error(
+    `calibration: ${problems.join(', ')} cannot fit one attempt in the gateway's deadline of ` +
+      `${Math.min(PRAZO_STACK_DEFAULTS.gatewayDeadlineMs, settings.userDeadlineMs)} ms in ${CALIBRATION_TRIES} tries; ` +
+      'the healthy chain was that slow, so the machine is too loaded to run the demo now',
+  );
+}
+
+async function calibrateOnce(
+  group: ProcessGroup,
+  running: RunningStack,
+  settings: DemoSettings,
+  clock: Clock,
+  signal: AbortSignal | undefined,
+): Promise<Calibration> {
+  // Every hop measured over the same window: without this, the warm-up's cold samples would inflate
+  // the inner hops' p99 over the outer ones, and prazo would rightly refuse deadlines that cannot fit.
+  await resetStack(group, running, SCENARIOS.find((s) => s.name === 'healthy')!);
+  const measured = await runLoad({
+    origin: running.ordersOrigin,
+    routes: [{ route: 'checkout', path: '/orders/checkout', rate: DEMO_DEFAULTS.calibrationRate }],
+    durationMs: settings.calibrationMs,
+    deadlineMs: settings.userDeadlineMs,
+    clock,
+    ...(signal ? { signal } : {}),
+  });
+  if (signal?.aborted) throw signal.reason;
+  const reports = await Promise.all(running.children.map(({ child }) => group.report(child, true)));
+  const samplesOf = (hop: Exclude<HopName, 'orders'>): readonly number[] =>
+    reports.find((r) => r.role === CALLER[hop])?.downstreamLatencies ?? [];
+  const orders = measured.filter((u) => u.outcome === 'ok').map((u) => u.latencyMs);
+  const supplier = hopCalibration(samplesOf('supplier'), settings, undefined);
+  const inventory = hopCalibration(samplesOf('inventory'), settings, supplier);
+  return { orders: hopCalibration(orders, settings, inventory), inventory, supplier };
 }
 
 /** The metrics of one stack in one scenario of a result (convenience for tests and tools). */
