@@ -1,4 +1,4 @@
-import { status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
@@ -11,6 +11,7 @@ import { prazoErrorOf } from './status.js';
 /** A plain grpc-js server (no prazo) reporting the deadline each call arrived with. */
 let calls = 0;
 let lastEpochMetadata: unknown[] = [];
+let lastMetadata = new Metadata();
 let echo: Awaited<ReturnType<typeof startEcho>>;
 beforeAll(async () => {
   echo = await startEcho({
@@ -19,9 +20,8 @@ beforeAll(async () => {
       cb: (e: null, r: SayReply) => void,
     ) => {
       calls += 1;
-      lastEpochMetadata = (call as unknown as { metadata: { get(k: string): unknown[] } }).metadata.get(
-        'x-deadline-epoch-ms',
-      );
+      lastMetadata = (call as unknown as { metadata: Metadata }).metadata;
+      lastEpochMetadata = lastMetadata.get('x-deadline-epoch-ms');
       const epoch = grpcDeadlineEpochMs(call.getDeadline());
       const reply = () =>
         cb(null, {
@@ -34,6 +34,14 @@ beforeAll(async () => {
   });
 });
 afterAll(() => echo.stop());
+
+/** Calls `say` with the caller's own `metadata`. */
+const sayWith = (client: unknown, metadata: Metadata): Promise<unknown> =>
+  new Promise((resolve, reject) =>
+    (client as { say: (...args: unknown[]) => unknown }).say({}, metadata, {}, (e: unknown) =>
+      e ? reject(e) : resolve(undefined),
+    ),
+  );
 
 describe('deadlineInterceptor (real grpc-js client and server on 127.0.0.1)', () => {
   const client = () => echoClient(echo.address, { interceptors: [deadlineInterceptor({ p99Ms: 100 })] });
@@ -59,6 +67,47 @@ describe('deadlineInterceptor (real grpc-js client and server on 127.0.0.1)', ()
     await say(c, {});
     expect(lastEpochMetadata).toEqual([]); // no deadline, nothing sent
     c.close();
+  });
+
+  it("writes its deadline headers in the `deadlineHeaders` format: Envoy's too, another name, or none (SPEC D1, D5, D8)", async () => {
+    const withEnvoy = echoClient(echo.address, {
+      interceptors: [deadlineInterceptor({ p99Ms: 100, deadlineHeaders: { envoy: true } })],
+    });
+    const deadline = Deadline.after(800);
+    await runWithDeadline(deadline, () => say(withEnvoy, {}));
+    expect(lastEpochMetadata).toHaveLength(1);
+    expect(Math.abs(Number(lastEpochMetadata[0]) - Math.floor(deadline.epochMs()))).toBeLessThanOrEqual(1);
+    const [envoy] = lastMetadata.get('x-envoy-expected-rq-timeout-ms');
+    expect(envoy).toMatch(/^\d+$/); // whole ms left when the call started
+    expect(Number(envoy)).toBeGreaterThanOrEqual(600);
+    expect(Number(envoy)).toBeLessThanOrEqual(800);
+    // A header the caller set itself is left as it is, each by its name.
+    const own = new Metadata();
+    own.set('x-envoy-expected-rq-timeout-ms', '7');
+    await runWithDeadline(Deadline.after(800), () => sayWith(withEnvoy, own));
+    expect(lastMetadata.get('x-envoy-expected-rq-timeout-ms')).toEqual(['7']);
+    expect(lastEpochMetadata).toHaveLength(1);
+    await say(withEnvoy, {});
+    expect(lastMetadata.get('x-envoy-expected-rq-timeout-ms')).toEqual([]); // no deadline, nothing sent
+    withEnvoy.close();
+
+    const renamed = echoClient(echo.address, {
+      interceptors: [deadlineInterceptor({ deadlineHeaders: { epochMs: 'x-my-deadline' } })],
+    });
+    const later = Deadline.after(800);
+    await runWithDeadline(later, () => say(renamed, {}));
+    expect(lastEpochMetadata).toEqual([]);
+    const [mine] = lastMetadata.get('x-my-deadline');
+    expect(Math.abs(Number(mine) - Math.floor(later.epochMs()))).toBeLessThanOrEqual(1);
+    renamed.close();
+
+    const none = echoClient(echo.address, {
+      interceptors: [deadlineInterceptor({ deadlineHeaders: { epochMs: false } })],
+    });
+    const reply = await runWithDeadline(Deadline.after(800), () => say(none, {}));
+    expect(lastEpochMetadata).toEqual([]);
+    expect(reply.remainingMs).toBeGreaterThan(0); // grpc-timeout still carries it
+    none.close();
   });
 
   it('keeps an earlier deadline of the call itself, and adds none outside any deadline', async () => {
@@ -114,5 +163,24 @@ describe('deadlineInterceptor (real grpc-js client and server on 127.0.0.1)', ()
     }
     expect(isInvalidOptions(caught)).toBe(true);
     expect((caught as { problems: string[] }).problems).toHaveLength(3);
+  });
+
+  it('reads `deadlineHeaders` with the deadline\'s own declaration: a typo gets a "did you mean"', () => {
+    const problemsOf = (options: unknown): string[] => {
+      try {
+        deadlineInterceptor(options as never);
+      } catch (error) {
+        expect(isInvalidOptions(error)).toBe(true);
+        return [...(error as { problems: string[] }).problems];
+      }
+      throw new Error('expected the options to be refused');
+    };
+    expect(problemsOf({ deadlineHeaders: { envoi: true } })).toEqual([
+      expect.stringMatching(/`deadlineHeaders\.envoi`.*did you mean `envoy`/),
+    ]);
+    // A valid HTTP header name that gRPC metadata cannot carry (grpc-js would throw at the call).
+    expect(problemsOf({ deadlineHeaders: { epochMs: 'x-deadline-bin' } })).toEqual([
+      expect.stringMatching(/`deadlineHeaders\.epochMs` \("x-deadline-bin"\) is not a gRPC metadata key/),
+    ]);
   });
 });

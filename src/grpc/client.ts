@@ -8,10 +8,10 @@ import {
   type StatusObject,
   status,
 } from '@grpc/grpc-js';
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
-import { DeadlineHeaders } from '../deadline/constants.js';
+import { HEADER_FORMAT_OPTIONS, type HeaderFormat } from '../deadline/deadline.js';
 import { refusalOf } from '../deadline/fits.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
@@ -26,7 +26,21 @@ import { THROTTLE_OPTIONS } from '../throttle/options.js';
 import { type ThrottleState, throttleFrom } from '../throttle/throttle.js';
 import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
-import { explainStatus, GrpcCall, NOT_ACCEPTED, refusedStatus } from './transport.js';
+import {
+  explainStatus,
+  GrpcCall,
+  grpcHeaderFormat,
+  isGrpcMetadataKey,
+  NOT_ACCEPTED,
+  putDeadlineMetadata,
+  refusedStatus,
+} from './transport.js';
+
+/** The options the executor owns: refused beside `dependency`. */
+const besideExecutor = besideDependency(['p99Ms', 'throttle', 'random', 'deadlineHeaders']);
+
+const NOT_A_KEY =
+  'not a gRPC metadata key (letters, digits, "-", "_", ".", not ending in "-bin"): grpc-js would refuse it';
 
 /** Options of {@link deadlineInterceptor}, declared once. */
 export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions(
@@ -54,17 +68,42 @@ export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions(
     /** Where time comes from (wall clock for the grpc-js deadline). Default: the system clock. */
     clock: option.clock(),
     /**
+     * Which deadline headers a call with a deadline carries beside gRPC's own `grpc-timeout` (SPEC D1,
+     * D5, D8), the deadline's own declaration: `epochMs` the absolute header's name (a gRPC metadata
+     * key: letters, digits, `-`, `_`, `.`, not ending in `-bin`), or `false` for none; `envoy: true`
+     * adds `x-envoy-expected-rq-timeout-ms` (the ms left when the call starts, never below 1);
+     * `grpcTimeout` changes nothing (grpc-js always sends it, from the call's deadline). A header the
+     * caller set itself is left as it is. Default `{ epochMs: 'x-deadline-epoch-ms' }`. With
+     * `dependency`, refused: the executor's `headerFormat` is used (set it with createDependency()).
+     */
+    deadlineHeaders: option.nested(HEADER_FORMAT_OPTIONS),
+    /**
      * Runs each call through this executor (made with `createDependency`), as prazo/http does: it owns
      * the call's deadline (the call's own, capped by the ambient one, else its `defaultDeadlineMs`),
      * D4 with its p99, its throttle, its concurrency limit (a call may wait in its queue), its latency
      * recorder, its events and traces. One attempt per call, never retried nor hedged by it (grpc-js's
      * own retries run below): the deadline sent is that attempt's end, min(the call's deadline, start +
-     * ceil(p99 × slack)). Exclusive with `p99Ms`, `throttle` and `random` (the executor's own); `name`
-     * and `clock`, if given, must be the executor's. Default: none (the interceptor's own thin path).
+     * ceil(p99 × slack)), its deadline headers in the dependency's `headerFormat`. Exclusive with
+     * `p99Ms`, `throttle`, `random` and `deadlineHeaders` (the executor's own); `name` and `clock`, if
+     * given, must be the executor's. Default: none (the interceptor's own thin path).
      */
     dependency: dependencyOption<Dependency>(),
   },
-  besideDependency(['p99Ms', 'throttle', 'random']),
+  (values, report, context) => {
+    besideExecutor(values, report, context);
+    // A header name HTTP takes but gRPC metadata does not would throw when the call starts: refused now.
+    const { given, valid } = context;
+    if (given.dependency !== undefined) {
+      if (!valid('dependency')) return;
+      const name = executorOf(given.dependency)!.plan.headerFormat?.epochMs;
+      if (typeof name === 'string' && !isGrpcMetadataKey(name))
+        report('dependency', `has headerFormat.epochMs ${JSON.stringify(name)}, ${NOT_A_KEY}`);
+    } else if (valid('deadlineHeaders')) {
+      const name = values.deadlineHeaders?.epochMs;
+      if (typeof name === 'string' && !isGrpcMetadataKey(name))
+        report(['deadlineHeaders', 'epochMs'], `(${JSON.stringify(name)}) is ${NOT_A_KEY}`);
+    }
+  },
 );
 
 export type DeadlineInterceptorOptions = OptionsOf<typeof DEADLINE_INTERCEPTOR_OPTIONS>;
@@ -129,6 +168,7 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
   if (o.dependency !== undefined) return executorInterceptor(o.dependency);
   const { p99Ms, name } = o;
   const clock = o.clock ?? systemClock;
+  const format = grpcHeaderFormat(o.deadlineHeaders);
   // One throttle per interceptor: a client (one channel, one backend) is one dependency, whatever
   // its methods. Off, nothing is counted.
   const throttle = throttleFrom(o.throttle, clock, o.random);
@@ -168,12 +208,13 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
       }
     }
     if (epoch === undefined)
-      return new InterceptingCall(nextCall(callOptions), explain(dependency, undefined, undefined, count));
+      return new InterceptingCall(nextCall(callOptions), explain(dependency, undefined, count));
     const started = clock.now();
     const onDeadline = (): DeadlineExceededError =>
       new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });
     const next = nextCall(epoch === own ? callOptions : { ...callOptions, deadline: epoch });
-    return new InterceptingCall(next, explain(dependency, onDeadline, epoch, count));
+    const headers = { epoch, format, clock };
+    return new InterceptingCall(next, explain(dependency, onDeadline, count, headers));
   };
   const events = Object.freeze({
     name: label,
@@ -218,17 +259,15 @@ function refuse(failure: StatusObject): Requester {
  * The thin path's requester: names what the status means as its `cause` (SPEC D6, X6;
  * `explainStatus`, the same for a call through an executor), after the throttle counted it.
  *
- * With a deadline (`epoch`), it also sends it as an absolute `x-deadline-epoch-ms` beside grpc-js's
- * relative `grpc-timeout` (SPEC D1, D5): a receiver reads a relative timeout from when it *reads* the
- * call, so a busy receiver (or a slow network) stretches it by the transit; the absolute instant does
- * not stretch, and prazo's reader takes the earlier of the two. A value the caller set itself is left
- * as it is.
+ * With a deadline (`headers.epoch`), it also writes its deadline headers when the call starts, in the
+ * `deadlineHeaders` format (`putDeadlineMetadata`, SPEC D1, D5): by default the absolute
+ * `x-deadline-epoch-ms` beside grpc-js's relative `grpc-timeout`.
  */
 function explain(
   dependency: string,
   onDeadline: (() => DeadlineExceededError) | undefined,
-  epoch?: number,
-  count?: (received: StatusObject) => void,
+  count: ((received: StatusObject) => void) | undefined,
+  headers?: { readonly epoch: number; readonly format: HeaderFormat; readonly clock: Clock },
 ): Requester {
   const listener: Listener = {
     onReceiveStatus: (received, next) => {
@@ -239,8 +278,10 @@ function explain(
   };
   return {
     start: (metadata, _listener, next) => {
-      if (epoch !== undefined && metadata.get(DeadlineHeaders.epochMs).length === 0)
-        metadata.set(DeadlineHeaders.epochMs, String(Math.floor(epoch)));
+      if (headers !== undefined) {
+        const epochNow = headers.clock.epochNow();
+        putDeadlineMetadata(metadata, headers.format, headers.epoch - epochNow, epochNow);
+      }
       next(metadata, listener);
     },
   };

@@ -1,7 +1,7 @@
 import {
   type ClientReadableStream,
   type ClientUnaryCall,
-  type InterceptingCall,
+  InterceptingCall,
   type Interceptor,
   Metadata,
   type ServerUnaryCall,
@@ -49,6 +49,8 @@ interface Arrival {
   readonly at: number;
   /** The `x-deadline-epoch-ms` values it carried. */
   readonly epochHeader: unknown[];
+  /** All the metadata it carried. */
+  readonly metadata: Metadata;
   /** The deadline grpc-js rebuilt from `grpc-timeout`, epoch ms. */
   readonly deadline: number | undefined;
 }
@@ -71,6 +73,7 @@ beforeAll(async () => {
         text,
         at: Date.now(),
         epochHeader: call.metadata.get('x-deadline-epoch-ms'),
+        metadata: call.metadata,
         deadline: grpcDeadlineEpochMs(call.getDeadline()),
       });
       const answer = (): void => {
@@ -90,6 +93,7 @@ beforeAll(async () => {
         text: 'count',
         at: Date.now(),
         epochHeader: call.metadata.get('x-deadline-epoch-ms'),
+        metadata: call.metadata,
         deadline: grpcDeadlineEpochMs(call.getDeadline()),
       });
       let sent = 0;
@@ -134,6 +138,27 @@ const failureOf = (promise: Promise<unknown>): Promise<Error & { code?: number; 
 
 const ofType = <T extends DependencyEvent['type']>(events: DependencyEvent[], type: T) =>
   events.filter((e): e is Extract<DependencyEvent, { type: T }> => e.type === type);
+
+/** An interceptor placed below prazo's: the metadata each channel call starts with. */
+function spy(): { interceptor: Interceptor; started: Metadata[] } {
+  const started: Metadata[] = [];
+  const interceptor: Interceptor = (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start: (metadata, listener, next) => {
+        started.push(metadata.clone());
+        next(metadata, listener);
+      },
+    });
+  return { interceptor, started };
+}
+
+/** Calls `say` with the caller's own `metadata`. */
+const sayWith = (client: unknown, metadata: Metadata): Promise<unknown> =>
+  new Promise((resolve, reject) =>
+    (client as { say: (...args: unknown[]) => unknown }).say({}, metadata, {}, (e: unknown) =>
+      e ? reject(e) : resolve(undefined),
+    ),
+  );
 
 /** An interceptor placed below prazo's: counts the channel calls made. */
 function below(): { interceptor: Interceptor; made: () => number } {
@@ -327,6 +352,61 @@ describe('deadlineInterceptor({ dependency }): gRPC calls through the executor (
     close();
   });
 
+  it("writes the attempt's deadline headers in the dependency's headerFormat: its name, Envoy's (SPEC D1, D5, D8)", async () => {
+    const { dependency, close, client } = setup({
+      p99Ms: 1_000,
+      headerFormat: { epochMs: 'x-my-deadline', envoy: true },
+    });
+    const timeoutMs = dependency.timeouts.responseMs; // ceil(1000 × 1.4)
+    let startedAt = 0;
+    dependency.on((e) => {
+      if (e.type === 'attempt') startedAt = Date.now();
+    });
+    // A far deadline: the attempt's timeout bounds the call, as in the default format.
+    await runWithDeadline(Deadline.after(5_000), () => say(client, {}));
+    const [far] = arrivals;
+    expect(far!.epochHeader).toEqual([]); // the default name is not written beside the dependency's own
+    const [epochText] = far!.metadata.get('x-my-deadline');
+    const epoch = Number(epochText);
+    expect(epochText).toMatch(/^\d+$/);
+    expect(epoch).toBeGreaterThanOrEqual(startedAt + timeoutMs - 2);
+    expect(epoch).toBeLessThanOrEqual(startedAt + timeoutMs + 1);
+    expect(Math.abs(far!.deadline! - epoch)).toBeLessThan(50); // grpc-js's grpc-timeout: the same end
+    // Envoy's relative header: the whole ms left to that end when the attempt was sent.
+    const [envoyText] = far!.metadata.get('x-envoy-expected-rq-timeout-ms');
+    expect(envoyText).toMatch(/^\d+$/);
+    expect(Number(envoyText)).toBeGreaterThanOrEqual(timeoutMs - 100);
+    expect(Number(envoyText)).toBeLessThanOrEqual(timeoutMs);
+    // A header the caller set itself is left as it is, each by its name.
+    const metadata = new Metadata();
+    metadata.set('x-envoy-expected-rq-timeout-ms', '7');
+    await runWithDeadline(Deadline.after(5_000), () => sayWith(client, metadata));
+    expect(arrivals[1]!.metadata.get('x-envoy-expected-rq-timeout-ms')).toEqual(['7']);
+    expect(Number(arrivals[1]!.metadata.get('x-my-deadline')[0])).toBeGreaterThan(Date.now());
+    close();
+  });
+
+  it("headerFormat { epochMs: false } sends no absolute header; grpc-timeout stays grpc-js's own (SPEC D1, D5)", async () => {
+    const { close, client } = setup({ headerFormat: { epochMs: false } });
+    await runWithDeadline(Deadline.after(5_000), () => say(client, {}));
+    const [arrival] = arrivals;
+    expect(arrival!.epochHeader).toEqual([]);
+    expect(arrival!.metadata.get('x-envoy-expected-rq-timeout-ms')).toEqual([]);
+    expect(arrival!.deadline).toBeDefined(); // gRPC's own deadline still travels
+    close();
+    // `grpcTimeout: true` adds no metadata of prazo's: grpc-js writes grpc-timeout from the deadline.
+    const below = spy();
+    const dependency = createDependency({ name: 'echo', p99Ms: 100, headerFormat: { grpcTimeout: true } });
+    const spied = echoClient(echo.address, {
+      interceptors: [deadlineInterceptor({ dependency }), below.interceptor],
+    });
+    await runWithDeadline(Deadline.after(5_000), () => say(spied, {}));
+    expect(below.started[0]!.get('grpc-timeout')).toEqual([]);
+    expect(below.started[0]!.get('x-deadline-epoch-ms')).toHaveLength(1);
+    expect(arrivals[1]!.deadline).toBeDefined();
+    spied.close();
+  });
+
   it('ends an attempt at its timeout: DEADLINE_EXCEEDED, recorded as a timeout (SPEC C1, D6)', async () => {
     const { dependency, events, close, client } = setup({ p99Ms: 200 });
     const cut = await failureOf(say(client, { text: 'hang' }));
@@ -490,10 +570,32 @@ describe('deadlineInterceptor({ dependency }) options', () => {
     expect(problems.join('\n')).toMatch(/`p99Ms`.*createDependency/);
     expect(problems.join('\n')).toMatch(/`throttle`/);
     expect(problems.join('\n')).toMatch(/`random`/);
+    // The deadline headers are the dependency's `headerFormat` (SPEC D1, D5).
+    expect(problemsOf({ dependency, deadlineHeaders: { envoy: true } })).toEqual([
+      expect.stringMatching(/`deadlineHeaders` is the executor's.*set it with createDependency\(\)/),
+    ]);
     expect(problems.join('\n')).toMatch(/`name`.*\(other\) differs from the dependency's \(echo\)/);
     expect(problemsOf({ dependency, clock: systemClock })).toEqual([
       expect.stringMatching(/`clock`.*differs/),
     ]);
+  });
+
+  it('refuses a dependency whose headerFormat names a header gRPC metadata cannot carry (grpc-js would throw)', () => {
+    // A valid HTTP header name (RFC 9110 token), not a gRPC metadata key.
+    for (const epochMs of ['x-deadline!', 'x-deadline-bin']) {
+      const odd = createDependency({ name: 'echo', p99Ms: 100, clock, headerFormat: { epochMs } });
+      expect(problemsOf({ dependency: odd })).toEqual([
+        expect.stringMatching(/`dependency` has headerFormat\.epochMs .* not a gRPC metadata key/),
+      ]);
+    }
+    // Upper case is lowered by grpc-js: taken.
+    const upper = createDependency({
+      name: 'echo',
+      p99Ms: 100,
+      clock,
+      headerFormat: { epochMs: 'X-Deadline' },
+    });
+    expect(() => deadlineInterceptor({ dependency: upper })).not.toThrow();
   });
 
   it('refuses a dependency that is not an executor', () => {

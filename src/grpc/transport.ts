@@ -7,8 +7,7 @@ import {
   type StatusObject,
   status,
 } from '@grpc/grpc-js';
-import { DeadlineHeaders } from '../deadline/constants.js';
-import { Deadline } from '../deadline/deadline.js';
+import { Deadline, type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import { openCall } from '../dependency/dependency.js';
 import type { TraceAttributes } from '../dependency/trace.js';
 import type { AttemptSlice, Call, Carrier, ExecutorPlan, Transport } from '../dependency/transport.js';
@@ -123,6 +122,50 @@ export function refusedStatus(error: unknown): StatusObject & { cause: unknown }
   return { code, details, metadata: new Metadata(), cause: error };
 }
 
+/** The defaults of `HEADER_FORMAT_OPTIONS`: `x-deadline-epoch-ms` alone. */
+const DEFAULT_FORMAT: HeaderFormat = Object.freeze({});
+
+/**
+ * `format` (undefined: the defaults) as a gRPC call writes it: never `grpc-timeout`, which grpc-js
+ * writes itself from the channel call's deadline (a second one would be a duplicate key).
+ */
+export function grpcHeaderFormat(format: HeaderFormat | undefined): HeaderFormat {
+  if (format === undefined) return DEFAULT_FORMAT;
+  return format.grpcTimeout ? { ...format, grpcTimeout: false } : format;
+}
+
+/**
+ * True for a header name grpc-js takes as a string-valued metadata key: lowercased, only letters,
+ * digits, `-`, `_`, `.`, and not ending in `-bin` (those carry bytes). An HTTP header name may hold more
+ * (`!`, `~`, ...): grpc-js would throw on it when the call starts.
+ */
+export function isGrpcMetadataKey(name: string): boolean {
+  const key = name.toLowerCase();
+  return /^[0-9a-z_.-]+$/.test(key) && !key.endsWith('-bin');
+}
+
+/**
+ * Puts the deadline headers of a limit `leftMs` from `epochNow` (one reading of the clock) into
+ * `metadata` in `format` (a {@link grpcHeaderFormat}), written by the deadline's one writer (SPEC D1,
+ * D5): the absolute instant beside grpc-js's relative `grpc-timeout`, and Envoy's header on request.
+ * A receiver reads a relative timeout from when it *reads* the call, so a busy receiver (or a slow
+ * network) stretches it by the transit; the absolute instant does not stretch, and prazo's reader
+ * takes the earlier of the two. A header the caller set itself is left as it is.
+ */
+export function putDeadlineMetadata(
+  metadata: Metadata,
+  format: HeaderFormat,
+  leftMs: number,
+  epochNow: number,
+): void {
+  const out: string[] = [];
+  writeDeadlineHeaders(out, format, leftMs, epochNow);
+  for (let i = 0; i < out.length; i += 2) {
+    const name = out[i]!;
+    if (metadata.get(name).length === 0) metadata.set(name, out[i + 1]!);
+  }
+}
+
 /** A failure status the dependency answered: not accepted, recorded as an error, never retried here. */
 const FAILED: ResultVerdict = Object.freeze({ retryable: true });
 /** A failure status carrying the server's "do not retry" (SPEC X6): an answer, ends the call. */
@@ -142,6 +185,12 @@ interface TimedOut {
 }
 
 type ChannelCall = ReturnType<NextCall>;
+
+/** An attempt's end read at one instant: see {@link GrpcAttempt.end}. */
+interface AttemptEnd {
+  readonly leftMs: number;
+  readonly epochNow: number;
+}
 type CallerListener = InterceptingListener;
 type StartNext = Parameters<NonNullable<Requester['start']>>[2];
 
@@ -156,6 +205,8 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
   readonly #call: Call;
   readonly #options: InterceptorOptions;
   readonly #nextCall: NextCall;
+  /** The dependency's `headerFormat`, without `grpc-timeout` (grpc-js's own). */
+  readonly #format: HeaderFormat;
   #metadata: Metadata | undefined;
   #listener: CallerListener | undefined;
   #next: StartNext | undefined;
@@ -180,6 +231,7 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
     this.#plan = plan;
     this.#options = options;
     this.#nextCall = nextCall;
+    this.#format = grpcHeaderFormat(plan.headerFormat);
     const clock = plan.clock;
     const epoch = grpcDeadlineEpochMs(options.deadline);
     const own = epoch === undefined ? undefined : Deadline.at(epoch, { clock });
@@ -221,22 +273,24 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
 
   /**
    * Creates the channel call for `attempt`, its deadline the attempt's end, and starts it with the
-   * caller's metadata (plus that end as `x-deadline-epoch-ms`, unless the caller set one).
+   * caller's metadata plus that end's deadline headers in the dependency's `headerFormat` (by default
+   * `x-deadline-epoch-ms`), each unless the caller set it; both from one reading of the clock.
    */
   send(attempt: GrpcAttempt): void {
-    const epoch = attempt.endEpochMs();
+    const { leftMs, epochNow } = attempt.end();
+    const endless = leftMs === Number.POSITIVE_INFINITY;
     let channel: ChannelCall;
     try {
-      channel = this.#nextCall(epoch === undefined ? this.#options : { ...this.#options, deadline: epoch });
+      channel = this.#nextCall(
+        endless ? this.#options : { ...this.#options, deadline: Math.floor(epochNow + leftMs) },
+      );
     } catch (error) {
       attempt.failed(error);
       return;
     }
     attempt.channel = channel;
     const metadata = this.#metadata!;
-    // The absolute instant beside grpc-js's relative grpc-timeout (SPEC D1, D5): see `deadlineInterceptor`.
-    if (epoch !== undefined && metadata.get(DeadlineHeaders.epochMs).length === 0)
-      metadata.set(DeadlineHeaders.epochMs, String(epoch));
+    if (!endless) putDeadlineMetadata(metadata, this.#format, leftMs, epochNow);
     // grpc-js's InterceptingCall now calls `start` below, then sends what it held.
     this.#next!(metadata, attempt);
   }
@@ -441,17 +495,18 @@ export class GrpcAttempt implements Carrier, InterceptingListener {
   }
 
   /**
-   * The attempt's end as wall-clock epoch ms, whole (rounded down: never later than the executor's
-   * own): min(the call's deadline, `startedAt + attemptTimeoutMs`). Undefined when endless.
+   * The attempt's end, min(the call's deadline, `startedAt + attemptTimeoutMs`), read once: the ms
+   * left to it (never negative; `Infinity` when endless) and the wall clock at that reading. Its
+   * epoch ms, rounded down (never later than the executor's own), is `floor(epochNow + leftMs)`: the
+   * channel call's deadline and the absolute header; `leftMs` is the relative header.
    */
-  endEpochMs(): number | undefined {
+  end(): AttemptEnd {
     const { clock, startedAt, attemptTimeoutMs, callDeadline } = this.slice;
     const now = clock.now();
     const callLeft = callDeadline.remainingMsAt(now, clock);
     const attemptLeft = startedAt + attemptTimeoutMs - now;
     const left = attemptLeft < callLeft ? attemptLeft : callLeft;
-    if (left === Number.POSITIVE_INFINITY) return undefined;
-    return Math.floor(clock.epochNow() + (left > 0 ? left : 0));
+    return { leftMs: left > 0 ? left : 0, epochNow: clock.epochNow() };
   }
 
   /** The executor ended the attempt (the caller gave up): its slot is freed, its channel call cancelled. */
