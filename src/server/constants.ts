@@ -1,4 +1,17 @@
-/** Fixed parts of the server integrations (SPEC D2, D3, D7), in one place. */
+import type { DeadlineSource } from '../deadline/headers.js';
+
+/**
+ * Fixed parts of the server integrations (SPEC D2, D3, D7, X6), in one place: the statuses they
+ * answer with and the JSON body every such answer carries (an expired request's, a deadline error's,
+ * a pushback's), the request's field names, the client-disconnect message.
+ */
+
+/** The small JSON body of a deadline answer: a machine-readable code and a line for humans. */
+export interface DeadlineErrorBody {
+  readonly error: string;
+  readonly message: string;
+  readonly source?: DeadlineSource;
+}
 
 /** Status answered to a request that arrives with its deadline already gone (the gateway-timeout class). */
 export const EXPIRED_STATUS_CODE = 504;

@@ -3,8 +3,7 @@ import { defineOptions, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { PUSHBACK_HEADER } from '../retry/constants.js';
 import { type DependencyFailure, DO_NOT_RETRY, dependencyFailureOf } from '../retry/pushback.js';
-import { PUSHBACK_STATUS } from './constants.js';
-import type { DeadlineErrorBody } from './respond.js';
+import { type DeadlineErrorBody, PUSHBACK_STATUS } from './constants.js';
 
 /**
  * Retry at one layer, on the server (SPEC X6). A handler that fails because one of *its* dependencies

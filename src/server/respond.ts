@@ -5,18 +5,12 @@ import { ErrorCode } from '../errors/codes.js';
 import { isDeadlineError } from '../errors/guards.js';
 
 export { isDeadlineError } from '../errors/guards.js';
+export type { DeadlineErrorBody } from './constants.js';
 
-import { EXPIRED_STATUS_CODE, HANDLER_ERROR_STATUS_CODE } from './constants.js';
+import { type DeadlineErrorBody, EXPIRED_STATUS_CODE, HANDLER_ERROR_STATUS_CODE } from './constants.js';
 import type { PushbackEvent } from './events.js';
 import type { ResolvedServerOptions } from './options.js';
 import { type PushbackSettings, pushbackAnswer } from './pushback.js';
-
-/** The small JSON body of a deadline answer: a machine-readable code and a line for humans. */
-export interface DeadlineErrorBody {
-  readonly error: string;
-  readonly message: string;
-  readonly source?: DeadlineSource;
-}
 
 /** Writes `body` as JSON with `status` (and `headers`), unless the response is already under way. */
 export function writeJson(
