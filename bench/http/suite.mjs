@@ -20,8 +20,13 @@ export const REQUEST_GOAL = 0.9;
  * share of the req/s of the same call without prazo...
  */
 export const LIKE_FOR_LIKE_GOAL = 0.95;
-/** ...and prazo request() spends at most this multiple of a bare Pool's client CPU per request. */
+/**
+ * ...and prazo request(), like the interceptor under undici.request, spends at most this multiple of
+ * its bare twin's client CPU per request (issue 25).
+ */
 export const REQUEST_CPU_GOAL = 1.1;
+/** Goal of issue 25: the executor around undici.request spends at most this multiple of its CPU. */
+export const EXECUTE_CPU_GOAL = 1.15;
 const BASELINE = 'undici';
 const METRICS = ['reqPerSec', 'p50Ms', 'p99Ms', 'cpuUsPerReq'];
 
@@ -118,11 +123,21 @@ export function summarizeHttp(rounds, skipped, settings) {
       pairOf('undici-interceptor'),
       'undici.request via Agent().compose(interceptor()) req/s ÷ bare Agent',
     ),
+    cpuGoal(
+      pairOf('undici-interceptor'),
+      'undici.request via Agent().compose(interceptor()) client CPU µs/req ÷ bare Agent',
+      REQUEST_CPU_GOAL,
+    ),
     pairGoal(
       pairOf('fetch-interceptor'),
       'global fetch via setGlobalDispatcher(interceptor) req/s ÷ bare Agent',
     ),
   );
+  const execute = pairOf('prazo-execute');
+  if (execute !== undefined)
+    goals.push(
+      cpuGoal(execute, 'execute() around undici.request client CPU µs/req ÷ bare', EXECUTE_CPU_GOAL),
+    );
   return { settings: { ...settings, baseline: BASELINE }, variants, pairs, goals, rounds };
 }
 
@@ -152,6 +167,18 @@ function pairGoal(pair, what) {
     achieved: r.reqPerSec.median,
     unavailable: pair.unavailable,
     note: `req/s ratio over rounds ${r.reqPerSec.min}–${r.reqPerSec.max}; CPU µs/req ${r.cpuUsPerReq.median}×`,
+  });
+}
+
+/** A pair's client CPU per request against its twin's, at most `atMost` ×. */
+function cpuGoal(pair, what, atMost) {
+  const r = pair.ratio;
+  return goal({
+    what,
+    atMost,
+    achieved: r.cpuUsPerReq.median,
+    unavailable: pair.unavailable,
+    note: `CPU ratio over rounds ${r.cpuUsPerReq.min}–${r.cpuUsPerReq.max}; req/s ${r.reqPerSec.median}×`,
   });
 }
 
