@@ -2,7 +2,7 @@ import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
-import { checkOptionKeys } from '../options/validator.js';
+import { checkCallOptions } from '../options/validator.js';
 import { DeadlineHeaders } from './constants.js';
 import { formatGrpcTimeout } from './parse.js';
 
@@ -32,7 +32,14 @@ export const HEADER_FORMAT_OPTIONS = defineOptions({
 
 export type HeaderFormat = OptionsOf<typeof HEADER_FORMAT_OPTIONS>;
 
-const hasDeadlineMethods = option.hasMethods('remainingMs', 'remainingMsAt', 'epochMs', 'min', 'toHeaders');
+const hasDeadlineMethods = option.hasMethods(
+  'remainingMs',
+  'remainingMsAt',
+  'epochMs',
+  'min',
+  'cap',
+  'toHeaders',
+);
 
 /**
  * True for a {@link Deadline}, also one made by another installed copy of prazo (read through its
@@ -130,7 +137,7 @@ export class Deadline {
 
   /** A deadline `ms` from now. NaN or negative `ms` gives an already expired deadline. */
   static after(ms: number, options?: DeadlineOptions): Deadline {
-    checkOptionKeys('Deadline.after', DEADLINE_OPTIONS, options);
+    checkCallOptions('Deadline.after', DEADLINE_OPTIONS, options);
     const clock = options?.clock ?? systemClock;
     return new Deadline(clock.now() + (ms > 0 ? ms : 0), clock);
   }
@@ -145,7 +152,7 @@ export class Deadline {
 
   /** A deadline at a wall-clock epoch in ms (as received from another host). */
   static at(epochMs: number, options?: DeadlineOptions): Deadline {
-    checkOptionKeys('Deadline.at', DEADLINE_OPTIONS, options);
+    checkCallOptions('Deadline.at', DEADLINE_OPTIONS, options);
     const clock = options?.clock ?? systemClock;
     const now = clock.now();
     const delta = Number.isFinite(epochMs) ? epochMs - clock.epochNow() : 0;

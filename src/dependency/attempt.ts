@@ -216,12 +216,19 @@ export class Attempt<T, C extends Carrier = Carrier>
       pending = Promise.reject(error);
     }
     // A plain value or a foreign thenable is adopted by a native promise, so that a `then` that
-    // throws rejects the attempt instead of escaping from `execute` (or from a retry's timer).
+    // throws rejects the attempt instead of escaping from `execute` (or from a retry's timer); a
+    // native promise whose own `then` throws is caught below.
     if (!(pending instanceof Promise)) pending = Promise.resolve(pending);
-    pending.then(
-      (value) => this.#settle(true, value),
-      (error: unknown) => this.#settle(false, error),
-    );
+    try {
+      pending.then(
+        (value) => this.#settle(true, value),
+        (error: unknown) => this.#settle(false, error),
+      );
+    } catch (error) {
+      // A promise whose own `then` throws (patched, instrumented): the attempt fails with that error,
+      // asynchronously as every settlement is.
+      Promise.reject(error).catch((reason: unknown) => this.#settle(false, reason));
+    }
   }
 
   halt(): void {

@@ -314,3 +314,24 @@ describe('an assumed p99 (SPEC C8, issue 27)', () => {
     expect(events.filter((e) => e.type === 'p99-measured')).toHaveLength(1);
   });
 });
+
+describe('update(): every option is either live or named as fixed (SPEC X9)', () => {
+  it('each option of the dependency that update() does not take is refused as "cannot change", never as unknown', async () => {
+    const { DEPENDENCY_OPTIONS, LIVE_KEYS } = await import('./options.js');
+    const fixed = DEPENDENCY_OPTIONS.keys.filter((key) => !(LIVE_KEYS as readonly string[]).includes(key));
+    expect(fixed).toEqual(
+      expect.arrayContaining(['name', 'clock', 'throttle', 'pushback', 'concurrencyLimit']),
+    );
+    const dep = createDependency({ name: 'inventory', p99Ms: 100, clock: new FakeClock() });
+    for (const key of fixed) {
+      let error: unknown;
+      try {
+        dep.update({ [key]: undefined } as never);
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error, key).toBeInstanceOf(InvalidOptionsError);
+      expect(String(error), key).toMatch(new RegExp(`\`${key}\` cannot change while the dependency runs`));
+    }
+  });
+});

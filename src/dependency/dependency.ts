@@ -10,7 +10,7 @@ import type { Deadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
 import { isOptionsObject, type OptionsOf } from '../options/declare.js';
-import { checkOptionKeys, OptionsValidator } from '../options/validator.js';
+import { checkCallOptions, OptionsValidator } from '../options/validator.js';
 import { generateIdempotencyKey, isValidIdempotencyKey } from '../retry/idempotency.js';
 import { type DependencyCore, UNMANAGED } from './core.js';
 import type { DependencyListener } from './events.js';
@@ -227,21 +227,21 @@ export function createDependency(options: DependencyOptions): Dependency {
         );
       }
       const plan = core; // the call keeps the plan it starts with, whatever updates follow
-      let key: string | undefined;
-      let deadline: Deadline;
       const now = clock.now(); // the call's one reading at its start
+      // Whatever the caller's options throw (a bad value, a getter) rejects the call, never escapes.
       try {
-        if (callOptions !== NOT_IDEMPOTENT) checkOptionKeys(executeContext, EXECUTE_OPTIONS, callOptions);
+        if (callOptions !== NOT_IDEMPOTENT) checkCallOptions(executeContext, EXECUTE_OPTIONS, callOptions);
         const idempotencyKey = callOptions.idempotencyKey;
+        let key: string | undefined;
         if (idempotencyKey !== undefined) {
           key = idempotencyKey === true ? generateIdempotencyKey() : idempotencyKey;
           if (!isValidIdempotencyKey(key)) invalidCallOption(plan.name, 'idempotencyKey', idempotencyKey);
         }
-        deadline = resolveDeadline(callOptions.deadline, plan.name, plan.defaultDeadlineMs, clock, now);
+        const deadline = resolveDeadline(callOptions.deadline, plan.name, plan.defaultDeadlineMs, clock, now);
+        return new OperationTransport(plan, operation, callOptions, deadline, key).run(now);
       } catch (error) {
         return Promise.reject(error);
       }
-      return new OperationTransport(plan, operation, callOptions, deadline, key).run(now);
     },
     on(listener: DependencyListener): Disposable {
       return core.events.add(listener);
@@ -268,6 +268,8 @@ const NOT_LIVE: Readonly<Record<string, string>> = Object.freeze({
   random: 'it is fixed when the dependency is made',
   classifyError: 'it is fixed when the dependency is made',
   throttle: 'its window counts what the calls in flight started with',
+  concurrencyLimit: 'the calls in flight hold its slots and the waiting ones its queue',
+  pushback: 'it is fixed when the dependency is made',
 });
 
 /** Reads an update: every problem (unknown keys, keys that cannot change, bad values) in one error. */
@@ -277,7 +279,8 @@ function readUpdate(context: string, changes: unknown, ownBudget: boolean): Depe
     v.problem('`changes` must be an object such as { p99Ms: 250 }');
     v.done();
   }
-  const live: Record<string, unknown> = {};
+  // No prototype: an own `__proto__` key stays a key (refused as unknown), never a prototype.
+  const live: Record<string, unknown> = Object.create(null);
   for (const [key, value] of Object.entries(changes as Record<string, unknown>)) {
     const why = Object.hasOwn(NOT_LIVE, key) ? NOT_LIVE[key] : undefined;
     if (why !== undefined) v.problem(`cannot change while the dependency runs (${why})`, [key]);

@@ -135,6 +135,11 @@ export class Execution<T, C extends Carrier = Carrier>
    */
   #start(kind: AttemptKind, now: number = this.core.clock.now(), permit = false): void {
     const core = this.core;
+    if (this.settled) {
+      // Ended by the caller's code on the way here (a `discard` or a listener aborted the call).
+      if (permit) core.limiter!.release();
+      return;
+    }
     const remaining = this.deadline.remainingMsAt(now, core.clock);
     // On a tie the deadline is what ran out (it has passed when the timer fires): say so (SPEC D6).
     // A patient attempt (it holds a slot of the limit, its response timeout would not be retried,
@@ -160,6 +165,7 @@ export class Execution<T, C extends Carrier = Carrier>
       this.#primary = attempt;
     }
     notify.attempt(core, kind, n, carrier.instance);
+    if (this.settled) return; // a listener ended the call: the attempt was cancelled, never started
     const trace = this.#trace;
     if (trace === undefined) carrier.start();
     else
@@ -472,6 +478,7 @@ export class Execution<T, C extends Carrier = Carrier>
       this.#stop('budget', remaining);
     } else {
       if (decision.wait === 'retry-after') notify.retryAfter(core, this.#trace, decision.delayMs, true);
+      if (this.settled) return; // a listener ended the call
       if (decision.delayMs > 0) {
         this.#waitUntil = now + decision.delayMs;
         this.#armWaitEnd(decision.delayMs);
@@ -549,8 +556,15 @@ export class Execution<T, C extends Carrier = Carrier>
     this.#finish(ok, ok ? value : markDependencyFailure(value, this.core.name));
   }
 
-  /** Hands the call's end to its transport: `ok` with the value, or the error. Called once. */
+  /**
+   * Hands the call's end to its transport: `ok` with the value, or the error. Once: a call the
+   * caller's code ended meanwhile (a listener or a `discard` aborted it) releases a value instead.
+   */
   #finish(ok: boolean, value: unknown): void {
+    if (this.settled) {
+      if (ok) this.#transport.discard(value as T);
+      return;
+    }
     const trace = this.#trace;
     if (trace !== undefined) {
       // Ended before delivery: a span ended after the caller's code ran would cover that code's time.
@@ -584,9 +598,12 @@ export class Execution<T, C extends Carrier = Carrier>
   }
 
   #releaseHeld(): void {
-    if (this.#heldOk) this.#transport.discard(this.#held as T);
+    const held = this.#held;
+    const ok = this.#heldOk;
     this.#heldOk = false;
     this.#held = undefined;
+    // Cleared first: a `discard` that aborts the call re-enters here with nothing left to release.
+    if (ok) this.#transport.discard(held as T);
   }
 
   #clearTimer(): void {

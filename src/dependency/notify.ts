@@ -62,10 +62,11 @@ export function retryAfter(
 export function insufficient(
   core: DependencyCore,
   trace: CallTrace | undefined,
-  remainingMs: number,
+  remaining: number,
   attempt: number,
 ): void {
   const neededMs = core.p99Ms;
+  const remainingMs = remaining > 0 ? remaining : 0; // as the error says it (a deadline read NaN: 0)
   if (core.events.active)
     core.events.emit({
       type: 'deadline-insufficient',

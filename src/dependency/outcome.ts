@@ -10,20 +10,46 @@ import type { AttemptKind, DependencyEvent, ResultVerdict } from './types.js';
 export type EndOutcome = Outcome | 'cancelled';
 
 /**
- * The caller's verdict on a result that did not throw. A `classify` that throws is a bug in the
- * caller's code: the result is then returned as is (never retried), with a warning.
+ * The caller's verdict on a result that did not throw. A `classify` that throws, or returns anything
+ * but a verdict object, is a bug in the caller's code: the result is then returned as is (never
+ * retried), with a warning. A verdict's fields are read once and kept only as documented: `retryable`
+ * and `pushback` when `true`, `outcome` when `'success'` or `'error'`, `retryAfterMs` when a number
+ * ≥ 0 (a NaN, a negative or a string wait is ignored: the backoff applies) — so no event, timer or
+ * wait is ever computed from a value of another type.
  */
 export function resultVerdict<T>(
   classify: ExecuteOptions<T>['classify'],
   value: T,
 ): ResultVerdict | undefined {
   if (classify === undefined) return undefined;
+  let why: unknown;
   try {
-    return classify(value);
+    const verdict = classify(value) as unknown;
+    if (verdict !== null && typeof verdict === 'object') return checkedVerdict(verdict as ResultVerdict);
+    why = `returned ${verdict === null ? 'null' : typeof verdict}, not a verdict`;
   } catch (error) {
-    process.emitWarning(`prazo: classify() threw, result returned as is: ${String(error)}`, 'PrazoWarning');
-    return undefined;
+    why = `threw: ${String(error)}`;
   }
+  process.emitWarning(`prazo: classify() ${String(why)}; result returned as is`, 'PrazoWarning');
+  return undefined;
+}
+
+/** `verdict` as the executor reads it: itself when every field is as documented, else a clean copy. */
+function checkedVerdict(verdict: ResultVerdict): ResultVerdict {
+  const { retryable, outcome, retryAfterMs, pushback } = verdict;
+  if (
+    typeof retryable === 'boolean' &&
+    (outcome === undefined || outcome === 'success' || outcome === 'error') &&
+    (retryAfterMs === undefined || (typeof retryAfterMs === 'number' && retryAfterMs >= 0)) &&
+    (pushback === undefined || typeof pushback === 'boolean')
+  )
+    return verdict;
+  return {
+    retryable: retryable === true,
+    ...(outcome === 'success' || outcome === 'error' ? { outcome } : {}),
+    ...(typeof retryAfterMs === 'number' && retryAfterMs >= 0 ? { retryAfterMs } : {}),
+    ...(pushback === true ? { pushback } : {}),
+  };
 }
 
 const NOT_RETRYABLE: FailureVerdict = Object.freeze({ retryable: false, immediate: false, kind: 'unknown' });

@@ -3,6 +3,7 @@ import type { InstanceState } from '../balance/instances.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
 import type { Disposable } from '../dependency/types.js';
+import { checkCallOptions } from '../options/validator.js';
 import { createConnector } from './connector.js';
 import { createFetch, type HttpFetch } from './fetch.js';
 import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
@@ -13,7 +14,6 @@ import { createTrackedPool, type TrackedPool } from './pool.js';
 import {
   callOptions,
   callPath,
-  checkCallOptions,
   HTTP_REQUEST_OPTIONS,
   type HttpRequestOptions,
   type HttpResponse,

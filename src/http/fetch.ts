@@ -6,10 +6,10 @@ import type { Clock } from '../clock/clock.js';
 import { isPrazoError } from '../errors/base.js';
 import { ConnectFailedError } from '../errors/timeout.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { checkCallOptions } from '../options/validator.js';
 import { classifyFailure } from '../retry/classify.js';
 import {
   type CallOptions,
-  checkCallOptions,
   HTTP_CALL_OPTIONS,
   type HttpRequestOptions,
   type HttpResponse,

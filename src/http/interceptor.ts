@@ -12,13 +12,13 @@ import type { Disposable } from '../dependency/types.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { defineOptions, option } from '../options/declare.js';
-import { OptionsValidator } from '../options/validator.js';
+import { checkCallOptions, OptionsValidator } from '../options/validator.js';
 import { handing } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
 import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
 import type { HttpDependencyOptions, InterceptorOptions } from './options.js';
 import type { CurrentPlan, Route } from './plan.js';
-import { type CallOptions, checkCallOptions, HTTP_CALL_OPTIONS } from './request.js';
+import { type CallOptions, HTTP_CALL_OPTIONS } from './request.js';
 import { buildRoute, callOn, fail, passThroughPlan, routeHeaders } from './route.js';
 import { readHeaderFormat, resolveRouteOptions } from './validate.js';
 

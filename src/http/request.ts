@@ -10,7 +10,6 @@ import {
   option,
   type Specs,
 } from '../options/declare.js';
-import { readOptions } from '../options/validator.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { RequestHeaders } from './headers.js';
 
@@ -114,59 +113,6 @@ export const HTTP_REQUEST_OPTIONS = defineOptions({
 
 /** Per-call options of `request()` (undici.request's, plus prazo's {@link CallOptions}). All optional. */
 export type HttpRequestOptions = OptionsOf<typeof HTTP_REQUEST_OPTIONS>;
-
-/**
- * Whether `value` passes `spec` (given, not undefined): the same rules as the validator's, for the
- * kinds per-call options use, without allocating. A nested spec passes when its object does.
- */
-function accepts(spec: AnySpec, value: unknown): boolean {
-  switch (spec.kind) {
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'number':
-      return (
-        typeof value === 'number' &&
-        Number.isFinite(value) &&
-        (spec.integer !== true || Number.isInteger(value)) &&
-        (spec.min === undefined || (spec.exclusiveMin ? value > spec.min : value >= spec.min)) &&
-        (spec.max === undefined || value <= spec.max)
-      );
-    case 'value':
-      return spec.value!.test(value);
-    case 'nested':
-      return isOptionsObject(value) && clean(spec.schema!, value);
-    default:
-      return false; // read in full by the validator
-  }
-}
-
-/** True when every key of `raw` is declared by `schema` and every value given passes its spec. */
-function clean(schema: OptionsSchema<Specs>, raw: Record<string, unknown>): boolean {
-  const specs = schema.specs;
-  for (const key in raw) {
-    if (!Object.hasOwn(specs, key)) return false;
-    const value = raw[key];
-    if (value !== undefined && !accepts(specs[key]!, value)) return false;
-  }
-  return true;
-}
-
-/**
- * Checks per-call options against their declaration (`HTTP_CALL_OPTIONS`, or an entry's schema that
- * spreads it) on the hot path: one loop over the given keys that allocates nothing while every key is
- * declared and every value passes; otherwise the validator reads the whole object and throws one
- * `InvalidOptionsError` listing every problem (an unknown key with its "did you mean"). As
- * `checkOptionKeys` does for `dependency.execute`, with the values checked too.
- */
-export function checkCallOptions<S extends Specs>(
-  context: string,
-  schema: OptionsSchema<S>,
-  raw: unknown,
-): void {
-  if (raw === undefined) return;
-  if (isOptionsObject(raw) && clean(schema as unknown as OptionsSchema<Specs>, raw)) return;
-  readOptions(context, schema, raw);
-}
 
 /** The options of `request(path | options, options?)`. */
 export function callOptions(

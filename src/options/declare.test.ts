@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isInvalidOptions } from '../errors/guards.js';
 import { defineOptions, type OptionsOf, option, pickOptions } from './declare.js';
 import { closestName, editDistance } from './suggest.js';
-import { checkOptionKeys, OptionsValidator, readOptions } from './validator.js';
+import { checkCallOptions, OptionsValidator, readOptions } from './validator.js';
 
 const INNER = defineOptions({
   /** A ratio. */
@@ -131,11 +131,12 @@ describe('options declared once (src/options)', () => {
     ]);
   });
 
-  it('picks a subset of a schema, and checks keys per call without reading when all are known', () => {
+  it('picks a subset of a schema, and checks keys and values per call, reading in full only a bad one', () => {
     const picked = pickOptions(SCHEMA, ['attempts', 'mode']);
     expect(picked.keys).toEqual(['attempts', 'mode']);
-    expect(() => checkOptionKeys('call', picked, { attempts: 99 })).not.toThrow();
-    expect(problems(() => checkOptionKeys('call', picked, { attemps: 1 }))).toEqual([
+    expect(() => checkCallOptions('call', picked, { attempts: 2 })).not.toThrow();
+    expect(problems(() => checkCallOptions('call', picked, { attempts: 99 }))).toHaveLength(1);
+    expect(problems(() => checkCallOptions('call', picked, { attemps: 1 }))).toEqual([
       'unknown option `attemps`; did you mean `attempts`?',
     ]);
   });

@@ -336,21 +336,55 @@ export function readOptions<S extends Specs>(
 }
 
 /**
- * For options given per call on a hot path (a deadline's clock, a classifier's flags): a loop over
- * the given keys that allocates nothing and, only when one of them is not declared, reads the whole
- * object to throw its `InvalidOptionsError` (the values of such options are checked where they are
- * used, or not at all when any value is harmless).
+ * Whether `value` passes `spec` (given, not undefined): the validator's rules for the kinds per-call
+ * options use, without allocating. A nested spec passes when its object does; any other kind is left
+ * to the validator.
  */
-export function checkOptionKeys<S extends Specs>(
+function accepts(spec: AnySpec, value: unknown): boolean {
+  switch (spec.kind) {
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'number':
+      return (
+        typeof value === 'number' &&
+        Number.isFinite(value) &&
+        (spec.integer !== true || Number.isInteger(value)) &&
+        (spec.min === undefined || (spec.exclusiveMin ? value > spec.min : value >= spec.min)) &&
+        (spec.max === undefined || value <= spec.max)
+      );
+    case 'value':
+      return spec.value!.test(value);
+    case 'nested':
+      return isOptionsObject(value) && clean(spec.schema!, value);
+    default:
+      return false;
+  }
+}
+
+/** True when every key of `raw` is declared by `schema` and every value given passes its spec. */
+function clean(schema: OptionsSchema<Specs>, raw: Record<string, unknown>): boolean {
+  const specs = schema.specs;
+  for (const key in raw) {
+    if (!Object.hasOwn(specs, key)) return false;
+    const value = raw[key];
+    if (value !== undefined && !accepts(specs[key]!, value)) return false;
+  }
+  return true;
+}
+
+/**
+ * Checks options given per call on a hot path (`dependency.execute`'s, prazo/http's per-call options,
+ * a deadline's clock, a classifier's flags) against their declaration: one loop over the given keys
+ * that allocates nothing while every key is declared and every value passes; otherwise the validator
+ * reads the whole object and throws one `InvalidOptionsError` listing every problem (an unknown key
+ * with its "did you mean"). A getter that throws throws here, as the validator's read would.
+ */
+export function checkCallOptions<S extends Specs>(
   context: string,
   schema: OptionsSchema<S>,
   raw: unknown,
 ): void {
   if (raw === undefined) return;
-  if (isOptionsObject(raw)) {
-    let unknown = false;
-    for (const key in raw) if (!Object.hasOwn(schema.specs, key)) unknown = true;
-    if (!unknown) return;
-  }
+  if (isOptionsObject(raw) && clean(schema as unknown as OptionsSchema<Specs>, raw)) return;
   readOptions(context, schema, raw);
 }

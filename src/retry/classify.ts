@@ -2,7 +2,7 @@ import { systemClock } from '../clock/system.js';
 import { isPrazoError, type PrazoError } from '../errors/base.js';
 import { ErrorCode } from '../errors/codes.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
-import { checkOptionKeys } from '../options/validator.js';
+import { checkCallOptions } from '../options/validator.js';
 import {
   BODY_TIMEOUT_CODES,
   CONNECT_FAILURE_CODES,
@@ -193,12 +193,12 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
  *   anything unknown → no. `cause` chains (fetch's "fetch failed") and AggregateErrors are followed.
  */
 export function classifyFailure(failure: unknown, options: ClassifyOptions = {}): FailureVerdict {
-  checkOptionKeys('classifyFailure', CLASSIFY_OPTIONS, options);
+  checkCallOptions('classifyFailure', CLASSIFY_OPTIONS, options);
   return classify(failure, options, 0);
 }
 
 /** True when {@link classifyFailure} says another attempt is worth it (SPEC R2). */
 export function isRetryable(errorOrResponse: unknown, options: ClassifyOptions = {}): boolean {
-  checkOptionKeys('isRetryable', CLASSIFY_OPTIONS, options);
+  checkCallOptions('isRetryable', CLASSIFY_OPTIONS, options);
   return classify(errorOrResponse, options, 0).retryable;
 }
