@@ -1,4 +1,5 @@
 import { util } from 'undici';
+import type { Timer } from '../clock/clock.js';
 import { type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import {
@@ -19,6 +20,8 @@ import type { WrittenHeadersOwner } from './written.js';
  * answered second) is read up to this many bytes; past it the connection is cheaper destroyed.
  */
 const DRAIN_LIMIT_BYTES = 128 * 1024;
+/** ...and for this long at most: a body that trickles is never silent long enough for a body timeout. */
+const DRAIN_LIMIT_MS = 1_000;
 
 /** Where an attempt stands for its call, once its head is in (or it ended). */
 const RACING = 0; // no verdict yet
@@ -35,6 +38,13 @@ export interface AttemptCall {
   send(attempt: HttpAttempt): void;
   transportError(error: Error, attempt: HttpAttempt, queued: boolean): Error;
   forwardStart(attempt: HttpAttempt): void;
+  /** An informational (1xx) head of `attempt`, before its answer: the caller's `onInfo` hears it. */
+  forwardInfo(
+    controller: DispatchController,
+    statusCode: number,
+    headers: ResponseHeaders | undefined,
+    statusMessage: string | undefined,
+  ): void;
   forwardData(chunk: Buffer): void;
   forwardEnd(trailers: ResponseHeaders): void;
   forwardError(error: Error): void;
@@ -180,7 +190,11 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     headers: ResponseHeaders | undefined,
     statusMessage?: string,
   ): void {
-    if (statusCode < 200 || this.#role !== RACING || this.phase === DONE) return; // 1xx: informational
+    if (this.#role !== RACING || this.phase === DONE) return;
+    if (statusCode < 200) {
+      this.#call.forwardInfo(controller, statusCode, headers, statusMessage); // 1xx: informational
+      return;
+    }
     this.#controller = controller;
     this.statusCode = statusCode;
     this.#headers = headers;
@@ -237,6 +251,8 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   // dispatcher built on undici 6): the same attempt behind its legacy face ────────────────────────
 
   #legacy: LegacyFace | undefined;
+  /** The bound of a drain (a released answer still streaming), when one is under way. */
+  #drainTimer: Timer | undefined;
 
   /** Its legacy face: the controller its current-API callbacks are given when undici speaks legacy. */
   get legacy(): LegacyFace {
@@ -327,7 +343,16 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     if (this.#role === RELEASED || this.#role === CANCELLED) return;
     this.#role = RELEASED;
     this.#chunks = undefined;
-    if (this.phase !== DONE) this.#resumeLater();
+    if (this.phase === DONE) return;
+    this.#drainTimer = this.clock.setTimer(
+      () => {
+        this.#drainTimer = undefined;
+        this.abortRequest(new Error('prazo: drained response too slow'));
+      },
+      DRAIN_LIMIT_MS,
+      { unref: true },
+    );
+    this.#resumeLater();
   }
 
   pauseRequest(): void {
@@ -412,6 +437,10 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   #finish(): void {
     this.phase = DONE;
     this.stopTimer();
+    if (this.#drainTimer !== undefined) {
+      this.clock.clearTimer(this.#drainTimer);
+      this.#drainTimer = undefined;
+    }
     this.slice.releasePermit();
   }
 }

@@ -1,3 +1,4 @@
+import { util } from 'undici';
 import type { InstanceVerdict } from '../balance/instances.js';
 import { type Deadline, writeDeadlineHeaders } from '../deadline/deadline.js';
 import { openCall } from '../dependency/dependency.js';
@@ -112,10 +113,16 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
   run(now: number, epochNow: number): boolean {
     this.#epochOffset = epochNow - now;
     const handler = this.#handler;
-    if (this.#current) handler.onRequestStart?.(this, null);
-    else handler.onConnect?.((reason?: Error) => this.abort(reason ?? new Error('aborted')));
-    const signal = this.#signal;
     const call = this.#call;
+    try {
+      if (this.#current) handler.onRequestStart?.(this, null);
+      else handler.onConnect?.((reason?: Error) => this.abort(reason ?? new Error('aborted')));
+    } catch (error) {
+      // As undici reports a handler's throw there: through its error callback, nothing sent.
+      call.abandon(error);
+      return this.#lastDispatch;
+    }
+    const signal = this.#signal;
     if (signal !== undefined && !call.settled) {
       if (signal.aborted) this.abort(signal.reason);
       else {
@@ -385,6 +392,25 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
       }
     } catch (error) {
       attempt.abortRequest(error as Error); // as undici does with a handler that throws
+    }
+  }
+
+  forwardInfo(
+    controller: DispatchController,
+    statusCode: number,
+    headers: ResponseHeaders | undefined,
+    statusMessage: string | undefined,
+  ): void {
+    if (this.#call.settled || this.#aborted) return;
+    const handler = this.#handler;
+    const raw = controller.rawHeaders;
+    try {
+      if (this.#current) {
+        const parsed = headers ?? ((Array.isArray(raw) ? util.parseHeaders(raw) : {}) as ResponseHeaders);
+        handler.onResponseStart?.(this, statusCode, parsed, statusMessage ?? '');
+      } else handler.onHeaders?.(statusCode, rawHeaders(raw, headers), () => {}, statusMessage ?? '');
+    } catch (error) {
+      this.abort(error as Error); // a handler that throws ends its request, as undici ends it
     }
   }
 
