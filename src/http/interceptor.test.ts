@@ -373,6 +373,122 @@ describe('interceptor options (validated once, every problem listed)', () => {
     expect(problems.join('\n')).toContain("`dependencies['http://ok:2']`: unknown option `atempts`");
     expect(problems.join('\n')).toContain('`p99Ms` must be a finite number');
   });
+
+  it('refuses two keys naming one origin, both named, with the other problems', () => {
+    let problems: readonly string[] = [];
+    try {
+      interceptor({
+        dependencies: {
+          'http://x.test:80': { name: 'first', p99Ms: 10 },
+          'HTTP://X.TEST': { name: 'second', p99Ms: 10 },
+          'http://y.test': { name: 'third', p99Ms: -1 },
+        },
+      });
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidOptionsError);
+      problems = (error as InvalidOptionsError).problems;
+    }
+    expect(problems.join('\n')).toContain(
+      '"HTTP://X.TEST" repeats "http://x.test:80" (both are http://x.test)',
+    );
+    expect(problems.join('\n')).toContain('`p99Ms` must be a finite number');
+    // One spelling each is accepted.
+    const prazo = interceptor({ dependencies: { 'http://x.test:80': { name: 'first', p99Ms: 10 } } });
+    expect(prazo.dependencies().map((d) => d.name)).toEqual(['first']);
+  });
+});
+
+describe('an origin passed through: the per-call options and the deadline rule still hold', () => {
+  /** `interceptor({})` over an Agent, and a server of its own: every origin is passed through. */
+  const passing = async (handler: Handler) => {
+    const server = await startServer(handler);
+    const dispatcher = new Agent().compose(interceptor({}));
+    cleanup.push(
+      () => server.close(),
+      () => dispatcher.destroy(),
+    );
+    return { server, dispatcher };
+  };
+
+  /** One dispatch through `interceptor({ clock })` to a dispatcher below that only counts. */
+  const dispatchWith = (clock: FakeClock, prazo: object | undefined, ambient?: Deadline) => {
+    let sent = 0;
+    let error: (Error & { code?: string }) | undefined;
+    const dispatch = interceptor({ clock })((() => {
+      sent += 1;
+      return true;
+    }) as never);
+    const run = () =>
+      dispatch(
+        { origin: 'http://passing.test', path: '/', method: 'GET', prazo } as never,
+        {
+          onRequestStart() {},
+          onResponseError(_c: unknown, e: Error) {
+            error = e;
+          },
+        } as never,
+      );
+    if (ambient === undefined) run();
+    else runWithDeadline(ambient, run);
+    return { sent, error };
+  };
+
+  it('under 1 ms left (per call, ambient, or a time left that cannot be read): DEADLINE_EXCEEDED, nothing sent; 1 ms: sent (SPEC D4)', () => {
+    const clock = new FakeClock();
+    for (const left of [0, 0.3, 0.999]) {
+      const perCall = dispatchWith(clock, { deadline: Deadline.after(left, { clock }) });
+      expect([perCall.sent, perCall.error?.code], `${left} ms`).toEqual([0, 'DEADLINE_EXCEEDED']);
+      const ambient = dispatchWith(clock, undefined, Deadline.after(left, { clock }));
+      expect([ambient.sent, ambient.error?.code], `ambient ${left} ms`).toEqual([0, 'DEADLINE_EXCEEDED']);
+    }
+    const unreadable = Object.assign(Deadline.after(1_000, { clock }), { remainingMs: () => Number.NaN });
+    expect(dispatchWith(clock, undefined, unreadable).error?.code).toBe('DEADLINE_EXCEEDED');
+    const enough = dispatchWith(clock, { deadline: Deadline.after(1, { clock }) });
+    expect([enough.sent, enough.error]).toEqual([1, undefined]);
+  });
+
+  it('a per-call idempotencyKey travels, with a deadline or without (then with no deadline header); `true` makes one (SPEC R5)', async () => {
+    const { server, dispatcher } = await passing(faults.ok());
+    const send = async (prazo: object, headers?: Record<string, string>) => {
+      const res = await request(server.origin, {
+        dispatcher,
+        method: 'POST',
+        body: 'x',
+        headers,
+        prazo,
+      } as never);
+      await res.body.text();
+      return server.seen.at(-1)!.headers;
+    };
+    const bare = await send({ idempotencyKey: 'order-7' });
+    expect(bare['idempotency-key']).toBe('order-7');
+    expect(bare['x-deadline-epoch-ms']).toBeUndefined(); // nothing bounds it: no limit to carry
+    const bounded = await send({ idempotencyKey: 'order-8', deadline: 1_000 });
+    expect(bounded['idempotency-key']).toBe('order-8');
+    expect(Number(bounded['x-deadline-epoch-ms'])).toBeLessThanOrEqual(Date.now() + 1_000);
+    expect((await send({ idempotencyKey: true }))['idempotency-key']).toMatch(/^[\x21-\x7e]{1,255}$/);
+    // The caller's own header is the key it gave: it stays.
+    expect((await send({ idempotencyKey: 'other' }, { 'idempotency-key': 'mine' }))['idempotency-key']).toBe(
+      'mine',
+    );
+    expect(server.seen).toHaveLength(4); // each sent once
+  });
+
+  it('a per-call responseTimeoutMs bounds a silent origin: RESPONSE_TIMEOUT near it, one attempt (SPEC D6)', async () => {
+    const { server, dispatcher } = await passing(faults.silent());
+    for (const prazo of [{ responseTimeoutMs: 100 }, { responseTimeoutMs: 100, deadline: 5_000 }]) {
+      const started = systemClock.now();
+      // undici's own head timer as a backstop: a call prazo does not bound fails in 3 s, not at 300 s.
+      const error = await request(server.origin, { dispatcher, headersTimeout: 3_000, prazo } as never).catch(
+        (e: unknown) => e,
+      );
+      const elapsed = systemClock.now() - started;
+      expect((error as { code?: string }).code).toBe('RESPONSE_TIMEOUT');
+      expect(elapsed).toBeGreaterThanOrEqual(95);
+      expect(elapsed).toBeLessThan(100 + 900); // a loaded machine's margin; undici's own is 300 s
+    }
+    expect(server.seen).toHaveLength(2); // never retried
+  });
 });
 
 async function waitFor(check: () => boolean, ms = 3_000): Promise<void> {

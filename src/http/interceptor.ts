@@ -4,7 +4,8 @@ import { normalizeOrigin } from '../balance/options.js';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
-import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
+import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
+import { fitsDeadline } from '../deadline/fits.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Relay } from '../dependency/events.js';
 import { resolveDeadline } from '../dependency/options.js';
@@ -32,7 +33,8 @@ import { readHeaderFormat, resolveRouteOptions } from './validate.js';
  * timeouts with typed errors, retries and hedges paid from the dependency's budget, Retry-After, a
  * POST sent once unless keyed, latency recorded, events for prazo/otel. An origin it does not know
  * passes through untouched, except that the ambient deadline (and a per-call one) still bounds the
- * call and travels in the outgoing header. Per call, `{ prazo: { deadline, idempotent, ... } }` in
+ * call and travels in the outgoing header, and a per-call `idempotencyKey` travels and a per-call
+ * `responseTimeoutMs`/`bodyTimeoutMs` bounds it (still one attempt, nothing retried). Per call, `{ prazo: { deadline, idempotent, ... } }` in
  * the dispatch options (`undici.request(url, { dispatcher, prazo })`) overrides the defaults.
  *
  * Next to undici's own interceptors (docs/http.md, "Composing with undici's interceptors"): a
@@ -280,6 +282,23 @@ function callOptionsOf(given: unknown): CallOptions | Error {
   return given as CallOptions;
 }
 
+/** What the unmanaged plan needs of a deadline: nothing beyond the floor of SPEC D4's rule. */
+const PASS_THROUGH_P99_MS = 0;
+
+/**
+ * True when per-call options change a call passed through without a deadline: its idempotency key
+ * is written, its phase timeouts bound it. `idempotent` and `retryResponseTimeout` do not (one
+ * attempt, nothing retried).
+ */
+function shapesCall(call: CallOptions | undefined): boolean {
+  return (
+    call !== undefined &&
+    (call.idempotencyKey !== undefined ||
+      call.responseTimeoutMs !== undefined ||
+      call.bodyTimeoutMs !== undefined)
+  );
+}
+
 /** The dispatch options without `prazo`, for a dispatch passed through (the same object without one). */
 function withoutPrazo(options: DispatchOptions, given: unknown): DispatchOptions {
   if (given === undefined) return options;
@@ -311,6 +330,7 @@ function resolveInterceptor(options: InterceptorOptions): OriginTable {
   const resolver = typeof dependencies === 'function' ? (dependencies as Resolver) : undefined;
   const table = new OriginTable(clock, passFormat, resolver);
   if (dependencies !== undefined && resolver === undefined) {
+    const keys = new Map<string, string>(); // each origin's first key
     for (const [key, entry] of Object.entries(dependencies)) {
       const origin = normalizeOrigin(key);
       if (origin === undefined) {
@@ -319,11 +339,19 @@ function resolveInterceptor(options: InterceptorOptions): OriginTable {
         );
         continue;
       }
+      // Two spellings of one origin would be two dependencies of which calls reach only one.
+      const first = keys.get(origin);
+      if (first !== undefined) {
+        v.problem(
+          `\`dependencies\`: ${JSON.stringify(key)} repeats ${JSON.stringify(first)} (both are ${origin}): give each origin once`,
+        );
+      } else keys.set(origin, key);
       const resolved = v.absorb(
         () => resolveRouteOptions(entry, `dependencies['${key}']`, clock),
         `\`dependencies['${key}']\`: `,
       );
-      if (resolved !== undefined) table.configure(origin, managedRoute(origin, resolved));
+      if (resolved !== undefined && first === undefined)
+        table.configure(origin, managedRoute(origin, resolved));
     }
   }
   v.done();
@@ -369,21 +397,32 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
         const input = carried === undefined ? call : { ...call, continued: carried };
         return callOn(found.route, options, handler, dispatch, input);
       }
-      // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it.
-      // Resolved here by the executor's rule, once: the call then takes it as it is.
+      // An origin nobody configured: untouched, unless a deadline (ambient or per call) bounds it or
+      // a per-call option shapes it. Resolved here by the executor's rule, once: the call then takes
+      // it as it is.
       const deadline: Deadline | undefined =
         carried ??
         (call?.deadline === undefined
           ? currentDeadline()
           : resolveDeadline(call.deadline, origin, HTTP_LIMITS.maxMs, found.clock, found.clock.now()));
-      if (deadline === undefined) return dispatch(withoutPrazo(options, given), handler);
-      if (deadline.remainingMs() <= 0) {
+      if (deadline === undefined) {
+        if (!shapesCall(call)) return dispatch(withoutPrazo(options, given), handler);
+        // No limit to carry: an endless deadline writes no header and bounds nothing.
+        const endless = Deadline.after(Number.POSITIVE_INFINITY, { clock: found.clock });
+        return callOn(found, options, handler, dispatch, { ...call, continued: endless });
+      }
+      // SPEC D4's one rule (fits.ts), for a call that needs no more than the rule's floor: with less
+      // than 1 ms left (or a time left that cannot be read) the deadline is spent before a request
+      // could be answered, and the executor's refusal would say it needed 0 ms.
+      if (!fitsDeadline(deadline.remainingMs(), PASS_THROUGH_P99_MS)) {
         return fail(
           handler,
           new DeadlineExceededError({ dependency: origin, deadlineEpochMs: deadline.epochMs() }),
         );
       }
-      return callOn(found, options, handler, dispatch, { continued: deadline });
+      // The caller's per-call options go with it (the key travels end to end, SPEC R5; the phase
+      // timeouts bound it): the plan stays one attempt, nothing retried.
+      return callOn(found, options, handler, dispatch, { ...call, continued: deadline });
     };
   };
 
