@@ -25,7 +25,8 @@ describe('parseRetryAfter (SPEC R3)', () => {
   });
 
   it('bounds the input and the wait', () => {
-    expect(parseRetryAfter(`${' '.repeat(60)}12345`, NOW)).toBeUndefined();
+    expect(parseRetryAfter(`${' '.repeat(60)}1234x`, NOW)).toBeUndefined();
+    expect(parseRetryAfter(`Tue, 14 Nov 2023 22:13:25 GMT${' '.repeat(36)}`, NOW)).toBeUndefined();
     expect(parseRetryAfter('9999999999999999', NOW)).toBe(2 ** 31 - 1);
     expect(parseRetryAfter('Fri, 01 Jan 9999 00:00:00 GMT', NOW)).toBe(2 ** 31 - 1);
   });
@@ -37,13 +38,43 @@ describe('parseRetryAfter (SPEC R3)', () => {
     }
     expect(parseRetryAfter(`1${'0'.repeat(30)}`, NOW)).toBe(2 ** 31 - 1);
     expect(parseRetryAfter('0'.repeat(40), NOW)).toBe(0);
-    expect(parseRetryAfter('9'.repeat(65), NOW)).toBeUndefined(); // past the length bound: malformed
     fc.assert(
       fc.property(fc.stringMatching(/^[0-9]{1,64}$/), (digits) => {
         const wait = parseRetryAfter(digits, NOW);
         expect(wait).toBe(Math.min(Number(digits) * 1000, 2 ** 31 - 1));
       }),
     );
+  });
+
+  it('reads delay-seconds of any length as the wait they ask for, the longest past the cap (#7)', () => {
+    // Before: over 64 characters was malformed even when all digits, and the client retried after its
+    // own ~25 ms backoff a server that asked for the longest wait (while 40 digits returned at once).
+    for (const digits of [65, 80, 1_000, 100_000]) {
+      expect(parseRetryAfter('9'.repeat(digits), NOW), `${digits} digits`).toBe(2 ** 31 - 1);
+    }
+    expect(parseRetryAfter(`${'0'.repeat(100)}7`, NOW)).toBe(7_000); // leading zeros count for nothing
+    expect(parseRetryAfter('0'.repeat(100), NOW)).toBe(0);
+    expect(parseRetryAfter(`${' '.repeat(60)}12345\t`, NOW)).toBe(12_345_000); // spaces around digits
+    expect(parseRetryAfter(`${'9'.repeat(80)}x`, NOW)).toBeUndefined(); // not digits: past the bound
+    expect(parseRetryAfter(`${'9'.repeat(80)} 1`, NOW)).toBeUndefined();
+    fc.assert(
+      fc.property(fc.stringMatching(/^[0-9]{65,300}$/), fc.constantFrom('', ' ', '\t'), (digits, pad) => {
+        const exact = BigInt(digits) * 1000n;
+        const wait = exact > BigInt(2 ** 31 - 1) ? 2 ** 31 - 1 : Number(exact);
+        expect(parseRetryAfter(`${pad}${digits}${pad}`, NOW)).toBe(wait);
+        expect(parseRetryAfter(`${digits}s`, NOW)).toBeUndefined();
+      }),
+    );
+  });
+
+  it('reads 10 MB of digits in one pass, and refuses 10 MB of anything else as fast', () => {
+    const digits = '9'.repeat(10 * 1024 * 1024);
+    const garbage = `${digits}x`;
+    const started = performance.now();
+    expect(parseRetryAfter(digits, NOW)).toBe(2 ** 31 - 1);
+    expect(parseRetryAfter(garbage, NOW)).toBeUndefined();
+    expect(parseRetryAfter(' '.repeat(digits.length), NOW)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(1_000); // linear: ~30 ms here; quadratic: hours
   });
 
   it('round-trips any whole number of seconds up to the cap', () => {

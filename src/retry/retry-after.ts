@@ -7,19 +7,38 @@ import { parseHttpDate } from './http-date.js';
  * backoff: the server knows its recovery better than a random jitter does.
  */
 
-/** delay-seconds: any run of digits (the 64-character bound applies first); one too large to represent is the largest wait. */
-const SECONDS = /^\d+$/;
+/** Past this many seconds every delay-seconds is the longest wait; below it the sum stays exact. */
+const CAP_SECONDS = MAX_RETRY_AFTER_MS / 1000;
+
+/**
+ * The wait of a `delay-seconds` (RFC 9110: 1*DIGIT), in ms, or `undefined` when `text` is not digits
+ * only. One pass that allocates nothing, at any length: the seconds saturate once past the cap, so
+ * 80 digits (or 10 MB of them) are the longest wait, as 17 are, and leading zeros count for nothing.
+ */
+function delaySecondsMs(text: string): number | undefined {
+  if (text.length === 0) return undefined;
+  let seconds = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    if (seconds <= CAP_SECONDS) seconds = seconds * 10 + digit;
+  }
+  return Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
+}
 
 /**
  * The wait a `Retry-After` value asks for, in ms, or `undefined` when the value is malformed (then
  * the client falls back to its own backoff). A date is read against `nowEpochMs` (the clock's
- * `epochNow()`); a date in the past means 0. Bounded: values over 64 characters are refused, and
- * waits are capped at 2^31 − 1 ms. Surrounding spaces and tabs are allowed.
+ * `epochNow()`); a date in the past means 0. Surrounding spaces and tabs are allowed. Bounded: a
+ * value over 64 characters is refused unless it is delay-seconds, which a run of digits is at any
+ * length (read in one pass), and waits are capped at 2^31 − 1 ms, longer than any deadline.
  */
 export function parseRetryAfter(value: unknown, nowEpochMs: number): number | undefined {
-  if (typeof value !== 'string' || value.length > MAX_RETRY_AFTER_LENGTH) return undefined;
+  if (typeof value !== 'string') return undefined;
   const text = value.trim();
-  if (SECONDS.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
+  const seconds = delaySecondsMs(text);
+  if (seconds !== undefined) return seconds;
+  if (value.length > MAX_RETRY_AFTER_LENGTH) return undefined;
   const at = parseHttpDate(text, nowEpochMs);
   if (at === undefined || !Number.isFinite(nowEpochMs)) return undefined;
   const wait = at - nowEpochMs;
