@@ -157,7 +157,39 @@ function toResponse(res: HttpResponse, method: string): Response {
     body = pipeline([body, ...streams], ignore) as unknown as Readable;
   }
   const web = body === null ? null : (Readable.toWeb(body) as unknown as ReadableStream);
-  return new Response(web, { status: res.statusCode, statusText: res.statusText ?? '', headers });
+  const status = res.statusCode;
+  const statusText = res.statusText ?? '';
+  const takes = status >= 200 && status <= 599;
+  const readable = REASON_PHRASE.test(statusText);
+  if (takes && readable) return new Response(web, { status, statusText, headers });
+  const stand = new Response(web, {
+    status: takes ? status : 200,
+    statusText: readable ? statusText : '',
+    headers,
+  });
+  return withStatusLine(stand, status, statusText);
+}
+
+/** RFC 9110's reason-phrase (`*( HTAB / SP / VCHAR / obs-text )`): what Response's constructor takes. */
+const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * Gives a Response the status line received when its constructor refuses it. A server may answer a
+ * status outside 200-599 (a 699) or a reason phrase with control characters, undici's `request()`
+ * hands both over, and Node's fetch answers them (it builds its Response inside, without the
+ * constructor's checks). So does this one: `status`, `statusText`, `ok` and `clone()` give the
+ * received line. The Response is built with a line its constructor takes (200, or the
+ * status with an empty text) and these four are defined on it; what reads undici's inner response
+ * directly (its `Cache` API) sees that stand-in line.
+ */
+function withStatusLine(response: Response, status: number, statusText: string): Response {
+  const clone = response.clone;
+  return Object.defineProperties(response, {
+    status: { value: status },
+    statusText: { value: statusText },
+    ok: { value: status >= 200 && status <= 299 },
+    clone: { value: () => withStatusLine(clone.call(response), status, statusText) },
+  });
 }
 
 const ignore = (): void => {};
@@ -182,8 +214,10 @@ function typedConnectFailure(error: unknown, dependency: string, elapsedMs: numb
 /** Builds the client's `fetch` on top of its `request`. */
 export function createFetch(request: Request, dependency: string, clock: Clock): HttpFetch {
   const context = `${dependency}.fetch`;
-  return async (input, init = {}) => {
+  return async (input, given) => {
     const started = clock.now();
+    // A null init is none, as in WHATWG's fetch (WebIDL reads a null dictionary as an empty one).
+    const init: HttpFetchInit = given ?? EMPTY;
     checkCallOptions(context, HTTP_FETCH_OPTIONS, init);
     const isObject = typeof input === 'object' && !(input instanceof URL);
     const url = isObject ? input.url : String(input);

@@ -139,6 +139,34 @@ describe('createHttpClient options (validated once, every problem listed)', () =
     );
   });
 
+  it('refuses an origin carrying credentials, naming no part of them, as `origins` and the interceptor do (#16)', () => {
+    // Before: accepted, and `url.origin` dropped the credentials: every request went out without them.
+    const refusal =
+      '`origin` must have no credentials (user:password@; send them in a header such as `authorization`)';
+    for (const origin of [
+      'http://user:secret@127.0.0.1:8080',
+      'https://user@h',
+      'http://:secret@h',
+      new URL('http://user:secret@h'),
+    ]) {
+      const problems = problemsOf({ name: 'a', origin, p99Ms: 100 });
+      expect(problems, String(origin)).toEqual([refusal]);
+    }
+    expect(() => createHttpClient({ name: 'a', origin: 'http://user:secret@h', p99Ms: 100 })).toThrow(
+      InvalidOptionsError,
+    );
+    // An origin that does not parse is shown, but never its credentials.
+    for (const origin of ['http://user:secret@h:99999', '//user:secret@h', 'http://user:se@cret@h:99999']) {
+      const problems = problemsOf({ name: 'a', origin, p99Ms: 100 });
+      expect(problems, origin).toHaveLength(1);
+      expect(problems[0], origin).toMatch(/^`origin` must be an http\(s\) URL, got /);
+      expect(problems[0], origin).not.toMatch(/secret|cret/);
+    }
+    expect(problemsOf({ name: 'a', origin: 'http://user:secret@h:99999', p99Ms: 100 })).toEqual([
+      '`origin` must be an http(s) URL, got "http://…@h:99999"',
+    ]);
+  });
+
   it('every valid p99 and slack builds a client, its derived connect timeout never above the attempt (property, #24)', () => {
     // Before: p99Ms 0.5 threw INVALID_OPTIONS on its own derived numbers (connect 1 ms is not below a
     // 1 ms attempt), as did every p99 whose attempt rounds to 1 ms.

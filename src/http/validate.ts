@@ -45,6 +45,12 @@ const KNOWN = new Set<string>([
 
 const ROUTE_KNOWN = new Set<string>(ROUTE_KEYS);
 
+/** The `user:password@` of a URL's text (its last `@` before the path), hidden from messages. */
+const USERINFO = /^((?:[^:/?#]*:)?\/\/)[^/?#]*@/;
+
+/** A URL's text as a problem shows it: its first 60 characters, with any credentials hidden. */
+const shown = (text: string): string => text.replace(USERINFO, '$1…@').slice(0, 60);
+
 /** Parses `origin` to `scheme://host:port`, or records why it cannot. */
 function readOrigin(v: OptionsValidator, value: unknown): string {
   const invalid = 'http://invalid.invalid';
@@ -56,7 +62,7 @@ function readOrigin(v: OptionsValidator, value: unknown): string {
   try {
     url = new URL(value);
   } catch {
-    v.problem(`\`origin\` must be an http(s) URL, got ${JSON.stringify(String(value).slice(0, 60))}`);
+    v.problem(`\`origin\` must be an http(s) URL, got ${JSON.stringify(shown(String(value)))}`);
     return invalid;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
@@ -64,6 +70,13 @@ function readOrigin(v: OptionsValidator, value: unknown): string {
   }
   if (url.pathname !== '/' || url.search !== '' || url.hash !== '') {
     v.problem('`origin` must have no path, query or fragment (pass paths to `request`)');
+  }
+  // Refused as in `origins` and the interceptor's keys: `url.origin` would drop them without a word,
+  // and the requests would go out without them. The message names no part of them.
+  if (url.username !== '' || url.password !== '') {
+    v.problem(
+      '`origin` must have no credentials (user:password@; send them in a header such as `authorization`)',
+    );
   }
   return url.origin;
 }
