@@ -32,6 +32,12 @@ export function normalizeOrigin(value: unknown): string | undefined {
   return url.origin;
 }
 
+/** The `user:password@` of a URL's text (before its path), hidden from messages. */
+const USERINFO = /^((?:[^:/?#]*:)?\/\/)[^/?#]*@/;
+
+/** An origin's text as a problem shows it: its first 60 characters, with any credentials hidden. */
+export const shownOrigin = (text: string): string => text.replace(USERINFO, '$1…@').slice(0, 60);
+
 /** The peak-EWMA latency estimate each pick reads (see `peak-ewma.ts`). */
 export const PEAK_EWMA_OPTIONS = defineOptions({
   /**
@@ -183,7 +189,7 @@ export const INSTANCES_OPTIONS = defineOptions(
         if (origin === undefined) {
           report(
             ['origins', i],
-            `must be an http(s) origin such as "http://10.0.0.1:8080" (no path), got ${JSON.stringify(String(raw).slice(0, 60))}`,
+            `must be an http(s) origin such as "http://10.0.0.1:8080" (no path), got ${JSON.stringify(shownOrigin(String(raw)))}`,
           );
         } else if (seen.has(origin)) {
           report(['origins', i], `repeats ${origin}`);

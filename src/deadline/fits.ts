@@ -37,7 +37,8 @@ export interface FitTarget {
 
 /**
  * The refusal, with its numbers: the time left (to the microsecond; never below 0, as a `Deadline`
- * reads it: a deadline 5 ms gone has 0 ms left, not -5) and the dependency's p99 as what was needed.
+ * reads it: a deadline 5 ms gone has 0 ms left, not -5) and what was needed: the dependency's p99,
+ * at least 1 ms (the rule `fitsDeadline` applied).
  * `attempt` names a retry (the first attempt's message omits it).
  */
 export function insufficientError(
@@ -48,7 +49,7 @@ export function insufficientError(
   return new DeadlineInsufficientError({
     dependency: target.name,
     remainingMs: remainingMs > 0 ? remainingMs : 0,
-    neededMs: target.p99Ms,
+    neededMs: neededMs(target.p99Ms),
     attempt,
   });
 }

@@ -1,3 +1,4 @@
+import { neededMs } from '../deadline/fits.js';
 import type { DependencyCore } from './core.js';
 import type { CallTrace } from './trace.js';
 import type { AttemptKind } from './types.js';
@@ -65,19 +66,19 @@ export function insufficient(
   remaining: number,
   attempt: number,
 ): void {
-  const neededMs = core.p99Ms;
-  const remainingMs = remaining > 0 ? remaining : 0; // as the error says it (a deadline read NaN: 0)
+  const needed = neededMs(core.p99Ms); // as the error says it: the rule applied, at least 1 ms
+  const remainingMs = remaining > 0 ? remaining : 0; // (a deadline read NaN: 0)
   if (core.events.active)
     core.events.emit({
       type: 'deadline-insufficient',
       dependency: core.name,
       remainingMs,
-      neededMs,
+      neededMs: needed,
       attempt,
     });
   trace?.event('deadline-insufficient', {
     'prazo.time_left_ms': remainingMs,
-    'prazo.needed_ms': neededMs,
+    'prazo.needed_ms': needed,
     'prazo.attempt': attempt,
   });
 }

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { InstanceState } from '../balance/instances.js';
-import { normalizeOrigin } from '../balance/options.js';
+import { normalizeOrigin, shownOrigin } from '../balance/options.js';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { currentDeadline } from '../deadline/ambient.js';
@@ -335,7 +335,7 @@ function resolveInterceptor(options: InterceptorOptions): OriginTable {
       const origin = normalizeOrigin(key);
       if (origin === undefined) {
         v.problem(
-          `\`dependencies\`: ${JSON.stringify(key)} is not an origin such as "http://inventory:8080" (http or https, no path)`,
+          `\`dependencies\`: ${JSON.stringify(shownOrigin(key))} is not an origin such as "http://inventory:8080" (http or https, no path)`,
         );
         continue;
       }
@@ -343,7 +343,7 @@ function resolveInterceptor(options: InterceptorOptions): OriginTable {
       const first = keys.get(origin);
       if (first !== undefined) {
         v.problem(
-          `\`dependencies\`: ${JSON.stringify(key)} repeats ${JSON.stringify(first)} (both are ${origin}): give each origin once`,
+          `\`dependencies\`: ${JSON.stringify(shownOrigin(key))} repeats ${JSON.stringify(shownOrigin(first))} (both are ${origin}): give each origin once`,
         );
       } else keys.set(origin, key);
       const resolved = v.absorb(

@@ -4,6 +4,7 @@ import {
   INSTANCES_OPTIONS,
   normalizeOrigin,
   PEAK_EWMA_OPTIONS,
+  shownOrigin,
 } from '../balance/options.js';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
@@ -45,11 +46,6 @@ const KNOWN = new Set<string>([
 
 const ROUTE_KNOWN = new Set<string>(ROUTE_KEYS);
 
-/** The `user:password@` of a URL's text (its last `@` before the path), hidden from messages. */
-const USERINFO = /^((?:[^:/?#]*:)?\/\/)[^/?#]*@/;
-
-/** A URL's text as a problem shows it: its first 60 characters, with any credentials hidden. */
-const shown = (text: string): string => text.replace(USERINFO, '$1…@').slice(0, 60);
 
 /** Parses `origin` to `scheme://host:port`, or records why it cannot. */
 function readOrigin(v: OptionsValidator, value: unknown): string {
@@ -62,7 +58,7 @@ function readOrigin(v: OptionsValidator, value: unknown): string {
   try {
     url = new URL(value);
   } catch {
-    v.problem(`\`origin\` must be an http(s) URL, got ${JSON.stringify(shown(String(value)))}`);
+    v.problem(`\`origin\` must be an http(s) URL, got ${JSON.stringify(shownOrigin(String(value)))}`);
     return invalid;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {

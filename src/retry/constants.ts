@@ -62,7 +62,10 @@ export const MAX_CAUSE_DEPTH = 4;
 /** How many members of an AggregateError (happy-eyeballs connects) are looked at. */
 export const MAX_AGGREGATE_ERRORS = 8;
 
-/** A `Retry-After` value longer than this is malformed (an HTTP-date is 29 characters). */
+/**
+ * A `Retry-After` value longer than this is malformed (an HTTP-date is 29 characters), unless it is
+ * digits only: delta-seconds of any length, read in one pass (past the cap: the longest wait).
+ */
 export const MAX_RETRY_AFTER_LENGTH = 64;
 
 /** The longest wait a `Retry-After` can ask for, in ms (what a timer can hold, about 24.8 days). */

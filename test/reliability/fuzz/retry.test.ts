@@ -58,10 +58,11 @@ describe('fuzz: Retry-After', () => {
     );
   });
 
-  it('a 10 MB Retry-After is refused in under 100 ms', () => {
+  it('a 10 MB Retry-After is read in one pass: 10 MB of digits is the longest wait, 10 MB of dates refused at once', () => {
     const huge = '9'.repeat(TEN_MB);
     const date = `${'Sun, 06 Nov 1994 08:49:37 GMT '.repeat(TEN_MB / 32)}`;
-    expect(timed(() => expect(parseRetryAfter(huge, NOW)).toBeUndefined())).toBeLessThan(100);
+    // Digits are read in one pass (~30 ms for 10 MB on a quiet machine): linear, with room for a busy one.
+    expect(timed(() => expect(parseRetryAfter(huge, NOW)).toBe(MAX_WAIT))).toBeLessThan(1_000);
     expect(timed(() => expect(parseRetryAfter(date, NOW)).toBeUndefined())).toBeLessThan(100);
   });
 
