@@ -1,5 +1,6 @@
-import type { Clock } from '../clock/clock.js';
-import type { Deadline, HeaderFormat } from '../deadline/deadline.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import { Deadline, type HeaderFormat, isDeadline } from '../deadline/deadline.js';
 import { unmanagedPlan } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
@@ -8,7 +9,7 @@ import { HttpCall } from './call.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
-import { appendCallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
+import { appendCallerHeaders, type CallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
 import { isReplayableBody } from './idempotency.js';
 import { RouteInstances, type Target } from './instances.js';
 import type { ResolvedRoute } from './options.js';
@@ -43,9 +44,9 @@ export function routeHeaders(
 }
 
 /**
- * Runs one dispatch as a call on `route`: the caller's headers (its deadline headers dropped, its
- * idempotency key taken out), the deadline, whether it may be repeated, then the executor's plan,
- * each attempt dispatched with `dispatch`. Returns what `dispatch` returns.
+ * Runs one dispatch as a call on `route`: the caller's headers (its deadline headers taken out and
+ * read, its idempotency key taken out), the deadline, whether it may be repeated, then the executor's
+ * plan, each attempt dispatched with `dispatch`. Returns what `dispatch` returns.
  */
 export function callOn(
   route: Route,
@@ -62,10 +63,16 @@ export function callOn(
   const method = options.method ?? 'GET';
   const headers: string[] = [];
   let key: string | true | undefined;
+  let caller: CallerHeaders;
   try {
-    key =
-      appendCallerHeaders(headers, options.headers, route.owned, IDEMPOTENCY_KEY_HEADER) ??
-      given?.idempotencyKey;
+    caller = appendCallerHeaders(
+      headers,
+      options.headers,
+      route.owned,
+      IDEMPOTENCY_KEY_HEADER,
+      route.epochHeader,
+    );
+    key = caller.key ?? given?.idempotencyKey;
     if (key === undefined && route.generateIdempotencyKey && !isIdempotentMethod(method)) key = true;
     if (key === true) key = generateIdempotencyKey();
     else if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -96,15 +103,24 @@ export function callOn(
           responseTimeoutMs: given.responseTimeoutMs ?? base.responseTimeoutMs,
           bodyTimeoutMs: given.bodyTimeoutMs ?? base.bodyTimeoutMs,
         };
+  let deadline = given?.deadline;
+  let continued = given?.continued;
+  // The caller's own deadline header (forwarded from its caller): the call ends no later (SPEC D1, D5).
+  const callersMs = Math.min(caller.epochMs - epochNow, caller.relativeMs);
+  if (callersMs < Number.POSITIVE_INFINITY) {
+    const callers = Deadline.afterAt(now, callersMs, clock);
+    if (continued !== undefined) continued = callers.min(continued);
+    else deadline = noLaterThan(callers, deadline, base.defaultDeadlineMs, now, clock);
+  }
   let call: HttpCall;
   try {
-    // The deadline goes to the executor as given: it resolves it (SPEC D1, D3, D5).
+    // The deadline goes to the executor, which resolves it (SPEC D1, D3, D5).
     call = new HttpCall(
       route,
       plan,
       {
-        deadline: given?.deadline,
-        continued: given?.continued,
+        deadline,
+        continued,
         defaultDeadlineMs: base.defaultDeadlineMs,
         idempotent,
         key,
@@ -122,6 +138,28 @@ export function callOn(
     return fail(handler, error as Error);
   }
   return call.run(now, epochNow);
+}
+
+/**
+ * The per-call deadline the executor would resolve from `given` (ms from now, a `Deadline`, or
+ * none: the ambient one, else the default), made no later than `callers`. A `given` the executor
+ * refuses is returned as it is, for the executor's own error.
+ */
+function noLaterThan(
+  callers: Deadline,
+  given: Deadline | number | undefined,
+  defaultDeadlineMs: number,
+  now: number,
+  clock: Clock,
+): Deadline | number | undefined {
+  if (given === undefined)
+    return callers.min(currentDeadline() ?? Deadline.afterAt(now, defaultDeadlineMs, clock));
+  if (typeof given === 'number') {
+    return given >= 0 && given <= MAX_TIMER_DELAY_MS
+      ? callers.min(Deadline.afterAt(now, given, clock))
+      : given;
+  }
+  return isDeadline(given) ? callers.min(given) : given;
 }
 
 function hasHost(headers: readonly string[]): boolean {
