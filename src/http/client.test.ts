@@ -61,8 +61,12 @@ describe('deadlines out (SPEC D1, D5)', () => {
       deadlineHeaders: { grpcTimeout: true, envoy: true },
     });
     const before = Date.now();
-    await (
-      await client.request('/a', { deadline: 1_500, headers: { 'x-deadline-epoch-ms': '1' } })
+    await // A caller's own later deadline header bounds nothing here: prazo's earlier one travels (D5).
+    (
+      await client.request('/a', {
+        deadline: 1_500,
+        headers: { 'x-deadline-epoch-ms': String(Date.now() + 3_600_000) },
+      })
     ).body.text();
     const headers = server.seen[0]!.headers;
     const epoch = Number(headers['x-deadline-epoch-ms']);
