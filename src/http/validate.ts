@@ -46,7 +46,6 @@ const KNOWN = new Set<string>([
 
 const ROUTE_KNOWN = new Set<string>(ROUTE_KEYS);
 
-
 /** Parses `origin` to `scheme://host:port`, or records why it cannot. */
 function readOrigin(v: OptionsValidator, value: unknown): string {
   const invalid = 'http://invalid.invalid';
