@@ -499,16 +499,18 @@ describe('config attacks: a watched file (watchConfig, real files under os.tmpdi
   // src/config/load.ts readBoundedBytes opens with a blocking openSync(path, 'r') and checks nothing
   // of what it opens (O_NONBLOCK, or fstat → isFile() before reading, would refuse it at once).
   it.fails('a FIFO at the config path (load, then the watched file replaced by one): refused, never a hang', () => {
+    // The directory is the parent's: a child killed while blocked never runs its own clean-up.
+    const dir = mkdtempSync(join(tmpdir(), 'prazo-fifo-'));
+    closers.push(() => rmSync(dir, { recursive: true, force: true }));
     const r = child(
       `
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkConfigFile } from '@src/config/load.ts';
 import { watchConfig } from '@src/config/watch.ts';
-const dir = mkdtempSync(join(tmpdir(), 'prazo-fifo-'));
-try {
+const dir = ${JSON.stringify(dir)};
+{
   console.log('started');
   const fifo = join(dir, 'fifo.yaml');
   execFileSync('mkfifo', [fifo]);
@@ -522,8 +524,6 @@ try {
   await new Promise((r) => setTimeout(r, 300));
   console.log('watch:', errors.join(), w.config.service.maxMs);
   w.close();
-} finally {
-  rmSync(dir, { recursive: true, force: true });
 }
 `,
       4_000,
