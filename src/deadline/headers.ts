@@ -165,8 +165,9 @@ export function deadlineReader(resolved: ResolvedIncoming): (headers: HeadersLik
         rel = grpc;
         source = DeadlineHeaders.grpcTimeout;
       }
+      // Envoy reads 0 in its header as "no timeout" (its router never writes below 1): not a limit.
       const envoy = read(headers, DeadlineHeaders.envoyExpected, parseRelativeMs);
-      if (envoy !== undefined && envoy < rel) {
+      if (envoy !== undefined && envoy > 0 && envoy < rel) {
         rel = envoy;
         source = DeadlineHeaders.envoyExpected;
       }

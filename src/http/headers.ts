@@ -127,10 +127,16 @@ class Reader implements CallerHeaders {
       lower === DeadlineHeaders.grpcTimeout
         ? parseGrpcTimeout(text)
         : lower === DeadlineHeaders.envoyExpected
-          ? parseRelativeMs(text)
+          ? envoyMs(text)
           : undefined;
     if (ms !== undefined && ms < this.relativeMs) this.relativeMs = ms;
   }
+}
+
+/** Envoy's header as a limit: 0 is Envoy's "no timeout", not an expired call. */
+function envoyMs(text: string): number | undefined {
+  const ms = parseRelativeMs(text);
+  return ms === 0 ? undefined : ms;
 }
 
 /**

@@ -63,18 +63,23 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
  * is a dependency's failure and pushback is on; else 504 for deadline errors, else 500.
  */
 export function errorAnswer(error: unknown, pushback?: PushbackSettings, deadline?: Deadline): ErrorAnswer {
-  const pushed = pushback === undefined ? undefined : pushbackAnswer(error, { ...pushback, deadline });
-  if (pushed !== undefined) {
-    const { status, body, headers } = pushed;
-    return { status, body, headers, pushback: pushed.failure.error.code };
-  }
-  if (isDeadlineError(error)) {
-    const code = (error as { code: string }).code;
-    return {
-      status: EXPIRED_STATUS_CODE,
-      body: { error: code, message: (error as Error).message },
-      headers: NO_HEADERS,
-    };
+  try {
+    const pushed = pushback === undefined ? undefined : pushbackAnswer(error, { ...pushback, deadline });
+    if (pushed !== undefined) {
+      const { status, body, headers } = pushed;
+      return { status, body, headers, pushback: pushed.failure.error.code };
+    }
+    if (isDeadlineError(error)) {
+      const code = (error as { code: string }).code;
+      return {
+        status: EXPIRED_STATUS_CODE,
+        body: { error: code, message: String((error as Error).message) },
+        headers: NO_HEADERS,
+      };
+    }
+  } catch {
+    // A hostile error (a getter that throws, a revoked Proxy): what it is cannot be read, so it is
+    // the handler's failure, answered 500 like any other; never an unanswered request.
   }
   return {
     status: HANDLER_ERROR_STATUS_CODE,

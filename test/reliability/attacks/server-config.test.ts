@@ -236,13 +236,13 @@ describe('server attacks: header values (node:http, real socket; maxMs 10 s, def
     expect(Number(await leftFor(url, far))).toBeLessThanOrEqual(10_000);
   });
 
-  // DEFECT: expected a request with `x-envoy-expected-rq-timeout-ms: 0` to be served with the default
+  // Was a defect (fixed): expected a request with `x-envoy-expected-rq-timeout-ms: 0` to be served with the default
   // deadline; actual: answered 504 at once, the handler never runs. Envoy reads 0 in this header as
   // "no timeout" (its router never writes 0 for that reason: prazo's own writer says so and writes at
   // least 1, src/deadline/deadline.ts writeDeadlineHeaders), so a 0 here carries no deadline, not an
   // expired one (SPEC D8: interoperate with what Envoy sends). Likely cause: src/deadline/headers.ts
   // deadlineReader reads the envoy value with parseRelativeMs and takes 0 as `rel = 0` → expired.
-  it.fails('x-envoy-expected-rq-timeout-ms: 0 is "no timeout" in Envoy, not an expired request (SPEC D8)', async () => {
+  it('x-envoy-expected-rq-timeout-ms: 0 is "no timeout" in Envoy, not an expired request (SPEC D8)', async () => {
     const url = await serve('node');
     const left = await leftFor(url, 'x-envoy-expected-rq-timeout-ms: 0\r\n');
     expect(near(left, 2_000)).toBe(true);
@@ -299,7 +299,7 @@ describe('server attacks: the handler and the deadline', () => {
   // onError calls errorAnswer → pushbackAnswer → dependencyFailureOf (src/retry/pushback.ts), which
   // reads `cause` (and a symbol property) unguarded; onError itself runs as the rejection handler, so
   // its throw is nobody's.
-  it.fails('a handler rejecting with an error whose `cause` getter throws: answered 500, the process lives', () => {
+  it('a handler rejecting with an error whose `cause` getter throws: answered 500, the process lives', () => {
     const r = child(`
 import { createServer } from 'node:http';
 import { withIncomingDeadline } from '@src/server/node.ts';
