@@ -28,7 +28,6 @@ export function serverBlockMs(remainingMs: number, marginMs: number): number {
 const LAST_SECONDS = new Set(['blpop', 'brpop', 'bzpopmin', 'bzpopmax', 'brpoplpush', 'blmove']);
 const FIRST_SECONDS = new Set(['blmpop', 'bzmpop']);
 const LAST_MS = new Set(['wait', 'waitaof']);
-const STREAM_READS = new Set(['xread', 'xreadgroup']);
 
 /** Seconds with ms precision, as Redis reads a fractional timeout. */
 const seconds = (ms: number): string => (ms / 1000).toFixed(3);
@@ -39,6 +38,62 @@ function askedMs(value: Arg | undefined, unit: 'ms' | 's'): number {
   if (!Number.isFinite(n) || n < 0) return Number.NaN;
   if (n === 0) return Number.POSITIVE_INFINITY;
   return unit === 's' ? n * 1000 : n;
+}
+
+/** Where a command's block timeout sits, and its unit. */
+interface BlockAt {
+  readonly index: number;
+  readonly unit: 'ms' | 's';
+}
+
+/** XREAD/XREADGROUP options taking one value (Redis 8.4 adds CLAIM, later ones MAXCOUNT/MAXSIZE). */
+const STREAM_VALUE_OPTIONS = new Set(['count', 'block', 'claim', 'maxcount', 'maxsize']);
+
+/**
+ * The index of the value of XREAD/XREADGROUP's `BLOCK`, read as the server reads the options: one
+ * token at a time up to `STREAMS`, each option skipping its own values — so a group, a consumer or a
+ * COUNT value that reads "block" or "streams" is never taken for the option. `GROUP <group>
+ * <consumer>` (XREADGROUP only) may stand anywhere among the options; a repeated BLOCK counts the
+ * last (the server keeps the last). A token it does not know ends the reading with no BLOCK found:
+ * the server refuses such a command, and an argument whose meaning is unknown is never rewritten.
+ */
+function streamBlockIndex(group: boolean, args: readonly Arg[]): number {
+  let block = -1;
+  let i = 0;
+  while (i < args.length) {
+    const token = String(args[i]).toLowerCase();
+    const more = args.length - i - 1;
+    if (token === 'streams') break;
+    if (STREAM_VALUE_OPTIONS.has(token) && more >= 1) {
+      if (token === 'block') block = i + 1;
+      i += 2;
+    } else if (group && token === 'group' && more >= 2) i += 3;
+    else if (group && token === 'noack') i += 1;
+    else return -1;
+  }
+  return i + 1 < args.length ? block : -1; // no STREAMS <key> <id>: the server refuses it
+}
+
+function blockAt(command: string, args: readonly Arg[]): BlockAt | undefined {
+  const name = command.toLowerCase();
+  if (args.length === 0) return undefined;
+  if (LAST_SECONDS.has(name)) return { index: args.length - 1, unit: 's' };
+  if (FIRST_SECONDS.has(name)) return { index: 0, unit: 's' };
+  if (LAST_MS.has(name)) return { index: args.length - 1, unit: 'ms' };
+  if (name === 'xread' || name === 'xreadgroup') {
+    const index = streamBlockIndex(name === 'xreadgroup', args);
+    return index === -1 ? undefined : { index, unit: 'ms' };
+  }
+  return undefined;
+}
+
+/**
+ * The block a command asks of the server, in ms: undefined when it does not block, Infinity for
+ * "forever", NaN for a timeout the server will refuse (it then blocks not at all).
+ */
+export function blockAsked(command: string, args: readonly Arg[]): number | undefined {
+  const at = blockAt(command, args);
+  return at === undefined ? undefined : askedMs(args[at.index], at.unit);
 }
 
 export interface BoundedCommand {
@@ -52,23 +107,33 @@ export interface BoundedCommand {
  * left for the server to refuse). Any other command comes back as given.
  */
 export function boundBlocking(command: string, args: readonly Arg[], blockMs: number): BoundedCommand {
-  const name = command.toLowerCase();
-  const replace = (index: number, unit: 'ms' | 's'): BoundedCommand => {
-    const asked = askedMs(args[index], unit);
-    if (Number.isNaN(asked)) return { args, blocking: true };
-    if (asked <= blockMs) return { args, blocking: true };
-    const copy = [...args];
-    copy[index] = unit === 's' ? seconds(blockMs) : String(blockMs);
-    return { args: copy, blocking: true };
-  };
-  if (LAST_SECONDS.has(name) && args.length > 0) return replace(args.length - 1, 's');
-  if (FIRST_SECONDS.has(name) && args.length > 0) return replace(0, 's');
-  if (LAST_MS.has(name) && args.length > 0) return replace(args.length - 1, 'ms');
-  if (STREAM_READS.has(name)) {
-    const streams = args.findIndex((a) => String(a).toLowerCase() === 'streams');
-    const options = streams === -1 ? args : args.slice(0, streams);
-    const block = options.findIndex((a) => String(a).toLowerCase() === 'block');
-    if (block !== -1 && block + 1 < options.length) return replace(block + 1, 'ms');
-  }
-  return { args, blocking: false };
+  const at = blockAt(command, args);
+  if (at === undefined) return { args, blocking: false };
+  const asked = askedMs(args[at.index], at.unit);
+  if (Number.isNaN(asked) || asked <= blockMs) return { args, blocking: true };
+  const copy = [...args];
+  copy[at.index] = at.unit === 's' ? seconds(blockMs) : String(blockMs);
+  return { args: copy, blocking: true };
+}
+
+/**
+ * The blocks of commands written together, which the server runs one after the other on their
+ * connection: their sum must fit in `budgetMs`, or the last ones end past the deadline and leave
+ * the connection blocked. Each gets an even share of what the others leave (a command asking less
+ * than its share keeps its own, and the rest is shared among the others), rounded down to whole ms,
+ * at least 1 (0 would mean "forever"; below 1 ms per command the sum can exceed the budget, by
+ * at most 1 ms a command). `asked[i]` as {@link blockAsked} reads it (NaN: blocks not at all).
+ * Alone, a command gets the whole budget.
+ */
+export function shareBlock(asked: readonly number[], budgetMs: number): number[] {
+  const need = asked.map((a) => (Number.isNaN(a) ? 0 : a));
+  const order = need.map((_, i) => i).sort((a, b) => need[a]! - need[b]!);
+  const share: number[] = new Array<number>(asked.length);
+  let left = budgetMs;
+  order.forEach((index, k) => {
+    const even = Math.max(1, Math.floor(left / (order.length - k)));
+    share[index] = even;
+    left -= Math.min(need[index]!, even);
+  });
+  return share;
 }

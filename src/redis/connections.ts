@@ -3,7 +3,7 @@ import type { Deadline } from '../deadline/deadline.js';
 import { armDeadlineTimer, type DeadlineTimer } from '../deadline/timer.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
-import { boundBlocking, serverBlockMs } from './blocking.js';
+import { blockAsked, boundBlocking, serverBlockMs, shareBlock } from './blocking.js';
 import type { RedisArg, RedisCommand } from './commands.js';
 
 /**
@@ -284,11 +284,17 @@ export class Connections {
     });
   }
 
-  /** Writes the commands to one connection in one go (nothing can come between), tracking its state. */
+  /**
+   * Writes the commands to one connection in one go (nothing can come between), tracking its state.
+   * `blockMs` is what the server may spend blocking on all of them: it runs them one after the
+   * other, so the blocking ones share it (SPEC D7) rather than each taking it whole.
+   */
   #write(slot: Slot, commands: readonly RedisCommand[], blockMs?: number): Promise<unknown>[] {
-    return commands.map(([name, args = []]) => {
+    const shares = blockMs === undefined ? undefined : blockShares(commands, blockMs);
+    return commands.map(([name, args = []], i) => {
       track(slot, name);
-      const limited = blockMs === undefined ? args : boundBlocking(name, args, blockMs).args;
+      const share = shares?.get(i);
+      const limited = share === undefined ? args : boundBlocking(name, args, share).args;
       return send(slot.connection, name, limited);
     });
   }
@@ -308,6 +314,20 @@ export class Connections {
       throw error;
     });
   }
+}
+
+/** Each blocking command's (by index) share of the block budget of one exchange. */
+function blockShares(commands: readonly RedisCommand[], budgetMs: number): Map<number, number> {
+  const blocking: number[] = [];
+  const asked: number[] = [];
+  commands.forEach(([name, args = []], i) => {
+    const ms = blockAsked(name, args);
+    if (ms === undefined) return;
+    blocking.push(i);
+    asked.push(ms);
+  });
+  const shares = shareBlock(asked, budgetMs);
+  return new Map(blocking.map((index, k) => [index, shares[k]!]));
 }
 
 function newSlot(connection: RedisConnection, owned: boolean): Slot {

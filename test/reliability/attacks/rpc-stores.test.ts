@@ -562,15 +562,11 @@ describe('Redis: hostile commands, a server that stops answering', () => {
     closers.push(stopOwnRedis);
   });
 
-  // DEFECT: expected each BLPOP of a pipeline to end on the server before the deadline (a nil each,
-  // docs/stores.md: blocking commands get a server-side block ending before the deadline, so the
-  // connection is free); actual: each gets the whole block (deadline − blockMarginMs), they run one
-  // after the other on the server, the second ends ~1.5 s after the 800 ms deadline: the pipeline
-  // fails with DEADLINE_EXCEEDED (outcome unknown) and its connection stays set aside (`stuck` 1)
-  // past the deadline. Likely cause: src/redis/connections.ts `#write` bounds every blocking command
-  // of one exchange with the same `blockMs` (serverBlockMs of the time left when written), not with
-  // what is left after the blocking commands before it.
-  it.fails('a pipeline of two BLPOPs under one deadline: both nil before it, the connection free (SPEC D7)', async () => {
+  // Was a defect (fixed): each BLPOP of a pipeline got the whole block (deadline − blockMarginMs);
+  // the server runs them one after the other, so the second ended ~1.5 s after the 800 ms deadline
+  // (DEADLINE_EXCEEDED, outcome unknown, the connection set aside). src/redis/connections.ts `#write`
+  // now shares the block budget among the blocking commands of one exchange (blocking.ts shareBlock).
+  it('a pipeline of two BLPOPs under one deadline: both nil before it, the connection free (SPEC D7)', async () => {
     const c = redisDeadlineClient(ioredis());
     closers.push(() => c.close());
     const got = await outcome(
@@ -619,13 +615,12 @@ describe('Redis: hostile commands, a server that stops answering', () => {
     expect(c.stuck).toBe(0);
   });
 
-  // DEFECT: expected XREADGROUP … BLOCK 0 to be bounded by the deadline whatever the group or
-  // consumer is called; actual: with a group named "streams" (or a consumer named "block") the BLOCK
-  // is sent as given (0 = forever), the command fails at the deadline + grace with DEADLINE_EXCEEDED
-  // and its connection stays blocked on the server for ever (`stuck` 1). Likely cause:
-  // src/redis/blocking.ts `boundBlocking` finds the first argument that reads "streams" / "block"
-  // anywhere (a group or consumer name included) instead of parsing XREADGROUP's GROUP <g> <c>.
-  it.fails('XREADGROUP BLOCK 0 with a group named "streams" is bounded by the deadline too (SPEC D7)', async () => {
+  // Was a defect (fixed): with a group named "streams" (or a consumer named "block") the BLOCK was
+  // sent as given (0 = forever): DEADLINE_EXCEEDED at the deadline + grace and a connection blocked
+  // on the server for ever (`stuck` 1). src/redis/blocking.ts `boundBlocking` took the first argument
+  // reading "streams" / "block" anywhere; it now reads the options as the server does (GROUP <g> <c>
+  // skipped whole, each option its values, up to STREAMS).
+  it('XREADGROUP BLOCK 0 with a group named "streams" is bounded by the deadline too (SPEC D7)', async () => {
     const r = ioredis();
     await r.call('XGROUP', 'CREATE', 'rs:stream', 'streams', '$', 'MKSTREAM');
     const c = redisDeadlineClient(r);
@@ -639,9 +634,9 @@ describe('Redis: hostile commands, a server that stops answering', () => {
     expect(c.stuck).toBe(0);
   });
 
-  it.fails('XREADGROUP BLOCK 0 by a consumer named "block" is bounded by the deadline too (SPEC D7)', async () => {
-    // DEFECT: as above; `findIndex('block')` lands on the consumer's name, the value after it ("BLOCK")
-    // is unreadable, so the real `BLOCK 0` is left as it is. Cause: src/redis/blocking.ts boundBlocking.
+  it('XREADGROUP BLOCK 0 by a consumer named "block" is bounded by the deadline too (SPEC D7)', async () => {
+    // Was a defect (fixed): as above; `findIndex('block')` landed on the consumer's name, the value
+    // after it ("BLOCK") was unreadable, so the real `BLOCK 0` was left as it was (blocking.ts).
     const r = ioredis();
     await r.call('XGROUP', 'CREATE', 'rs:stream2', 'g', '$', 'MKSTREAM');
     const c = redisDeadlineClient(r);
