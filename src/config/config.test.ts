@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -80,6 +81,35 @@ describe('the central config (SPEC C7)', () => {
     expect(
       checkConfigText(`x: ${'['.repeat(10)}1${']'.repeat(10)}\n`, noFiles).problems.map(formatProblem),
     ).not.toContain('brackets nested');
+  });
+
+  it('refuses block nesting past the limit (`- `, `? `, indentation) before the YAML parser sees it, at a bounded cost', () => {
+    // 1000 levels overflow the parser's stack, and the parse after that aborts the process (V8 FATAL).
+    const refused = 'lists or mappings nested deeper than 64 levels (indentation, `- ` or `? `)';
+    expect(lines(`dependencies:\n  - ${'- '.repeat(1000)}x\n`)).toEqual([
+      `prazo.config.yaml:2:1: error: ${refused}`,
+    ]);
+    expect(lines(`${'? '.repeat(1000)}x\n`)).toEqual([`prazo.config.yaml:1:1: error: ${refused}`]);
+    const stairs = (n: number, line: (i: number) => string) =>
+      `${Array.from({ length: n }, (_, i) => ' '.repeat(i) + line(i)).join('\n')} x\n`;
+    expect(lines(stairs(1000, () => 'a:'))).toEqual([`prazo.config.yaml:66:1: error: ${refused}`]);
+    expect(lines(stairs(1000, () => '-'))).toEqual([`prazo.config.yaml:66:1: error: ${refused}`]);
+    // At the limit: parsed (and refused for what it holds, not for its depth).
+    expect(lines(`${'- '.repeat(64)}x\n`).join()).not.toContain('nested deeper');
+    expect(lines(stairs(65, () => 'a:')).join()).not.toContain('nested deeper');
+    // Pretty-printed JSON as deep as the bracket limit allows is not refused for its indentation.
+    const json = `${stairs(64, () => '{"a":').trimEnd()} 1${'}'.repeat(64)}\n`;
+    expect(
+      checkConfigText(json, { ...noFiles, format: 'json' })
+        .problems.map(formatProblem)
+        .join(),
+    ).not.toContain('nested deeper');
+    // One pass: 1 MB of lines 60 levels deep, each climbing back to the root, and the last one too deep.
+    const count = Math.floor((1024 * 1024) / 122) - 1;
+    const wide = `${'- '.repeat(60)}x\n`.repeat(count) + `${'- '.repeat(65)}x\n`;
+    const started = process.hrtime.bigint();
+    expect(lines(wide)).toEqual([`prazo.config.yaml:${count + 1}:1: error: ${refused}`]);
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(1_000);
   });
 
   it('blames an invalid dependency once, not again as unknown in the endpoints that name it', () => {
@@ -229,6 +259,39 @@ describe('the central config (SPEC C7)', () => {
       );
     }
     expect(checkConfigFile(join(dir, 'nope.yaml')).problems[0]!.message).toContain('cannot read');
+  });
+
+  it('refuses a config path that is not a regular file (a FIFO, a directory) before reading it; a symlink to one is read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prazo-config-'));
+    try {
+      const fifo = join(dir, 'fifo.yaml');
+      execFileSync('mkfifo', [fifo]);
+      // A writer that comes after 3 s: were the FIFO opened blocking, the open would wait for it (and
+      // fail the time bound) instead of hanging the test run for ever. Refused in time, it never comes.
+      const writer = spawn(
+        process.execPath,
+        ['-e', "setTimeout(() => require('node:fs').writeFileSync(process.argv[1], ''), 3000)", fifo],
+        { stdio: 'ignore' },
+      );
+      const started = process.hrtime.bigint();
+      try {
+        expect(checkConfigFile(fifo).problems.map((p) => p.message)).toEqual([
+          `cannot read: ${fifo} is a FIFO (named pipe), not a regular file`,
+        ]);
+        expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(2_000);
+      } finally {
+        writer.kill();
+      }
+      expect(checkConfigFile(dir).problems.map((p) => p.message)).toEqual([
+        `cannot read: ${dir} is a directory (EISDIR), not a regular file`,
+      ]);
+      const file = join(dir, 'real.yaml');
+      writeFileSync(file, 'dependencies:\n  - { name: a, p99Ms: 5 }\n');
+      symlinkSync(file, join(dir, 'prazo.config.yaml'));
+      expect(checkConfigFile(join(dir, 'prazo.config.yaml')).problems).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('bounds the file size and alias expansion', () => {

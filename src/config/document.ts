@@ -59,6 +59,16 @@ export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): Pa
     });
     return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
   }
+  const blockTooDeep = blockTooDeepAt(text, CONFIG_LIMITS.maxFlowDepth);
+  if (blockTooDeep !== undefined) {
+    problems.push({
+      path: [],
+      line: lineOf(text, blockTooDeep),
+      message: `lists or mappings nested deeper than ${CONFIG_LIMITS.maxFlowDepth} levels (indentation, \`- \` or \`? \`)`,
+      severity: 'error',
+    });
+    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
+  }
   // logLevel silent: the parser must not print to the host's stderr; its warnings become problems.
   const doc = parseDocument(text, {
     lineCounter,
@@ -348,6 +358,60 @@ function flowTooDeepAt(text: string, limit: number): number | undefined {
     } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth -= 1;
   }
   return undefined;
+}
+
+const SPACE = 0x20;
+const TAB = 0x09;
+const CR = 0x0d;
+const HASH = 0x23;
+const isBlank = (c: number): boolean => c === SPACE || c === TAB;
+
+/**
+ * Offset of the start of the first line whose block nesting passes `limit` levels, or undefined. The
+ * `yaml` parser recurses per block level as it does per bracket: a thousand levels (`- - - … x`, 2 KB)
+ * overflow its stack, and the parse after that aborts the process (V8 FATAL, beyond any try/catch).
+ *
+ * Counted conservatively, in one pass with a stack of at most `limit + 2` columns: the columns of the
+ * open block nodes. A line pops the columns deeper than its indentation and opens its own; each entry
+ * indicator that starts it (`- `, `? `, `: `) opens one more at the column of what follows. The root is
+ * level 0, so a pretty-printed JSON file as deep as the bracket limit allows stays under this one.
+ * Blank and comment lines count for nothing. The lines of quoted strings and block scalars (`key: |`)
+ * count as if they nested: telling text from structure needs the quotes tracked (a `|` inside a
+ * multi-line quoted string reads as a block scalar header, and skipping the lines after it would let
+ * any depth through). Over-counting refuses only text indented more than 64 steps deep.
+ */
+function blockTooDeepAt(text: string, limit: number): number | undefined {
+  const cols: number[] = [];
+  for (let start = 0; start < text.length; ) {
+    let end = text.indexOf('\n', start);
+    const next = end < 0 ? text.length : end + 1;
+    if (end < 0) end = text.length;
+    if (end > start && text.charCodeAt(end - 1) === CR) end -= 1;
+    let i = start;
+    while (i < end && isBlank(text.charCodeAt(i))) i += 1;
+    const indent = i - start;
+    if (i < end && text.charCodeAt(i) !== HASH) {
+      while (cols.length > 0 && cols[cols.length - 1]! > indent) cols.pop();
+      if (cols.length === 0 || cols[cols.length - 1]! < indent) cols.push(indent);
+      while (isIndicator(text, i, end)) {
+        i += 1;
+        while (i < end && isBlank(text.charCodeAt(i))) i += 1;
+        if (i === end || text.charCodeAt(i) === HASH) break; // the entry's node starts on a later line
+        cols.push(i - start);
+        if (cols.length - 1 > limit) return start;
+      }
+      if (cols.length - 1 > limit) return start;
+    }
+    start = next;
+  }
+  return undefined;
+}
+
+/** `-`, `?` or `:` followed by a blank or the end of the line: an entry that nests what follows it. */
+function isIndicator(text: string, i: number, end: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c !== 0x2d && c !== 0x3f && c !== 0x3a) return false;
+  return i + 1 === end || isBlank(text.charCodeAt(i + 1));
 }
 
 /** 1-based line of an offset. */

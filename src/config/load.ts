@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { ResolvedHealthThresholds } from '../calibrate/health.js';
 import { InvalidOptionsError } from '../errors/options.js';
@@ -60,13 +60,33 @@ export function readBoundedText(path: string, maxBytes: number): string {
 }
 
 /**
+ * Opened without blocking: a FIFO opened for reading waits for a writer, and `openSync` waits with
+ * the whole event loop. (A constant Windows lacks, where no FIFO can be at a path.)
+ */
+const READ_NONBLOCK = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+
+/** What a path that is not a regular file is, for the sentence that refuses it. */
+function kindOf(stats: Stats): string {
+  if (stats.isDirectory()) return 'a directory (EISDIR)';
+  if (stats.isFIFO()) return 'a FIFO (named pipe)';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  return 'another kind of file';
+}
+
+/**
  * Reads a file's bytes with a size bound, without reading past it: a buffer of the file's size (a
- * watched config is read again at every change), grown if the file grows while it is read.
+ * watched config is read again at every change), grown if the file grows while it is read. Only a
+ * regular file (or a symlink to one, as in a mounted ConfigMap) is read: a FIFO, a device or a
+ * directory is refused before any read, since a read of one can wait forever or never end.
  */
 export function readBoundedBytes(path: string, maxBytes: number): Buffer {
-  const fd = openSync(path, 'r');
+  const fd = openSync(path, READ_NONBLOCK);
   try {
-    let buffer = Buffer.allocUnsafe(Math.min(fstatSync(fd).size, maxBytes) + 1);
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new Error(`${path} is ${kindOf(stats)}, not a regular file`);
+    let buffer = Buffer.allocUnsafe(Math.min(stats.size, maxBytes) + 1);
     let total = 0;
     for (;;) {
       if (total === buffer.length) {

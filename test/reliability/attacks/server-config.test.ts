@@ -382,7 +382,8 @@ describe('config attacks: hostile text (checkConfigText)', () => {
     ]);
   });
 
-  // DEFECT: expected deep *block* nesting (2 KB: `- - - … x`, 1000 levels) to be refused like deep
+  // Was a defect (fixed): expected deep *block* nesting (2 KB: `- - - … x`, 1000 levels) to be
+  // refused like deep
   // flow nesting ("nested deeper than 64 levels"), and the process to live; actual: the first parse
   // overflows the `yaml` parser's stack (problem text "Maximum call stack size exceeded") and the
   // next parse in the same process aborts it (V8 FATAL "RegExpCompiler Allocation failed", SIGABRT),
@@ -390,7 +391,7 @@ describe('config attacks: hostile text (checkConfigText)', () => {
   // the service. Likely cause: src/config/document.ts bounds only `[`/`{` depth (flowTooDeepAt,
   // CONFIG_LIMITS.maxFlowDepth) before parseDocument; block sequences (`- `), explicit keys (`? `)
   // and indentation nest without limit.
-  it.fails('block nesting 1000 deep, parsed three times: refused with a nesting problem, the process lives', () => {
+  it('block nesting 1000 deep, parsed three times: refused with a nesting problem, the process lives', () => {
     const r = child(`
 import { checkConfigText } from '@src/config/load.ts';
 const text = '- '.repeat(1000) + 'x\\n';
@@ -492,13 +493,14 @@ describe('config attacks: a watched file (watchConfig, real files under os.tmpdi
     expect(() => watcher.bind()).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
   });
 
-  // DEFECT: expected a config path that is a FIFO (named pipe) to be refused as unreadable ("not a
+  // Was a defect (fixed): expected a config path that is a FIFO (named pipe) to be refused as
+  // unreadable ("not a
   // regular file") and the process to go on; actual: checkConfigFile / loadConfig / watchConfig block
   // the whole event loop forever in openSync, waiting for a writer (the child is killed by the test's
   // timeout). A watched file replaced by a FIFO freezes the service at the next event. Likely cause:
   // src/config/load.ts readBoundedBytes opens with a blocking openSync(path, 'r') and checks nothing
   // of what it opens (O_NONBLOCK, or fstat → isFile() before reading, would refuse it at once).
-  it.fails('a FIFO at the config path (load, then the watched file replaced by one): refused, never a hang', () => {
+  it('a FIFO at the config path (load, then the watched file replaced by one): refused, never a hang', () => {
     // The directory is the parent's: a child killed while blocked never runs its own clean-up.
     const dir = mkdtempSync(join(tmpdir(), 'prazo-fifo-'));
     closers.push(() => rmSync(dir, { recursive: true, force: true }));
