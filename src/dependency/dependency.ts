@@ -309,7 +309,7 @@ export function openCall<T, C extends Carrier>(
   now: number,
 ): Call {
   const core = plan as DependencyCore;
-  const deadline =
+  const resolved =
     terms.continued ??
     resolveDeadline(
       terms.deadline,
@@ -318,6 +318,7 @@ export function openCall<T, C extends Carrier>(
       core.clock,
       now,
     );
+  const deadline = terms.ceiling === undefined ? resolved : resolved.min(terms.ceiling);
   return new Execution<T, C>(
     core,
     transport,

@@ -125,6 +125,11 @@ export interface CallTerms {
   readonly deadline?: Deadline | number | undefined;
   /** A deadline taken as it is (a request an interceptor above sends again keeps its call's). */
   readonly continued?: Deadline | undefined;
+  /**
+   * A deadline the call never runs past, whichever it resolves (a caller's own deadline header the
+   * transport read off the request: the earliest deadline known travels, SPEC D5).
+   */
+  readonly ceiling?: Deadline | undefined;
   /** The default when there is neither, in ms. Default: the plan's. */
   readonly defaultDeadlineMs?: number | undefined;
   /** May be sent more than once (SPEC R5). */

@@ -1,6 +1,5 @@
-import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { currentDeadline } from '../deadline/ambient.js';
-import { Deadline, type HeaderFormat, isDeadline } from '../deadline/deadline.js';
+import type { Clock } from '../clock/clock.js';
+import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
 import { unmanagedPlan } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
@@ -103,15 +102,9 @@ export function callOn(
           responseTimeoutMs: given.responseTimeoutMs ?? base.responseTimeoutMs,
           bodyTimeoutMs: given.bodyTimeoutMs ?? base.bodyTimeoutMs,
         };
-  let deadline = given?.deadline;
-  let continued = given?.continued;
   // The caller's own deadline header (forwarded from its caller): the call ends no later (SPEC D1, D5).
   const callersMs = Math.min(caller.epochMs - epochNow, caller.relativeMs);
-  if (callersMs < Number.POSITIVE_INFINITY) {
-    const callers = Deadline.afterAt(now, callersMs, clock);
-    if (continued !== undefined) continued = callers.min(continued);
-    else deadline = noLaterThan(callers, deadline, base.defaultDeadlineMs, now, clock);
-  }
+  const ceiling = callersMs < Number.POSITIVE_INFINITY ? Deadline.afterAt(now, callersMs, clock) : undefined;
   let call: HttpCall;
   try {
     // The deadline goes to the executor, which resolves it (SPEC D1, D3, D5).
@@ -119,8 +112,9 @@ export function callOn(
       route,
       plan,
       {
-        deadline,
-        continued,
+        deadline: given?.deadline,
+        continued: given?.continued,
+        ceiling,
         defaultDeadlineMs: base.defaultDeadlineMs,
         idempotent,
         key,
@@ -138,28 +132,6 @@ export function callOn(
     return fail(handler, error as Error);
   }
   return call.run(now, epochNow);
-}
-
-/**
- * The per-call deadline the executor would resolve from `given` (ms from now, a `Deadline`, or
- * none: the ambient one, else the default), made no later than `callers`. A `given` the executor
- * refuses is returned as it is, for the executor's own error.
- */
-function noLaterThan(
-  callers: Deadline,
-  given: Deadline | number | undefined,
-  defaultDeadlineMs: number,
-  now: number,
-  clock: Clock,
-): Deadline | number | undefined {
-  if (given === undefined)
-    return callers.min(currentDeadline() ?? Deadline.afterAt(now, defaultDeadlineMs, clock));
-  if (typeof given === 'number') {
-    return given >= 0 && given <= MAX_TIMER_DELAY_MS
-      ? callers.min(Deadline.afterAt(now, given, clock))
-      : given;
-  }
-  return isDeadline(given) ? callers.min(given) : given;
 }
 
 function hasHost(headers: readonly string[]): boolean {
