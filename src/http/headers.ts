@@ -158,8 +158,8 @@ function iterable(headers: object): boolean {
  * Appends the caller's headers to `out` (flat), skipping the `dropped` names, which are read: the
  * `keyHeader` header's (first) value, and the earliest deadline in `epochHeader` (absolute) or in a
  * relative deadline header among `dropped`. Throws undici's `InvalidArgumentError` for what undici
- * refuses: headers that are not a container, a list entry that is not a `[name, value]` pair, a name
- * that is not a string, a value that is an object.
+ * refuses: headers that are not a container, a flat list of odd length, a list entry that is not a
+ * `[name, value]` pair, a name that is not a string, a value that is an object.
  */
 export function appendCallerHeaders(
   out: string[],
@@ -174,15 +174,19 @@ export function appendCallerHeaders(
   if (Array.isArray(headers)) {
     const list = headers as readonly unknown[];
     if (typeof list[0] === 'string') {
-      for (let i = 0; i + 1 < list.length; i += 2) reader.add(list[i], list[i + 1]);
+      // A name without its value: undici refuses the whole list rather than drop the name.
+      if (list.length % 2 !== 0) throw invalid('headers array must be even');
+      for (let i = 0; i < list.length; i += 2) reader.add(list[i], list[i + 1]);
     } else {
       for (const pair of list) addPair(reader, pair);
     }
   } else if (iterable(headers)) {
     for (const pair of headers as Iterable<unknown>) addPair(reader, pair);
   } else {
+    // Own keys only, as undici reads a record: an inherited one (a polluted prototype) is no header.
     const record = headers as Record<string, unknown>;
-    for (const name in record) reader.add(name, record[name]);
+    const names = Object.keys(record);
+    for (let i = 0; i < names.length; i += 1) reader.add(names[i], record[names[i]!]);
   }
   return reader;
 }

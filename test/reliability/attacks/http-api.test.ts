@@ -321,6 +321,34 @@ describe('http-api attacks: request headers in every shape undici accepts', () =
     expect(got.error!.message).not.toMatch(/Cannot read properties/);
   });
 
+  // Was a defect (fixed): undici refuses a flat header list of odd length ("headers array must be even");
+  // prazo dropped the last name without a word (headers.ts read pairs while `i + 1 < length`) and sent
+  // the request. Expected: the typed refusal, nothing sent.
+  it('Was a defect: a flat header list with a name and no value is refused as undici refuses it', async () => {
+    const server = await serve(echo);
+    const c = client(server);
+    const got = await settle(c.request('/', { headers: ['a', '1', 'authorization'] as never }));
+    expect(got.ok).toBe(false);
+    expect(typed(got.error)).toBe(true);
+    expect(got.error!.message).toMatch(/even/);
+    expect(server.seen).toHaveLength(0);
+  });
+
+  // Was a defect (fixed): undici reads a header record's own keys (`Object.keys`); prazo read every
+  // enumerable key (`for…in`), so a key inherited from the record's prototype went out as a header.
+  // Expected: only the record's own headers on the wire.
+  it("Was a defect: a header record's inherited keys are not sent, as undici does not send them", async () => {
+    const server = await serve(echo);
+    const c = client(server);
+    const headers = Object.create({ 'x-inherited': 'leak' }) as Record<string, string>;
+    headers['x-own'] = 'kept';
+    const got = await settle(c.request('/', { headers }));
+    expect(got.ok).toBe(true);
+    const names = receivedPairs(got.body!).map(([name]) => name.toLowerCase());
+    expect(names).toContain('x-own');
+    expect(names).not.toContain('x-inherited');
+  });
+
   // Was a defect (fixed): undici sends `a: ` for a null inside an array value; prazo sends the text "null"
   // (headers.ts: `String(item)`). Expected: never the text "null"/"undefined" on the wire.
   it('Was a defect: null or undefined inside an array value never goes out as the text "null" / "undefined"', async () => {
