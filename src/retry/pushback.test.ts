@@ -203,6 +203,110 @@ describe('dependencyFailureOf: an AggregateError of dependency failures (Promise
     expect(dependencyFailureOf(deep)).toBeUndefined();
   });
 
+  /** Aggregates `depth` levels deep, each listing the level below `fan` times: one object per level. */
+  const shared = (depth: number, fan: number, leaf: unknown, reads: { n: number }): unknown => {
+    let level = leaf;
+    for (let i = 0; i < depth; i += 1) {
+      const errors = Array.from({ length: fan }, () => level);
+      level = Object.defineProperty(new AggregateError([]), 'errors', {
+        get: () => {
+          reads.n += 1;
+          return errors;
+        },
+      });
+    }
+    return level;
+  };
+
+  it('bounded work: an aggregate listed again at each level is read once, with the same verdict', () => {
+    // Read again at every mention, 4 levels of 10 cost 1 + 10 + 100 + 1,000 reads (of 1,000: 10¹²).
+    const reads = { n: 0 };
+    const late = exceeded();
+    const failure = dependencyFailureOf(shared(4, 10, late, reads));
+    expect(failure?.kind).toBe('timeout');
+    expect(failure?.error).toBe(late);
+    expect(reads.n).toBe(4);
+    // Deeper than the cause chain is followed: none, as before, reading the first 5 levels at most.
+    reads.n = 0;
+    expect(dependencyFailureOf(shared(30, 3, late, reads))).toBeUndefined();
+    expect(reads.n).toBeLessThanOrEqual(5);
+  });
+
+  it('bounded work: past 1,000 errors met in one walk (the aggregate included), none', () => {
+    const many = (n: number) => new AggregateError(Array.from({ length: n }, () => refused()));
+    expect(dependencyFailureOf(many(999))?.kind).toBe('unavailable');
+    expect(dependencyFailureOf(many(1_000))).toBeUndefined();
+    // Repeats count: 4 levels of 1,000 mentions of one object each is 4,001 met.
+    expect(dependencyFailureOf(shared(4, 1_000, exceeded(), { n: 0 }))).toBeUndefined();
+  });
+
+  it('property: an error shared between lists and cause chains reads as its unshared copy does', () => {
+    const leaves = {
+      throttled,
+      refused,
+      exceeded,
+      marked,
+      plain: () => new Error('plain'),
+      bug: () => new InvalidOptionsError('x', ['bad']),
+    };
+    type Shape =
+      | { leaf: keyof typeof leaves }
+      | { all: number[]; cause?: number | undefined }
+      | { wraps: number };
+    // Node i refers only to nodes before it: a DAG, each node reachable from the last by many paths.
+    const shape: fc.Arbitrary<Shape> = fc.oneof(
+      fc.record({
+        leaf: fc.constantFrom<keyof typeof leaves>(
+          'throttled',
+          'refused',
+          'exceeded',
+          'marked',
+          'plain',
+          'bug',
+        ),
+      }),
+      fc.record({
+        all: fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
+        cause: fc.option(fc.nat(), { nil: undefined }),
+      }),
+      fc.record({ wraps: fc.nat() }),
+    );
+    fc.assert(
+      fc.property(fc.array(shape, { minLength: 1, maxLength: 10 }), (shapes) => {
+        const leafOf = new Map<number, unknown>();
+        // Mostly the node just before: chains deeper than the 4 levels followed, met at several levels.
+        const ref = (i: number, n: number) => (i === 0 ? -1 : i - 1 - (n % Math.min(i, 3)));
+        /** Node `i`: built once (`memo`) or afresh at every mention; leaves are always the same objects. */
+        const build = (i: number, memo: Map<number, unknown> | undefined): unknown => {
+          if (i < 0) return new Error('nothing below');
+          const known = memo?.get(i);
+          if (known !== undefined) return known;
+          const s = shapes[i]!;
+          let made: unknown;
+          if ('leaf' in s) {
+            made = leafOf.get(i) ?? leaves[s.leaf]();
+            leafOf.set(i, made);
+          } else if ('wraps' in s) made = new Error('wrapped', { cause: build(ref(i, s.wraps), memo) });
+          else {
+            const errors = s.all.map((n) => build(ref(i, n), memo));
+            made =
+              s.cause === undefined
+                ? new AggregateError(errors)
+                : new AggregateError(errors, 'lost', { cause: build(ref(i, s.cause), memo) });
+          }
+          memo?.set(i, made);
+          return made;
+        };
+        const top = shapes.length - 1;
+        const once = dependencyFailureOf(build(top, new Map()));
+        const copied = dependencyFailureOf(build(top, undefined));
+        expect(once?.kind).toBe(copied?.kind);
+        expect(once?.error.message).toBe(copied?.error.message);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
   it('property: a failure exactly when every error is one; timeout exactly when any is', () => {
     const kinds = ['throttled', 'refused', 'exceeded', 'marked', 'plain', 'bug'] as const;
     const make = {

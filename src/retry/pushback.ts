@@ -172,40 +172,82 @@ function failedError(dependency: string, cause: object): PrazoError {
  * its first failure. One error that is not a dependency's (a bug, a plain error) and it is none, as
  * an empty one is (its own `cause`, if it has one, is still read). Nested aggregates count towards
  * the same 4 levels.
+ *
+ * Bounded in work as well as in depth: an error object met again at the same level (an aggregate
+ * listing the same error several times, at each of several levels) reuses its first verdict instead
+ * of being walked again, which without the reuse costs the product of the lists' lengths (four levels
+ * of 1,000: 10¹² steps, the event loop held for hours, no answer ever sent). And at most 1,000 errors
+ * are met in one walk, repeats included: past that the answer is "none", as for an error nobody
+ * recognises.
  */
 export function dependencyFailureOf(error: unknown): DependencyFailure | undefined {
-  return failureFrom(error, 0);
+  const walk: Walk = { verdicts: new Map(), visits: 0, spent: false };
+  const failure = failureFrom(error, 0, walk);
+  return walk.spent ? undefined : failure;
 }
 
-function failureFrom(error: unknown, from: number): DependencyFailure | undefined {
-  let current = error;
-  for (let depth = from; depth <= MAX_CAUSE_DEPTH; depth += 1) {
-    if (current === null || typeof current !== 'object') return undefined;
-    if (isPrazoError(current)) {
-      const kind = failureKind(current);
-      return kind === undefined ? undefined : { kind, error: current };
-    }
-    const dependency = (current as Record<symbol, unknown>)[DEPENDENCY_FAILURE];
-    if (typeof dependency === 'string') {
-      const code = (current as { code?: unknown }).code;
-      const timeout = typeof code === 'string' && TIMEOUT_CODES.has(code);
-      return { kind: timeout ? 'timeout' : 'unavailable', error: failedError(dependency, current) };
-    }
-    if (current instanceof AggregateError) {
-      const all = everyFailure(current.errors, depth + 1);
-      if (all !== undefined) return all;
-    }
-    current = (current as { cause?: unknown }).cause;
+/**
+ * How many errors one {@link dependencyFailureOf} walk meets at most (each entry of an aggregate's
+ * list and each link of a `cause` chain, repeats included): `Promise.any` over replicas lists a
+ * handful, so this is reached only by a structure built to be walked forever.
+ */
+const MAX_FAILURE_VISITS = 1_000;
+
+/** One walk's state: each object's verdict per level (`null`: none), and the visits spent. */
+interface Walk {
+  readonly verdicts: Map<object, Array<DependencyFailure | null | undefined>>;
+  visits: number;
+  spent: boolean;
+}
+
+/**
+ * The failure `error` is, read at `depth`: its verdict is kept per level, as what is left of the depth
+ * bound can change it (a `cause` cycle meets the same object one level deeper each time).
+ */
+function failureFrom(error: unknown, depth: number, walk: Walk): DependencyFailure | undefined {
+  if (walk.spent || depth > MAX_CAUSE_DEPTH || error === null || typeof error !== 'object') return undefined;
+  walk.visits += 1;
+  if (walk.visits > MAX_FAILURE_VISITS) {
+    walk.spent = true;
+    return undefined;
   }
-  return undefined;
+  let known = walk.verdicts.get(error);
+  const seen = known?.[depth];
+  if (seen !== undefined) return seen ?? undefined;
+  if (known === undefined) {
+    known = [];
+    walk.verdicts.set(error, known);
+  }
+  const failure = judge(error, depth, walk);
+  known[depth] = failure ?? null;
+  return failure;
+}
+
+/** The failure `error` itself is, else the one its aggregated errors or its `cause` are. */
+function judge(error: object, depth: number, walk: Walk): DependencyFailure | undefined {
+  if (isPrazoError(error)) {
+    const kind = failureKind(error);
+    return kind === undefined ? undefined : { kind, error };
+  }
+  const dependency = (error as Record<symbol, unknown>)[DEPENDENCY_FAILURE];
+  if (typeof dependency === 'string') {
+    const code = (error as { code?: unknown }).code;
+    const timeout = typeof code === 'string' && TIMEOUT_CODES.has(code);
+    return { kind: timeout ? 'timeout' : 'unavailable', error: failedError(dependency, error) };
+  }
+  if (error instanceof AggregateError) {
+    const all = everyFailure(error.errors, depth + 1, walk);
+    if (all !== undefined) return all;
+  }
+  return failureFrom((error as { cause?: unknown }).cause, depth + 1, walk);
 }
 
 /** The failure all of `errors` are (see {@link dependencyFailureOf}), or undefined. */
-function everyFailure(errors: unknown, depth: number): DependencyFailure | undefined {
+function everyFailure(errors: unknown, depth: number, walk: Walk): DependencyFailure | undefined {
   if (!Array.isArray(errors) || errors.length === 0) return undefined;
   let first: DependencyFailure | undefined;
   for (const error of errors) {
-    const failure = failureFrom(error, depth);
+    const failure = failureFrom(error, depth, walk);
     if (failure === undefined) return undefined;
     if (first === undefined || (failure.kind === 'timeout' && first.kind !== 'timeout')) first = failure;
   }

@@ -324,6 +324,41 @@ server.listen(0, '127.0.0.1', async () => {
     expect(r.stdout).toContain('/hostile 500');
     expect(r.status).toBe(0);
   });
+
+  // Was a defect (fixed): expected a handler rejecting with an AggregateError that lists one nested
+  // AggregateError 1,000 times, at each of 4 levels (the leaves a deadline error), to be answered like
+  // any other rejection; actual: no answer ever, the event loop held (the child is killed by its
+  // timeout). Likely cause: src/retry/pushback.ts dependencyFailureOf (pushbackAnswer, run on every
+  // handler error, SPEC X6) walked every mention of an error again: 1,000⁴ steps. Each object is now
+  // read once per level, and a walk meets at most 1,000 errors.
+  it('a handler rejecting with aggregates that list one error over and over, 4 or 30 levels deep: answered, at once', () => {
+    const r = child(`
+import { createServer } from 'node:http';
+import { withIncomingDeadline } from '@src/server/node.ts';
+import { DeadlineExceededError } from '@src/errors/deadline.ts';
+const shared = (depth, fan) => {
+  let level = new DeadlineExceededError({ dependency: 'inventory' });
+  for (let i = 0; i < depth; i += 1) level = new AggregateError(Array(fan).fill(level));
+  return level;
+};
+const errors = { '/few': shared(4, 3), '/wide': shared(4, 1000), '/deep': shared(30, 3) };
+const server = createServer(withIncomingDeadline(async (req) => { throw errors[req.url]; }));
+server.listen(0, '127.0.0.1', async () => {
+  const { port } = server.address();
+  for (const path of Object.keys(errors)) {
+    const res = await fetch('http://127.0.0.1:' + port + path).then((r) => r.status, (e) => e.name);
+    console.log(path, res);
+  }
+  server.closeAllConnections();
+  server.close();
+});
+`);
+    expect(r.stdout).toMatch(/^\/few 504$/m); // a shared error still reads as what it is
+    expect(r.stdout).toMatch(/^\/wide 500$/m); // past 1,000 errors met: none, as any other error
+    expect(r.stdout).toMatch(/^\/deep 500$/m); // deeper than the 4 levels followed
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(0);
+  });
 });
 
 describe('server attacks: Fastify handlers', () => {
