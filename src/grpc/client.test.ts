@@ -35,11 +35,23 @@ beforeAll(async () => {
 });
 afterAll(() => echo.stop());
 
+/** The reply of the last call made with {@link sayWith}. */
+let lastReply: SayReply = { text: '', remainingMs: 0, deadlineEpochMs: 0 };
+
 /** Calls `say` with the caller's own `metadata`. */
-const sayWith = (client: unknown, metadata: Metadata): Promise<unknown> =>
+const sayWith = (client: unknown, metadata: Metadata, request: { delayMs?: number } = {}): Promise<unknown> =>
   new Promise((resolve, reject) =>
-    (client as { say: (...args: unknown[]) => unknown }).say({}, metadata, {}, (e: unknown) =>
-      e ? reject(e) : resolve(undefined),
+    (client as { say: (...args: unknown[]) => unknown }).say(
+      request,
+      metadata,
+      {},
+      (e: unknown, r?: SayReply) => {
+        if (e) reject(e);
+        else {
+          lastReply = r!;
+          resolve(undefined);
+        }
+      },
     ),
   );
 
@@ -81,12 +93,27 @@ describe('deadlineInterceptor (real grpc-js client and server on 127.0.0.1)', ()
     expect(envoy).toMatch(/^\d+$/); // whole ms left when the call started
     expect(Number(envoy)).toBeGreaterThanOrEqual(600);
     expect(Number(envoy)).toBeLessThanOrEqual(800);
-    // A header the caller set itself is left as it is, each by its name.
-    const own = new Metadata();
-    own.set('x-envoy-expected-rq-timeout-ms', '7');
-    await runWithDeadline(Deadline.after(800), () => sayWith(withEnvoy, own));
-    expect(lastMetadata.get('x-envoy-expected-rq-timeout-ms')).toEqual(['7']);
-    expect(lastEpochMetadata).toHaveLength(1);
+    // A header the caller set itself under one of these names is its own deadline (SPEC D5): a later
+    // one (or Envoy's 0, "no timeout") is replaced by the call's, each by its name ...
+    for (const value of ['60000', '0']) {
+      const later = new Metadata();
+      later.set('x-envoy-expected-rq-timeout-ms', value);
+      await runWithDeadline(Deadline.after(800), () => sayWith(withEnvoy, later));
+      const [sent] = lastMetadata.get('x-envoy-expected-rq-timeout-ms');
+      expect(lastMetadata.get('x-envoy-expected-rq-timeout-ms'), value).toHaveLength(1);
+      expect(Number(sent), value).toBeGreaterThanOrEqual(600);
+      expect(Number(sent), value).toBeLessThanOrEqual(800);
+      expect(lastEpochMetadata, value).toHaveLength(1);
+    }
+    // ... and 7 ms, less than the p99, is refused before anything is sent (D4).
+    const near = new Metadata();
+    near.set('x-envoy-expected-rq-timeout-ms', '7');
+    const before = calls;
+    const refused = await runWithDeadline(Deadline.after(800), () => sayWith(withEnvoy, near)).catch(
+      (e: unknown) => e,
+    );
+    expect(isDeadlineInsufficient(prazoErrorOf(refused))).toBe(true);
+    expect(calls).toBe(before);
     await say(withEnvoy, {});
     expect(lastMetadata.get('x-envoy-expected-rq-timeout-ms')).toEqual([]); // no deadline, nothing sent
     withEnvoy.close();
@@ -118,6 +145,70 @@ describe('deadlineInterceptor (real grpc-js client and server on 127.0.0.1)', ()
     expect(own.remainingMs).toBeLessThanOrEqual(400);
     const none = await say(c, {});
     expect(none.remainingMs).toBe(-1);
+    c.close();
+  });
+
+  it("a caller's own deadline metadata bounds the call, and the earlier deadline travels (SPEC D1, D3, D5)", async () => {
+    const c = client();
+    const withOwn = (name: string, value: string): Metadata => {
+      const metadata = new Metadata();
+      metadata.set(name, value);
+      return metadata;
+    };
+    // An earlier x-deadline-epoch-ms than the ambient deadline, or the only deadline there is; a
+    // grpc-timeout key of the caller's own (grpc-js writes the call's over it).
+    for (const [label, metadata, ambientMs] of [
+      [
+        'x-deadline-epoch-ms under a 3 s ambient',
+        withOwn('x-deadline-epoch-ms', String(Date.now() + 400)),
+        3_000,
+      ],
+      ['x-deadline-epoch-ms alone', withOwn('x-deadline-epoch-ms', String(Date.now() + 400)), undefined],
+      ['grpc-timeout under a 3 s ambient', withOwn('grpc-timeout', '400m'), 3_000],
+    ] as const) {
+      const t0 = Date.now();
+      const run = () => sayWith(c, metadata);
+      await (ambientMs === undefined ? run() : runWithDeadline(Deadline.after(ambientMs), run));
+      expect(lastReply.remainingMs, label).toBeGreaterThan(0);
+      expect(lastReply.remainingMs, label).toBeLessThanOrEqual(400);
+      expect(lastEpochMetadata, label).toHaveLength(1);
+      expect(Number(lastEpochMetadata[0]), label).toBeLessThanOrEqual(t0 + 400 + 5);
+    }
+    // It ends the call: DEADLINE_EXCEEDED at the caller's deadline, not the ambient one's.
+    const t0 = performance.now();
+    const late = withOwn('x-deadline-epoch-ms', String(Date.now() + 200));
+    const error = await runWithDeadline(Deadline.after(3_000), () =>
+      sayWith(c, late, { delayMs: 1_000 }).catch((e: unknown) => e),
+    );
+    expect(error).toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    expect(isDeadlineExceeded(prazoErrorOf(error))).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(800);
+    c.close();
+  });
+
+  it("a caller's later, garbage or far deadline metadata extends nothing and is replaced by the call's (SPEC D3, D5)", async () => {
+    const c = client();
+    const values = ['x', '-5', '1e3', '0x10', '', ' 12 34', String(Date.now() + 60_000), '9999999999999999'];
+    for (const value of values) {
+      const metadata = new Metadata();
+      metadata.set('x-deadline-epoch-ms', value);
+      const deadline = Deadline.after(800);
+      await runWithDeadline(deadline, () => sayWith(c, metadata));
+      expect(lastReply.remainingMs, value).toBeGreaterThan(0);
+      expect(lastReply.remainingMs, value).toBeLessThanOrEqual(800);
+      expect(lastEpochMetadata, value).toHaveLength(1);
+      expect(
+        Math.abs(Number(lastEpochMetadata[0]) - Math.floor(deadline.epochMs())),
+        value,
+      ).toBeLessThanOrEqual(1);
+    }
+    // Without any other deadline, garbage or a deadline further than a timer can hold sets none.
+    for (const value of ['garbage', '9999999999999999']) {
+      const metadata = new Metadata();
+      metadata.set('x-deadline-epoch-ms', value);
+      await sayWith(c, metadata);
+      expect(lastReply.remainingMs, value).toBe(-1);
+    }
     c.close();
   });
 

@@ -1,8 +1,10 @@
 import {
   InterceptingCall,
+  type InterceptingListener,
   type Interceptor,
   type InterceptorOptions,
   type Listener,
+  Metadata,
   type NextCall,
   type Requester,
   type StatusObject,
@@ -23,10 +25,11 @@ import { readOptions } from '../options/validator.js';
 import type { RandomSource } from '../retry/backoff.js';
 import { readPushback } from '../retry/pushback.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
-import { type ThrottleState, throttleFrom } from '../throttle/throttle.js';
+import { type AdaptiveThrottle, type ThrottleState, throttleFrom } from '../throttle/throttle.js';
 import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
 import {
+  callersLeftMs,
   explainStatus,
   GrpcCall,
   grpcHeaderFormat,
@@ -72,18 +75,20 @@ export const DEADLINE_INTERCEPTOR_OPTIONS = defineOptions(
      * D5, D8), the deadline's own declaration: `epochMs` the absolute header's name (a gRPC metadata
      * key: letters, digits, `-`, `_`, `.`, not ending in `-bin`), or `false` for none; `envoy: true`
      * adds `x-envoy-expected-rq-timeout-ms` (the ms left when the call starts, never below 1);
-     * `grpcTimeout` changes nothing (grpc-js always sends it, from the call's deadline). A header the
-     * caller set itself is left as it is. Default `{ epochMs: 'x-deadline-epoch-ms' }`. With
-     * `dependency`, refused: the executor's `headerFormat` is used (set it with createDependency()).
+     * `grpcTimeout` changes nothing (grpc-js always sends it, from the call's deadline). A value the
+     * caller set itself under one of these names is read (the call ends no later) and replaced by the
+     * call's. Default `{ epochMs: 'x-deadline-epoch-ms' }`. With `dependency`, refused: the
+     * executor's `headerFormat` is used (set it with createDependency()).
      */
     deadlineHeaders: option.nested(HEADER_FORMAT_OPTIONS),
     /**
      * Runs each call through this executor (made with `createDependency`), as prazo/http does: it owns
-     * the call's deadline (the call's own, capped by the ambient one, else its `defaultDeadlineMs`),
-     * D4 with its p99, its throttle, its concurrency limit (a call may wait in its queue), its latency
-     * recorder, its events and traces. One attempt per call, never retried nor hedged by it (grpc-js's
-     * own retries run below): the deadline sent is that attempt's end, min(the call's deadline, start +
-     * ceil(p99 × slack)), its deadline headers in the dependency's `headerFormat`. Exclusive with
+     * the call's deadline (the call's own, capped by the ambient one, else its `defaultDeadlineMs`;
+     * never later than the caller's own deadline metadata), D4 with its p99, its throttle, its
+     * concurrency limit (a call may wait in its queue), its latency recorder, its events and traces.
+     * One attempt per call, never retried nor hedged by it (grpc-js's own retries run below): the
+     * deadline sent is that attempt's end, min(the call's deadline, start + ceil(p99 × slack)), its
+     * deadline headers in the dependency's `headerFormat`. Exclusive with
      * `p99Ms`, `throttle`, `random` and `deadlineHeaders` (the executor's own); `name` and `clock`, if
      * given, must be the executor's. Default: none (the interceptor's own thin path).
      */
@@ -134,16 +139,19 @@ export interface DeadlineInterceptor extends Interceptor {
  * With `dependency` (an executor made by `createDependency`), each call is one call of that executor,
  * opened through its public seam as prazo/http's are (src/grpc/transport.ts): the executor resolves
  * the deadline (the call's `deadline` option, never past the ambient one, else its
- * `defaultDeadlineMs`) and owns D4 (its p99), its throttle, its concurrency limit (a call may wait in
- * its queue; its channel call then starts later), its recorder, events and traces. One attempt, never
- * retried nor hedged by it; the deadline sent is that attempt's end, min(the call's deadline, start
- * + ceil(p99 × slack)). A call refused before it starts touches no channel: `DEADLINE_EXCEEDED`
+ * `defaultDeadlineMs`; never past the caller's own deadline metadata, its `ceiling`) and owns D4 (its
+ * p99), its throttle, its concurrency limit (a call may wait in its queue; its channel call then
+ * starts later), its recorder, events and traces. One attempt, never retried nor hedged by it; the
+ * deadline sent is that attempt's end, min(the call's deadline, start + ceil(p99 × slack)). A call
+ * refused before it starts touches no channel: `DEADLINE_EXCEEDED`
  * (cause DeadlineInsufficientError), or `UNAVAILABLE` (cause ThrottledError or
  * ConcurrencyLimitError). A `DEADLINE_EXCEEDED` that ends the attempt has the timeout as its cause
  * (DeadlineExceededError, or ResponseTimeoutError when the attempt's timeout, not the deadline, ran
  * out). Without it, the interceptor keeps a thin path of its own:
- * - the call's deadline becomes the earlier of its own and `currentDeadline()`, so gRPC's native
- *   `grpc-timeout` carries what is left of the request being served;
+ * - the call's deadline becomes the earliest of its own, `currentDeadline()` and the caller's own
+ *   deadline metadata (`x-deadline-epoch-ms`, a `grpc-timeout` key, the `deadlineHeaders` names:
+ *   garbage ignored, as prazo/http reads a caller's header), so gRPC's native `grpc-timeout` and the
+ *   deadline headers, which replace the caller's, carry what is left of the request being served;
  * - with less than `p99Ms` left (or nothing), the call fails fast with `DEADLINE_EXCEEDED`, whose
  *   `cause` is a DeadlineInsufficientError, and no request leaves the process;
  * - a `DEADLINE_EXCEEDED` from grpc-js or the server gets a DeadlineExceededError as `cause`;
@@ -184,37 +192,16 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
           throttle.count(clock.now(), !failed || (told !== undefined && !told.retry));
         };
 
+  const path: ThinPath = { p99Ms, name, format, clock, throttle, listeners, label, count };
   const interceptor = (callOptions: InterceptorOptions, nextCall: NextCall): InterceptingCall => {
-    const dependency = name ?? callOptions.method_definition.path;
+    // The call's own deadline capped by the ambient one, read here, in the caller's context.
     const own = grpcDeadlineEpochMs(callOptions.deadline);
     const ambient = currentDeadline();
     const ambientEpoch = ambient === undefined ? undefined : Math.floor(ambient.epochMs());
-    const epoch =
+    const known =
       ambientEpoch !== undefined && (own === undefined || ambientEpoch < own) ? ambientEpoch : own;
-    if (epoch !== undefined) {
-      const remainingMs = Math.max(0, epoch - clock.epochNow());
-      const refused = refusalOf({ name: dependency, p99Ms }, remainingMs);
-      if (refused !== undefined) return new InterceptingCall(NOT_CALLED, refuse(deadlineStatus(refused)));
-    }
-    // After D4 (as in the executor): a call refused for its deadline says nothing of the server.
-    if (throttle !== undefined) {
-      const now = clock.now();
-      if (!throttle.admit(now)) {
-        const error = throttle.refusal(dependency, now);
-        const { requests, accepts, probability } = error;
-        if (listeners.active)
-          listeners.emit({ type: 'throttled', dependency: label, requests, accepts, probability });
-        return new InterceptingCall(NOT_CALLED, refuse(refusedStatus(error)));
-      }
-    }
-    if (epoch === undefined)
-      return new InterceptingCall(nextCall(callOptions), explain(dependency, undefined, count));
-    const started = clock.now();
-    const onDeadline = (): DeadlineExceededError =>
-      new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });
-    const next = nextCall(epoch === own ? callOptions : { ...callOptions, deadline: epoch });
-    const headers = { epoch, format, clock };
-    return new InterceptingCall(next, explain(dependency, onDeadline, count, headers));
+    const call = new ThinCall(path, callOptions, nextCall, own, known);
+    return new InterceptingCall(call, call.requester());
   };
   const events = Object.freeze({
     name: label,
@@ -228,9 +215,10 @@ export function deadlineInterceptor(options: DeadlineInterceptorOptions = {}): D
 
 /**
  * The interceptor of `deadlineInterceptor({ dependency })`: each call one executor call over the
- * executor's public seam (`openCall`, in transport.ts's {@link GrpcCall}), opened in the caller's
- * context (the ambient deadline is read there) and begun when grpc-js starts it. Its throttle and
- * events are the dependency's.
+ * executor's public seam (`openCall`, in transport.ts's {@link GrpcCall}), its deadline read in the
+ * caller's context (the ambient one is read there), opened and begun when grpc-js starts it (with the
+ * caller's metadata, whose own deadline is the call's ceiling). Its throttle and events are the
+ * dependency's.
  */
 function executorInterceptor(dependency: Dependency): DeadlineInterceptor {
   const executor = executorOf(dependency)!;
@@ -244,51 +232,190 @@ function executorInterceptor(dependency: Dependency): DeadlineInterceptor {
   }) as DeadlineInterceptor;
 }
 
-/** A requester that never calls `next`: the status is delivered without any I/O. */
-function refuse(failure: StatusObject): Requester {
-  return {
-    start: (_metadata, listener) => {
-      process.nextTick(() => listener.onReceiveStatus?.(failure));
-    },
-    sendMessage: () => undefined,
-    halfClose: () => undefined,
-  };
+/** What every call of one thin-path interceptor shares. */
+interface ThinPath {
+  readonly p99Ms: number;
+  readonly name: string | undefined;
+  readonly format: HeaderFormat;
+  readonly clock: Clock;
+  readonly throttle: AdaptiveThrottle | undefined;
+  readonly listeners: Listeners;
+  readonly label: string;
+  readonly count: ((received: StatusObject) => void) | undefined;
+}
+
+type ChannelCall = ReturnType<NextCall>;
+
+/**
+ * One call on the thin path: the call grpc-js's `InterceptingCall` holds below the interceptor, and
+ * the requester that decides it when grpc-js starts it, once the caller's metadata is known. Its
+ * deadline is the earliest of the call's own, the ambient one and the caller's own deadline metadata
+ * (`callersLeftMs`: `x-deadline-epoch-ms` and the format's names, SPEC D1, D5, as prazo/http reads a
+ * caller's header). Then D4 and the throttle; a refused call answers its status without creating any
+ * channel call. Otherwise the channel call is created with that deadline (grpc-js fixes it when it
+ * creates the call, and writes `grpc-timeout` from it) and started with the deadline headers in the
+ * `deadlineHeaders` format (`putDeadlineMetadata`: by default the absolute `x-deadline-epoch-ms`),
+ * each replacing the caller's own. Until then grpc-js's `InterceptingCall` holds the caller's message
+ * and half-close itself, and this call holds a `startRead` and a cancel.
+ */
+class ThinCall {
+  readonly #path: ThinPath;
+  readonly #options: InterceptorOptions;
+  readonly #nextCall: NextCall;
+  /** The call's own deadline, epoch ms (undefined: none, or unusable). */
+  readonly #own: number | undefined;
+  /** The earlier of its own and the ambient one, epoch ms. */
+  readonly #known: number | undefined;
+  #channel: ChannelCall | undefined;
+  #readPending = false;
+  /** The caller cancelled before grpc-js started the call: the status it gets when it does. */
+  #cancelled: StatusObject | undefined;
+
+  constructor(
+    path: ThinPath,
+    options: InterceptorOptions,
+    nextCall: NextCall,
+    own: number | undefined,
+    known: number | undefined,
+  ) {
+    this.#path = path;
+    this.#options = options;
+    this.#nextCall = nextCall;
+    this.#own = own;
+    this.#known = known;
+  }
+
+  requester(): Requester {
+    return { start: (metadata, listener, next) => this.#begin(metadata, listener, next) };
+  }
+
+  #begin(
+    metadata: Metadata,
+    listener: InterceptingListener,
+    next: Parameters<NonNullable<Requester['start']>>[2],
+  ): void {
+    const cancelled = this.#cancelled;
+    if (cancelled !== undefined) {
+      this.#refuse(listener, cancelled);
+      return;
+    }
+    const { p99Ms, name, format, clock, throttle, listeners, label, count } = this.#path;
+    const dependency = name ?? this.#options.method_definition.path;
+    const epochNow = clock.epochNow();
+    const callersMs = callersLeftMs(metadata, format, epochNow);
+    const known = this.#known;
+    const epoch =
+      callersMs < Number.POSITIVE_INFINITY && (known === undefined || epochNow + callersMs < known)
+        ? Math.floor(epochNow + callersMs)
+        : known;
+    if (epoch !== undefined) {
+      const refused = refusalOf({ name: dependency, p99Ms }, Math.max(0, epoch - epochNow));
+      if (refused !== undefined) {
+        this.#refuse(listener, deadlineStatus(refused));
+        return;
+      }
+    }
+    // After D4 (as in the executor): a call refused for its deadline says nothing of the server.
+    if (throttle !== undefined) {
+      const now = clock.now();
+      if (!throttle.admit(now)) {
+        const error = throttle.refusal(dependency, now);
+        const { requests, accepts, probability } = error;
+        if (listeners.active)
+          listeners.emit({ type: 'throttled', dependency: label, requests, accepts, probability });
+        this.#refuse(listener, refusedStatus(error));
+        return;
+      }
+    }
+    let onDeadline: (() => DeadlineExceededError) | undefined;
+    const options = this.#options;
+    // A channel call grpc-js cannot create (a closed channel) throws to the caller, as it would
+    // without the interceptor.
+    if (epoch === undefined) this.#channel = this.#nextCall(options);
+    else {
+      this.#channel = this.#nextCall(epoch === this.#own ? options : { ...options, deadline: epoch });
+      const started = clock.now();
+      onDeadline = () =>
+        new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });
+      putDeadlineMetadata(metadata, format, epoch - epochNow, epochNow);
+    }
+    // grpc-js's InterceptingCall now calls `start` below, then sends what it held.
+    next(metadata, explain(dependency, onDeadline, count));
+  }
+
+  /** Answers `failure` without creating any channel call: nothing reaches the network. */
+  #refuse(listener: InterceptingListener, failure: StatusObject): void {
+    this.#channel = NOT_CALLED;
+    process.nextTick(() => listener.onReceiveStatus(failure));
+  }
+
+  // ── the call grpc-js's InterceptingCall holds below the interceptor ────────────────────────────
+
+  /** Called by grpc-js's InterceptingCall from `#begin`'s `next`: the channel call exists. */
+  start(metadata: Metadata, listener: Partial<InterceptingListener>): void {
+    const channel = this.#channel!;
+    channel.start(metadata, listener);
+    if (this.#readPending) {
+      this.#readPending = false;
+      channel.startRead();
+    }
+  }
+
+  cancelWithStatus(code: number, details: string): void {
+    const channel = this.#channel;
+    if (channel !== undefined) channel.cancelWithStatus(code, details);
+    else this.#cancelled ??= { code, details, metadata: new Metadata() };
+  }
+
+  getPeer(): string {
+    return this.#channel?.getPeer() ?? '';
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: grpc-js's message context and messages are untyped
+  sendMessageWithContext(context: any, message: any): void {
+    this.#channel?.sendMessageWithContext(context, message);
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: grpc-js's messages are untyped
+  sendMessage(message: any): void {
+    this.#channel?.sendMessage(message);
+  }
+
+  startRead(): void {
+    const channel = this.#channel;
+    if (channel === undefined) this.#readPending = true;
+    else channel.startRead();
+  }
+
+  halfClose(): void {
+    this.#channel?.halfClose();
+  }
+
+  getAuthContext(): ReturnType<ChannelCall['getAuthContext']> {
+    return this.#channel?.getAuthContext() ?? null;
+  }
 }
 
 /**
- * The thin path's requester: names what the status means as its `cause` (SPEC D6, X6;
+ * The thin path's listener: names what the status means as its `cause` (SPEC D6, X6;
  * `explainStatus`, the same for a call through an executor), after the throttle counted it.
- *
- * With a deadline (`headers.epoch`), it also writes its deadline headers when the call starts, in the
- * `deadlineHeaders` format (`putDeadlineMetadata`, SPEC D1, D5): by default the absolute
- * `x-deadline-epoch-ms` beside grpc-js's relative `grpc-timeout`.
  */
 function explain(
   dependency: string,
   onDeadline: (() => DeadlineExceededError) | undefined,
   count: ((received: StatusObject) => void) | undefined,
-  headers?: { readonly epoch: number; readonly format: HeaderFormat; readonly clock: Clock },
-): Requester {
-  const listener: Listener = {
+): Listener {
+  return {
     onReceiveStatus: (received, next) => {
       // Counted when the outcome is known: a unary call's or a stream's status, whatever its kind.
       count?.(received);
       next(explainStatus(received, dependency, onDeadline));
     },
   };
-  return {
-    start: (metadata, _listener, next) => {
-      if (headers !== undefined) {
-        const epochNow = headers.clock.epochNow();
-        putDeadlineMetadata(metadata, headers.format, headers.epoch - epochNow, epochNow);
-      }
-      next(metadata, listener);
-    },
-  };
 }
 
 /** Stands in for the channel call when a call is refused: nothing reaches the network. */
-const NOT_CALLED: ReturnType<NextCall> = {
+const NOT_CALLED: ChannelCall = {
   cancelWithStatus: () => undefined,
   getPeer: () => 'not-called',
   start: () => undefined,

@@ -153,9 +153,9 @@ function spy(): { interceptor: Interceptor; started: Metadata[] } {
 }
 
 /** Calls `say` with the caller's own `metadata`. */
-const sayWith = (client: unknown, metadata: Metadata): Promise<unknown> =>
+const sayWith = (client: unknown, metadata: Metadata, request: SayRequest = {}): Promise<unknown> =>
   new Promise((resolve, reject) =>
-    (client as { say: (...args: unknown[]) => unknown }).say({}, metadata, {}, (e: unknown) =>
+    (client as { say: (...args: unknown[]) => unknown }).say(request, metadata, {}, (e: unknown) =>
       e ? reject(e) : resolve(undefined),
     ),
   );
@@ -338,15 +338,20 @@ describe('deadlineInterceptor({ dependency }): gRPC calls through the executor (
     startedAt = 0;
     await say(client, {});
     expect(Number(arrivals[2]!.epochHeader[0])).toBeLessThanOrEqual(startedAt + timeoutMs + 1);
-    // A value the caller set itself is left as it is.
-    const metadata = new Metadata();
-    metadata.set('x-deadline-epoch-ms', '123');
-    await new Promise((resolve, reject) =>
-      (client as unknown as { say: (...args: unknown[]) => unknown }).say({}, metadata, {}, (e: unknown) =>
-        e ? reject(e) : resolve(undefined),
-      ),
-    );
-    expect(arrivals[3]!.epochHeader).toEqual(['123']);
+    // A value the caller set itself is its own deadline, the call's ceiling (SPEC D5): a later one is
+    // replaced by the attempt's end; one already gone (epoch 123) is refused before anything is sent.
+    const later = new Metadata();
+    later.set('x-deadline-epoch-ms', String(Date.now() + 60_000));
+    startedAt = 0;
+    await sayWith(client, later);
+    expect(arrivals[3]!.epochHeader).toHaveLength(1);
+    expect(Number(arrivals[3]!.epochHeader[0])).toBeLessThanOrEqual(startedAt + timeoutMs + 1);
+    const gone = new Metadata();
+    gone.set('x-deadline-epoch-ms', '123');
+    const refused = await failureOf(sayWith(client, gone));
+    expect(refused.code).toBe(status.DEADLINE_EXCEEDED);
+    expect(isDeadlineInsufficient(prazoErrorOf(refused))).toBe(true);
+    expect(arrivals).toHaveLength(4);
     expect(ofType(events, 'attempt')).toHaveLength(4);
     mark.dispose();
     close();
@@ -377,12 +382,22 @@ describe('deadlineInterceptor({ dependency }): gRPC calls through the executor (
     expect(envoyText).toMatch(/^\d+$/);
     expect(Number(envoyText)).toBeGreaterThanOrEqual(timeoutMs - 100);
     expect(Number(envoyText)).toBeLessThanOrEqual(timeoutMs);
-    // A header the caller set itself is left as it is, each by its name.
-    const metadata = new Metadata();
-    metadata.set('x-envoy-expected-rq-timeout-ms', '7');
-    await runWithDeadline(Deadline.after(5_000), () => sayWith(client, metadata));
-    expect(arrivals[1]!.metadata.get('x-envoy-expected-rq-timeout-ms')).toEqual(['7']);
-    expect(Number(arrivals[1]!.metadata.get('x-my-deadline')[0])).toBeGreaterThan(Date.now());
+    // A header the caller set itself under one of the format's names is read as its own deadline
+    // (SPEC D5): a later one is replaced by the attempt's end, each by its name ...
+    const later = new Metadata();
+    later.set('x-envoy-expected-rq-timeout-ms', '60000');
+    later.set('x-my-deadline', String(Date.now() + 60_000));
+    await runWithDeadline(Deadline.after(5_000), () => sayWith(client, later));
+    expect(Number(arrivals[1]!.metadata.get('x-envoy-expected-rq-timeout-ms')[0])).toBeLessThanOrEqual(
+      timeoutMs,
+    );
+    expect(Number(arrivals[1]!.metadata.get('x-my-deadline')[0])).toBeLessThanOrEqual(Date.now() + timeoutMs);
+    // ... and 7 ms of Envoy's, less than the p99, is refused before anything is sent (D4).
+    const near = new Metadata();
+    near.set('x-envoy-expected-rq-timeout-ms', '7');
+    const refused = await failureOf(runWithDeadline(Deadline.after(5_000), () => sayWith(client, near)));
+    expect(isDeadlineInsufficient(prazoErrorOf(refused))).toBe(true);
+    expect(arrivals).toHaveLength(2);
     close();
   });
 
@@ -422,6 +437,38 @@ describe('deadlineInterceptor({ dependency }): gRPC calls through the executor (
     const ends = ofType(events, 'attempt-end');
     expect(ends.map((e) => e.outcome)).toEqual(['timeout', 'timeout']);
     expect(ends[0]!.latencyMs).toBeGreaterThanOrEqual(275);
+    close();
+  });
+
+  it("takes a caller's own deadline metadata as the call's ceiling: the attempt ends by it, and it travels (SPEC D5)", async () => {
+    const { dependency, events, close, client } = setup({ p99Ms: 500 }); // the attempt's timeout: 700 ms
+    // Earlier than the ambient deadline and the attempt's timeout: the call's deadline, sent on.
+    for (const [name, value] of [
+      ['x-deadline-epoch-ms', () => String(Date.now() + 600)],
+      ['grpc-timeout', () => '600m'],
+    ] as const) {
+      const metadata = new Metadata();
+      const t0 = Date.now();
+      metadata.set(name, value());
+      await runWithDeadline(Deadline.after(5_000), () => sayWith(client, metadata));
+      const arrival = arrivals.at(-1)!;
+      expect(arrival.epochHeader, name).toHaveLength(1);
+      expect(Number(arrival.epochHeader[0]), name).toBeLessThanOrEqual(t0 + 600 + 2);
+      expect(Number(arrival.epochHeader[0]), name).toBeGreaterThan(t0 + 400);
+      expect(Math.abs(arrival.deadline! - Number(arrival.epochHeader[0])), name).toBeLessThan(50);
+    }
+    // It ends the attempt: the deadline (the caller's), not the attempt's timeout, ran out.
+    const metadata = new Metadata();
+    metadata.set('x-deadline-epoch-ms', String(Date.now() + 600));
+    const t0 = performance.now();
+    const cut = await failureOf(
+      runWithDeadline(Deadline.after(5_000), () => sayWith(client, metadata, { text: 'hang' })),
+    );
+    expect(cut.code).toBe(status.DEADLINE_EXCEEDED);
+    expect(isDeadlineExceeded(prazoErrorOf(cut))).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(690);
+    expect(dependency.recorder.currentWindow()).toMatchObject({ timeouts: 1, successes: 2 });
+    expect(ofType(events, 'attempt')).toHaveLength(3);
     close();
   });
 

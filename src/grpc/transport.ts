@@ -7,7 +7,11 @@ import {
   type StatusObject,
   status,
 } from '@grpc/grpc-js';
+import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
+import { currentDeadline } from '../deadline/ambient.js';
+import { DeadlineHeaders } from '../deadline/constants.js';
 import { Deadline, type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
+import { parseEpochMs, parseGrpcTimeout, parseRelativeMs } from '../deadline/parse.js';
 import { openCall } from '../dependency/dependency.js';
 import type { TraceAttributes } from '../dependency/trace.js';
 import type { AttemptSlice, Call, Carrier, ExecutorPlan, Transport } from '../dependency/transport.js';
@@ -26,15 +30,17 @@ import { grpcDeadlineEpochMs } from './epoch.js';
  * call made through `deadlineInterceptor({ dependency })` is one executor call ({@link GrpcCall},
  * the call's `Transport`) carried by one attempt ({@link GrpcAttempt}, the channel call below the
  * interceptor). The executor owns the deadline (the call's own, capped by the ambient one, else the
- * dependency's default), D4, the throttle, the concurrency limit (a call may wait in its queue: its
- * channel call then starts later), the latency recorder, the events and the traces. It never
+ * dependency's default; never past the caller's own deadline metadata, the call's `ceiling`, SPEC
+ * D5), D4, the throttle, the concurrency limit (a call may wait in its queue: its channel call then
+ * starts later), the latency recorder, the events and the traces. It never
  * retries nor hedges a gRPC call (`idempotent: false`): grpc-js's own retries (a service config's
  * `retryPolicy`) run below the interceptor, inside the one attempt.
  *
  * grpc-js wants the interceptor's call at once, but the executor may start the attempt later (the
- * limit's queue) or never (D4, the throttle, a full queue). So the interceptor hands grpc-js an
- * `InterceptingCall` over this call, whose requester starts the executor's call, and whose channel
- * call is created only when the attempt starts, with the attempt's end as its deadline (the
+ * limit's queue) or never (D4, the throttle, a full queue), and the caller's metadata (its own
+ * deadline) is known only when grpc-js starts the call. So the interceptor hands grpc-js an
+ * `InterceptingCall` over this call, whose requester opens and starts the executor's call, and whose
+ * channel call is created only when the attempt starts, with the attempt's end as its deadline (the
  * deadline is fixed when grpc-js creates a channel call). Until then grpc-js's `InterceptingCall`
  * holds the caller's message and half-close itself (its `processingMetadata`: `next` of a
  * requester's `start` may be called later), and this call holds a `startRead`. A call refused
@@ -145,12 +151,72 @@ export function isGrpcMetadataKey(name: string): boolean {
 }
 
 /**
+ * The ms left from `epochNow` to the earliest deadline the caller's own `metadata` declares for the
+ * call (SPEC D1, D3, D5, D8), +∞ for none: `x-deadline-epoch-ms` (whatever name `format` writes: a
+ * caller's deadline all the same) and the absolute name `format` writes, in epoch ms; a
+ * `grpc-timeout` key (grpc-js writes the call's own over it, made no later by this); Envoy's relative
+ * header when `format` writes it (a relative header set on the call is its limit from now). Each
+ * value is read alone by the strict parsers, as prazo/http reads a caller's header: garbage and an
+ * Envoy `0` ("no timeout") are ignored, so the result is never NaN. So is a limit further away than
+ * a timer holds (2^31-1 ms): it bounds nothing in practice, and as a call's deadline grpc-js would
+ * throw on it (past 10^8 hours) or a grpc-js server read its `grpc-timeout` as already gone. A
+ * deadline already gone is negative (the call is refused, D4).
+ */
+export function callersLeftMs(metadata: Metadata, format: HeaderFormat, epochNow: number): number {
+  let left = earliestEpochMs(metadata, DeadlineHeaders.epochMs) - epochNow;
+  const name = format.epochMs;
+  if (typeof name === 'string' && name.toLowerCase() !== DeadlineHeaders.epochMs) {
+    const own = earliestEpochMs(metadata, name) - epochNow;
+    if (own < left) left = own;
+  }
+  const grpc = earliestRelativeMs(metadata, DeadlineHeaders.grpcTimeout, parseGrpcTimeout);
+  if (grpc < left) left = grpc;
+  if (format.envoy) {
+    const envoy = earliestRelativeMs(metadata, DeadlineHeaders.envoyExpected, envoyMs);
+    if (envoy < left) left = envoy;
+  }
+  return left > MAX_TIMER_DELAY_MS ? Number.POSITIVE_INFINITY : left;
+}
+
+/** The earliest valid epoch ms among `metadata`'s values of `name`; +∞ for none. */
+function earliestEpochMs(metadata: Metadata, name: string): number {
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const value of metadata.get(name)) {
+    const epoch = typeof value === 'string' ? parseEpochMs(value) : undefined;
+    if (epoch !== undefined && epoch < earliest) earliest = epoch;
+  }
+  return earliest;
+}
+
+/** The shortest valid relative limit among `metadata`'s values of `name`, read by `parse`; +∞ for none. */
+function earliestRelativeMs(
+  metadata: Metadata,
+  name: string,
+  parse: (text: string) => number | undefined,
+): number {
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const value of metadata.get(name)) {
+    const ms = typeof value === 'string' ? parse(value) : undefined;
+    if (ms !== undefined && ms < earliest) earliest = ms;
+  }
+  return earliest;
+}
+
+/** Envoy's header as a limit: 0 is Envoy's "no timeout", not an expired call. */
+function envoyMs(text: string): number | undefined {
+  const ms = parseRelativeMs(text);
+  return ms === 0 ? undefined : ms;
+}
+
+/**
  * Puts the deadline headers of a limit `leftMs` from `epochNow` (one reading of the clock) into
  * `metadata` in `format` (a {@link grpcHeaderFormat}), written by the deadline's one writer (SPEC D1,
  * D5): the absolute instant beside grpc-js's relative `grpc-timeout`, and Envoy's header on request.
  * A receiver reads a relative timeout from when it *reads* the call, so a busy receiver (or a slow
  * network) stretches it by the transit; the absolute instant does not stretch, and prazo's reader
- * takes the earlier of the two. A header the caller set itself is left as it is.
+ * takes the earlier of the two. A value the caller set under one of these names is replaced: the
+ * call's limit was made no later than it ({@link callersLeftMs}), so the one written is the earliest
+ * known (D5), and a garbage or later one never travels beside it.
  */
 export function putDeadlineMetadata(
   metadata: Metadata,
@@ -160,10 +226,7 @@ export function putDeadlineMetadata(
 ): void {
   const out: string[] = [];
   writeDeadlineHeaders(out, format, leftMs, epochNow);
-  for (let i = 0; i < out.length; i += 2) {
-    const name = out[i]!;
-    if (metadata.get(name).length === 0) metadata.set(name, out[i + 1]!);
-  }
+  for (let i = 0; i < out.length; i += 2) metadata.set(out[i]!, out[i + 1]!);
 }
 
 /** A failure status the dependency answered: not accepted, recorded as an error, never retried here. */
@@ -202,7 +265,13 @@ type StartNext = Parameters<NonNullable<Requester['start']>>[2];
  */
 export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
   readonly #plan: ExecutorPlan;
-  readonly #call: Call;
+  /**
+   * The deadline the call is opened with: its own `deadline` option capped by the ambient one, both
+   * read in the caller's context (the ambient alone when it has none; neither: the dependency's default).
+   */
+  readonly #given: Deadline | undefined;
+  /** Opened when grpc-js starts the call (the caller's metadata is known only then). */
+  #call: Call | undefined;
   readonly #options: InterceptorOptions;
   readonly #nextCall: NextCall;
   /** The dependency's `headerFormat`, without `grpc-timeout` (grpc-js's own). */
@@ -223,24 +292,24 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
   #cancelledBelow: StatusObject | undefined;
 
   /**
-   * Opens the call on `plan` (the executor resolves its deadline now, in the caller's context: the
-   * call's own `deadline` option, capped by the ambient one, else the dependency's default). The
-   * attempt starts when grpc-js starts the call.
+   * A call on `plan`, its deadline read now, in the caller's context: the call's own `deadline`
+   * option, capped by the ambient one. The executor's call is opened, and its attempt started, when
+   * grpc-js starts the call with the caller's metadata.
    */
   constructor(plan: ExecutorPlan, options: InterceptorOptions, nextCall: NextCall) {
     this.#plan = plan;
     this.#options = options;
     this.#nextCall = nextCall;
     this.#format = grpcHeaderFormat(plan.headerFormat);
-    const clock = plan.clock;
     const epoch = grpcDeadlineEpochMs(options.deadline);
-    const own = epoch === undefined ? undefined : Deadline.at(epoch, { clock });
-    this.#call = openCall(plan, this, { deadline: own, idempotent: false }, clock.now());
+    const own = epoch === undefined ? undefined : Deadline.at(epoch, { clock: plan.clock });
+    const ambient = currentDeadline();
+    this.#given = own === undefined ? ambient : own.min(ambient);
   }
 
-  /** The deadline the executor resolved for the call. */
-  get deadline(): Deadline {
-    return this.#call.deadline;
+  /** The deadline the executor resolved for the call, once grpc-js started it. */
+  get deadline(): Deadline | undefined {
+    return this.#call?.deadline;
   }
 
   /** The requester grpc-js's `InterceptingCall` runs: its `start` begins the executor's call. */
@@ -248,6 +317,11 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
     return { start: (metadata, listener, next) => this.#begin(metadata, listener, next) };
   }
 
+  /**
+   * Opens the executor's call and begins it. The caller's own deadline metadata ({@link
+   * callersLeftMs}) is the call's `ceiling`: whichever deadline the executor resolves, the call ends
+   * no later, and the headers its attempt writes carry that earlier end (SPEC D5, as prazo/http).
+   */
   #begin(metadata: Metadata, listener: CallerListener, next: StartNext): void {
     this.#metadata = metadata;
     this.#listener = listener;
@@ -258,8 +332,22 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
       process.nextTick(() => listener.onReceiveStatus(pending));
       return;
     }
-    const call = this.#call;
-    if (!call.settled) call.begin(this.#plan.clock.now());
+    // The wall clock first, then the monotonic one: the offset between them errs low, so a header
+    // written from the ceiling is never later than the caller's own (as prazo/http reads it).
+    const clock = this.#plan.clock;
+    const callersMs = callersLeftMs(metadata, this.#format, clock.epochNow());
+    const now = clock.now();
+    const ceiling =
+      callersMs < Number.POSITIVE_INFINITY ? Deadline.afterAt(now, callersMs, clock) : undefined;
+    let call: Call;
+    try {
+      call = openCall(this.#plan, this, { deadline: this.#given, ceiling, idempotent: false }, now);
+    } catch (error) {
+      this.#deliver(refusedStatus(error), true);
+      return;
+    }
+    this.#call = call;
+    call.begin(now);
   }
 
   // ── the Transport ──────────────────────────────────────────────────────────────────────────────
@@ -331,7 +419,7 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
   #explain(received: StatusObject): StatusObject {
     const { name, clock } = this.#plan;
     const started = this.#attempt?.slice.startedAt;
-    const deadline = this.#call.deadline;
+    const deadline = this.#call!.deadline; // an outcome comes from the executor's call: opened
     return explainStatus(
       received,
       name,
@@ -395,7 +483,7 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
     const slice = attempt.slice;
     if (received.code === status.CANCELLED) {
       this.#cancelledBelow = received;
-      this.#call.abandon(received);
+      this.#call!.abandon(received);
       return;
     }
     if (received.code === status.DEADLINE_EXCEEDED && this.classify(received) !== PUSHED_BACK) {
@@ -423,13 +511,16 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
    * freed) and the caller gets the status it asked for.
    */
   cancelWithStatus(code: number, details: string): void {
-    if (this.#call.settled) {
+    const call = this.#call;
+    if (call?.settled) {
       this.#attempt?.channel?.cancelWithStatus(code, details);
       return;
     }
     const reason = new DOMException(details || 'Cancelled on client', 'AbortError');
     this.#cancel = { reason, code, details };
-    this.#call.abandon(reason);
+    // Before grpc-js started the call: nothing opened, the caller gets its status when it starts.
+    if (call === undefined) this.#deliver({ code, details, metadata: new Metadata() }, true);
+    else call.abandon(reason);
   }
 
   getPeer(): string {

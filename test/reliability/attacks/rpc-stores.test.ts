@@ -143,27 +143,28 @@ describe('gRPC: the thin path under hostile call options and metadata', () => {
     }
   });
 
-  it("a caller's duplicate x-deadline-epoch-ms values: prazo adds none of its own and the call still answers", async () => {
+  it("a caller's duplicate x-deadline-epoch-ms values (garbage, later): replaced by the call's one deadline, the call answers (SPEC D5)", async () => {
     const c = echoClient(plain.address, { interceptors: [deadlineInterceptor()] });
     closers.push(() => c.close());
     const md = new Metadata();
     md.add('x-deadline-epoch-ms', 'garbage');
     const far = Date.now() + 60_000;
     md.add('x-deadline-epoch-ms', String(far));
-    const { error } = await runWithDeadline(Deadline.after(1_000), () => sayRaw(c, {}, md, {}));
+    const deadline = Deadline.after(1_000);
+    const { error } = await runWithDeadline(deadline, () => sayRaw(c, {}, md, {}));
     expect(error).toBeNull();
-    // grpc-js joins the two into one value; prazo added no third.
-    expect(lastMetadata.get('x-deadline-epoch-ms')).toEqual([`garbage, ${far}`]);
+    // One value, the ambient deadline's: neither the garbage nor the later one travels.
+    const sent = lastMetadata.get('x-deadline-epoch-ms');
+    expect(sent).toHaveLength(1);
+    expect(Math.abs(Number(sent[0]) - Math.floor(deadline.epochMs()))).toBeLessThanOrEqual(1);
   });
 
-  // DEFECT: expected the call to end by the earliest deadline it carries (prazo/http's rule since
-  // 91f391c, SPEC D5: "the earliest deadline known travels" — a caller's own `x-deadline-epoch-ms`
-  // bounds the call); actual: the grpc-js deadline stays the ambient 3 s one, the caller's 150 ms
-  // header is only passed along, and a plain server answers after 600 ms, the call outliving the
-  // deadline it declared by 450 ms. Likely cause: src/grpc/client.ts `deadlineInterceptor` (thin
-  // path) and transport.ts `GrpcCall` never read the caller's metadata (putDeadlineMetadata only
-  // skips writing over it).
-  it.fails("a caller's own earlier x-deadline-epoch-ms bounds the call (thin path), as it does on prazo/http", async () => {
+  // Was a defect (fixed): the call outlived the caller's own 150 ms `x-deadline-epoch-ms` by 450 ms
+  // (the grpc-js deadline stayed the ambient 3 s one; the header was only passed along), where
+  // prazo/http min's a caller's header into the call's deadline (SPEC D5: the earliest deadline known
+  // travels). src/grpc/client.ts now decides the call when grpc-js starts it, with the caller's
+  // metadata read (transport.ts callersLeftMs), and creates the channel call with the earliest one.
+  it("a caller's own earlier x-deadline-epoch-ms bounds the call (thin path), as it does on prazo/http", async () => {
     const c = echoClient(plain.address, { interceptors: [deadlineInterceptor()] });
     closers.push(() => c.close());
     const md = new Metadata();
@@ -174,6 +175,29 @@ describe('gRPC: the thin path under hostile call options and metadata', () => {
     expect(error?.code).toBe(status.DEADLINE_EXCEEDED);
     expect(ms).toBeLessThan(450);
   });
+
+  it.each([
+    ['60 s away', () => String(Date.now() + 60_000)],
+    ['40 days away (past a timer)', () => String(Date.now() + 40 * 86_400_000)],
+    ['16 digits (year 318857)', () => '9999999999999999'],
+    ['garbage', () => 'soon'],
+    ['an exponent', () => '1e15'],
+  ])(
+    "a caller's x-deadline-epoch-ms %s extends nothing: the ambient 300 ms ends the call, no crash (SPEC D3, D5)",
+    async (_, value) => {
+      const c = echoClient(plain.address, { interceptors: [deadlineInterceptor()] });
+      closers.push(() => c.close());
+      const md = new Metadata();
+      md.set('x-deadline-epoch-ms', value());
+      md.set('grpc-timeout', '99999999H'); // grpc-js's key, as far as it goes: extends nothing either
+      const { error, ms } = await runWithDeadline(Deadline.after(300), () =>
+        sayRaw(c, { delayMs: 1_500 }, md, {}),
+      );
+      expect(error?.code).toBe(status.DEADLINE_EXCEEDED);
+      expect(isDeadlineExceeded(error?.cause)).toBe(true);
+      expect(ms).toBeLessThan(1_000);
+    },
+  );
 
   it.each([
     ['NaN', Number.NaN],
@@ -286,6 +310,48 @@ describe('gRPC: calls through an executor (`{ dependency }`)', () => {
     },
   );
 
+  it("a caller's garbage x-deadline-epoch-ms or grpc-timeout: ignored, the dependency's deadline is sent, never NaN (SPEC D3, D5)", async () => {
+    const dep = createDependency({ name: 'echo-own-junk', p99Ms: 500, defaultDeadlineMs: 2_000 });
+    const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ dependency: dep })] });
+    closers.push(() => c.close());
+    for (const junk of ['soon', '-5', '1e400', '', '0x10', 'NaN', '99999999999999999999999', ' 1 2']) {
+      const md = new Metadata();
+      md.set('x-deadline-epoch-ms', junk);
+      md.set('grpc-timeout', junk);
+      const t0 = Date.now();
+      const { error, reply } = await sayRaw(c, {}, md, {});
+      expect(error, junk).toBeNull();
+      // The attempt's end (ceil(500 × 1.4) = 700 ms): the caller's junk neither bounds nor travels.
+      expect(reply!.remainingMs, junk).toBeGreaterThan(0);
+      expect(reply!.remainingMs, junk).toBeLessThanOrEqual(700);
+      const sent = lastMetadata.get('x-deadline-epoch-ms');
+      expect(sent, junk).toHaveLength(1);
+      expect(Number(sent[0]), junk).toBeGreaterThan(t0);
+      expect(Number(sent[0]), junk).toBeLessThanOrEqual(Date.now() + 700);
+    }
+  });
+
+  it.each([
+    ['60 s away', () => String(Date.now() + 60_000)],
+    ['40 days away (past a timer)', () => String(Date.now() + 40 * 86_400_000)],
+    ['16 digits (year 318857)', () => '9999999999999999'],
+  ])(
+    "a caller's x-deadline-epoch-ms %s extends nothing: the call's own deadline ends it (SPEC D5)",
+    async (_, value) => {
+      // The attempt's timeout ceil(100 × 3) = 300 ms is later than the call's 200 ms deadline: a
+      // deadline made later by the caller's value would end as a response timeout instead.
+      const dep = createDependency({ name: 'echo-own-later', p99Ms: 100, slack: 3, forceSlack: true });
+      const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ dependency: dep })] });
+      closers.push(() => c.close());
+      const md = new Metadata();
+      md.set('x-deadline-epoch-ms', value());
+      const { error, ms } = await sayRaw(c, { delayMs: 1_500 }, md, { deadline: Date.now() + 200 });
+      expect(error?.code).toBe(status.DEADLINE_EXCEEDED);
+      expect(isDeadlineExceeded(error?.cause)).toBe(true);
+      expect(ms).toBeLessThan(1_000);
+    },
+  );
+
   it('cancel before start, twice, and after the status: the slot of a limit of 1 always comes back', async () => {
     const dep = createDependency({
       name: 'echo-cancel',
@@ -363,11 +429,10 @@ describe('gRPC: calls through an executor (`{ dependency }`)', () => {
     expect(grpcCalls).toBe(before);
   });
 
-  // A caller's own earlier header through the executor: see the thin path's defect above.
-  it.fails("a caller's own earlier x-deadline-epoch-ms bounds the call through the executor too (SPEC D5)", async () => {
-    // DEFECT: expected DEADLINE_EXCEEDED by ~150 ms; actual OK after 600 ms (the executor's deadline is
-    // the call's 3 s one). Likely cause: src/grpc/transport.ts GrpcCall's constructor reads only
-    // `options.deadline`, never the caller's metadata.
+  // Was a defect (fixed): expected DEADLINE_EXCEEDED by ~150 ms, got OK after 600 ms (the executor's
+  // deadline was the call's 3 s one: GrpcCall read only `options.deadline`). transport.ts GrpcCall now
+  // opens the executor's call when grpc-js starts it, the caller's metadata its `ceiling`.
+  it("a caller's own earlier x-deadline-epoch-ms bounds the call through the executor too (SPEC D5)", async () => {
     const dep = createDependency({ name: 'echo-own-header', p99Ms: 1_000 });
     const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ dependency: dep })] });
     closers.push(() => c.close());
