@@ -21,6 +21,8 @@ export const ErrorCode = Object.freeze({
   PROMETHEUS_QUERY_FAILED: 'PROMETHEUS_QUERY_FAILED',
   /** A new version of a watched config file was refused: the version in force stays (prazo/config). */
   CONFIG_REJECTED: 'CONFIG_REJECTED',
+  /** The client's `close()` was called: the call was refused before anything was sent. */
+  CLIENT_CLOSED: 'CLIENT_CLOSED',
 } as const);
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,6 +1,7 @@
 import { isPrazoError, type PrazoError } from './base.js';
 import type { RetryBudgetExhaustedError } from './budget.js';
 import type { ConcurrencyLimitError, NoInstanceError } from './capacity.js';
+import type { ClientClosedError } from './closed.js';
 import { ErrorCode } from './codes.js';
 import type { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
 import type { DependencyFailedError } from './dependency.js';
@@ -33,6 +34,7 @@ export const isConcurrencyLimited = hasCode<ConcurrencyLimitError>(ErrorCode.CON
 export const isThrottled = hasCode<ThrottledError>(ErrorCode.THROTTLED);
 export const isNoInstance = hasCode<NoInstanceError>(ErrorCode.NO_INSTANCE);
 export const isDependencyFailed = hasCode<DependencyFailedError>(ErrorCode.DEPENDENCY_FAILED);
+export const isClientClosed = hasCode<ClientClosedError>(ErrorCode.CLIENT_CLOSED);
 
 /** Any failure where time ran out: the deadline, or one phase's local timeout (the queue's included). */
 export function isTimeoutError(

@@ -7,10 +7,12 @@
 export { isPrazoError, PrazoError } from './base.js';
 export { RetryBudgetExhaustedError } from './budget.js';
 export { ConcurrencyLimitError } from './capacity.js';
+export { ClientClosedError } from './closed.js';
 export { ErrorCode, type TimeoutPhase } from './codes.js';
 export { DeadlineExceededError, DeadlineInsufficientError } from './deadline.js';
 export {
   isBodyTimeout,
+  isClientClosed,
   isConcurrencyLimited,
   isConnectFailed,
   isConnectTimeout,

@@ -37,6 +37,21 @@ describe('limitStatement (SPEC D7)', () => {
     expect(limitStatement('SELECT /*+ BKA(t) */ * FROM t', 'mysql', 100).covered).toBe(false);
   });
 
+  it('a deadline beyond 24.8 days, or endless: no limit of prazo (its largest would end the statement days early), KILL QUERY at the deadline', () => {
+    const limit = 2 ** 31 - 1;
+    for (const server of ['mariadb', 'mysql'] as const) {
+      expect(limitStatement('SELECT 1', server, limit).covered).toBe(true);
+      expect(limitStatement('SELECT 1', server, limit + 0.9).covered).toBe(true); // whole ms: still in range
+      for (const ms of [limit + 1, 30 * 86_400_000, Number.POSITIVE_INFINITY]) {
+        expect(limitStatement('SELECT 1', server, ms)).toEqual({
+          sql: 'SELECT 1',
+          covered: false,
+          limitMs: limit,
+        });
+      }
+    }
+  });
+
   it('never prefixes transaction control, SET itself, or several statements', () => {
     for (const sql of [
       'START TRANSACTION',

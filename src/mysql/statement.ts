@@ -1,4 +1,3 @@
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { isPrazoError } from '../errors/base.js';
 import type { MysqlServer } from './driver.js';
 
@@ -43,14 +42,31 @@ const SELECT = /^(\s*\(*\s*select)\b/i;
 const mariadbMinimum = (seconds: string): string =>
   `LEAST(${seconds}, IF(@@max_statement_time > 0, @@max_statement_time, ${seconds}))`;
 
+/**
+ * The longest limit prazo sets, in ms (2^31-1, 24.8 days): within what both servers accept (MySQL's
+ * hint takes up to 2^32-1 ms, MariaDB's `max_statement_time` up to a year).
+ */
+export const MAX_LIMIT_MS = 2 ** 31 - 1;
+
 /** The limit in whole ms, rounded down and at least 1 (0 means "no limit" to both servers). */
 export function limitMs(remainingMs: number): number {
-  return Math.min(MAX_TIMER_DELAY_MS, Math.max(1, Math.floor(remainingMs)));
+  return Math.min(MAX_LIMIT_MS, Math.max(1, Math.floor(remainingMs)));
 }
 
+/**
+ * `sql` with the server's limit for `remainingMs` when it takes one (see {@link LimitedStatement}).
+ * A deadline beyond {@link MAX_LIMIT_MS} (weeks away, or endless) sets none: the limit at its
+ * largest would end the statement days before the deadline (as the driver's "interrupted" error,
+ * since prazo cannot call it the deadline's), so the statement is left as written, not covered, and
+ * `KILL QUERY` at the deadline (a timer re-armed past its 24.8-day range) is its limit.
+ */
 export function limitStatement(sql: string, server: MysqlServer, remainingMs: number): LimitedStatement {
   const ms = limitMs(remainingMs);
-  if (UNWRAPPABLE.test(sql) || SEVERAL.test(sql.trimEnd().replace(/;$/, '')))
+  if (
+    Math.floor(remainingMs) > MAX_LIMIT_MS ||
+    UNWRAPPABLE.test(sql) ||
+    SEVERAL.test(sql.trimEnd().replace(/;$/, ''))
+  )
     return { sql, covered: false, limitMs: ms };
   if (server === 'mariadb') {
     const s = (ms / 1000).toFixed(3);

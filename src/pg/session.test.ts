@@ -5,13 +5,19 @@ import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient } from '../errors/guards.js';
 import { resolvePgOptions } from './options.js';
 import { queryWithDeadline } from './query.js';
-import { beginSql, checkFits, connectionBroken, statementTimeoutMs } from './session.js';
+import {
+  beginSql,
+  checkFits,
+  connectionBroken,
+  statementTimeoutMs,
+  statementTimeoutStale,
+} from './session.js';
 
 describe('statement_timeout from the remaining deadline (SPEC D7)', () => {
   it('property: a whole number of ms, at least 1 (0 means no limit), never above what is left', () => {
     fc.assert(
       fc.property(
-        fc.double({ min: -1e6, max: 2 ** 31, noNaN: true }),
+        fc.double({ min: -1e6, max: 2 ** 31 - 1, noNaN: true }),
         fc.double({ min: 0, max: 1e4, noNaN: true }),
         (ms, passed) => {
           const clock = new FakeClock();
@@ -27,11 +33,28 @@ describe('statement_timeout from the remaining deadline (SPEC D7)', () => {
     );
   });
 
-  it('never above 2^31-1 ms, the most PostgreSQL accepts: a far or endless deadline still sets one', () => {
+  it('a deadline beyond 2^31-1 ms (the most PostgreSQL accepts), or endless: 0, no limit, rather than one ending the statement days early', () => {
     const clock = new FakeClock();
+    expect(statementTimeoutMs(Deadline.after(2 ** 31 - 1, { clock }))).toBe(2 ** 31 - 1);
     for (const ms of [2 ** 31, 30 * 86_400_000, Number.POSITIVE_INFINITY]) {
-      expect(statementTimeoutMs(Deadline.after(ms, { clock }))).toBe(2 ** 31 - 1);
+      expect(statementTimeoutMs(Deadline.after(ms, { clock }))).toBe(0);
     }
+  });
+
+  it("a transaction's 0 (out of range) is set again once the deadline comes within range, and only then", () => {
+    const clock = new FakeClock();
+    const day = 86_400_000;
+    const deadline = Deadline.after(30 * day, { clock });
+    expect(statementTimeoutStale(0, deadline, 100)).toBe(false);
+    clock.advance(5 * day);
+    expect(statementTimeoutStale(0, deadline, 100)).toBe(false); // 25 days left: still out of range
+    clock.advance(day);
+    expect(statementTimeoutStale(0, deadline, 100)).toBe(true);
+    expect(statementTimeoutMs(deadline)).toBe(24 * day);
+    // In range: set again when it lags what is left by more than the grace.
+    expect(statementTimeoutStale(24 * day, deadline, 100)).toBe(false);
+    clock.advance(101);
+    expect(statementTimeoutStale(24 * day, deadline, 100)).toBe(true);
   });
 
   it('refuses before any I/O when less than the p99 is left, or nothing (SPEC D4)', () => {

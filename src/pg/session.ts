@@ -1,4 +1,3 @@
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { withinDeadline } from '../deadline/store.js';
 import { isPrazoError } from '../errors/base.js';
@@ -6,14 +5,32 @@ import { DeadlineExceededError } from '../errors/deadline.js';
 import type { ResolvedPgOptions } from './options.js';
 import { isPool, type PgClient, type PgPool } from './types.js';
 
+/** The largest `statement_timeout` PostgreSQL accepts, in ms (its INT_MAX: 24.8 days). */
+export const MAX_STATEMENT_TIMEOUT_MS = 2 ** 31 - 1;
+
 /**
  * The `statement_timeout` for what is left of `deadline`, in whole ms, rounded down (the server
- * stopping a little early is safe, a little late is not) and at least 1: 0 would mean "no limit".
- * At most 2^31-1, the largest value PostgreSQL accepts (a deadline weeks away, or endless, would
- * otherwise make every statement fail with "invalid value for parameter").
+ * stopping a little early is safe, a little late is not) and at least 1 while the deadline is in the
+ * server's range. Beyond it (a deadline more than 24.8 days away, or endless) 0, "no limit": the
+ * largest value would have the server stop the statement days before the deadline (reported as
+ * DEADLINE_EXCEEDED with the deadline still ahead), and a larger one is refused ("invalid value for
+ * parameter"); the cancel request at the deadline (`guarded`, re-armed past a timer's range) is then
+ * the limit.
  */
 export function statementTimeoutMs(deadline: Deadline): number {
-  return Math.min(MAX_TIMER_DELAY_MS, Math.max(1, Math.floor(deadline.remainingMs())));
+  const ms = Math.floor(deadline.remainingMs());
+  return ms > MAX_STATEMENT_TIMEOUT_MS ? 0 : Math.max(1, ms);
+}
+
+/**
+ * Whether a transaction's `statement_timeout`, set to `inForceMs` earlier, must be set again before
+ * its next statement: it lags behind what is left of `deadline` by more than `graceMs` (the
+ * statement would outlive the deadline on the server), or it is 0 ("no limit", set while the
+ * deadline was out of range) and the deadline has come within range.
+ */
+export function statementTimeoutStale(inForceMs: number, deadline: Deadline, graceMs: number): boolean {
+  const left = deadline.remainingMs();
+  return inForceMs === 0 ? Math.floor(left) <= MAX_STATEMENT_TIMEOUT_MS : inForceMs - left > graceMs;
 }
 
 /** `BEGIN` and a transaction-scoped `statement_timeout`, in one round trip (a simple-protocol batch). */

@@ -8,7 +8,15 @@ import { throttleOf } from '../throttle/throttle.js';
 import { attemptOptions, PG_JUDGE } from './executor.js';
 import { guarded } from './guard.js';
 import { type PgDeadlineOptions, type ResolvedPgOptions, resolvePgOptions } from './options.js';
-import { beginSql, checkFits, type Lease, lease, leaseUnbounded, statementTimeoutMs } from './session.js';
+import {
+  beginSql,
+  checkFits,
+  type Lease,
+  lease,
+  leaseUnbounded,
+  statementTimeoutMs,
+  statementTimeoutStale,
+} from './session.js';
 import { admit, counted } from './throttle.js';
 import type { PgClient, PgPool } from './types.js';
 
@@ -144,7 +152,7 @@ function transaction(
     async query<R extends QueryResultRow>(sql: string, params: unknown[] = []) {
       if (options.signal?.aborted) throw options.signal.reason;
       if (deadline.expired()) throw exceeded(deadline, options);
-      if (inForceMs - deadline.remainingMs() > options.cancelGraceMs) {
+      if (statementTimeoutStale(inForceMs, deadline, options.cancelGraceMs)) {
         inForceMs = statementTimeoutMs(deadline);
         await client.query("SELECT set_config('statement_timeout', $1, true)", [String(inForceMs)]);
       }

@@ -38,17 +38,42 @@ describe('boundBlocking', () => {
   it('property: the bounded block never exceeds the time given, never goes below 1 ms', () => {
     fc.assert(
       fc.property(
-        fc.double({ noNaN: true }),
+        fc.oneof(fc.double({ noNaN: true }), fc.double({ min: 0, max: 2 ** 44, noNaN: true })),
         fc.double({ min: 0, max: 10_000, noNaN: true }),
         (left, margin) => {
           const ms = serverBlockMs(left, margin);
+          const bounded = boundBlocking('BLPOP', ['k', 0], ms);
+          if (ms === Number.POSITIVE_INFINITY) {
+            // endless for any purpose (~278 years and more): the command's own timeout stands
+            expect(left - margin).toBeGreaterThan(2 ** 43);
+            expect(bounded.args).toEqual(['k', 0]);
+            return;
+          }
           expect(ms).toBeGreaterThanOrEqual(1);
           expect(Number.isInteger(ms)).toBe(true);
-          const bounded = boundBlocking('BLPOP', ['k', 0], ms);
-          expect(Number(bounded.args[1]) * 1000).toBeLessThanOrEqual(ms + 1e-6);
+          // the seconds written, read back as the exact decimal they are
+          expect(Math.round(Number(bounded.args[1]) * 1000)).toBeLessThanOrEqual(ms);
         },
       ),
     );
+  });
+
+  it("a deadline weeks away is the block as it is, not cut at a timer's 24.8 days; an endless one bounds nothing (SPEC D7)", () => {
+    const thirtyDays = 30 * 86_400_000;
+    expect(serverBlockMs(thirtyDays, 100)).toBe(thirtyDays - 100);
+    expect(boundBlocking('BLPOP', ['k', 0], serverBlockMs(thirtyDays, 100)).args).toEqual([
+      'k',
+      '2591999.900',
+    ]);
+    expect(boundBlocking('XREAD', ['BLOCK', 0, 'STREAMS', 's', '$'], thirtyDays - 100).args[1]).toBe(
+      '2591999900',
+    );
+    expect(serverBlockMs(Number.POSITIVE_INFINITY, 100)).toBe(Number.POSITIVE_INFINITY);
+    expect(boundBlocking('WAIT', [1, 0], Number.POSITIVE_INFINITY).args).toEqual([1, 0]);
+    expect(shareBlock([Number.POSITIVE_INFINITY, 5_000], Number.POSITIVE_INFINITY)).toEqual([
+      Number.POSITIVE_INFINITY,
+      Number.POSITIVE_INFINITY,
+    ]);
   });
 
   it('XREAD/XREADGROUP: the options read as the server reads them, up to STREAMS (SPEC D7)', () => {
@@ -81,17 +106,57 @@ describe('boundBlocking', () => {
       's',
       '$',
     ]);
-    // Not the server's grammar (GROUP/NOACK in XREAD, an unknown token, no STREAMS <key> <id>, a
-    // BLOCK with no value): refused by the server, nothing rewritten.
+    // No STREAMS <key> <id>, a BLOCK with no value: refused by the server, nothing rewritten.
     for (const [cmd, args] of [
-      ['XREAD', ['GROUP', 'g', 'c', 'BLOCK', 0, 'STREAMS', 's', '$']],
-      ['XREAD', ['NOACK', 'BLOCK', 0, 'STREAMS', 's', '$']],
-      ['XREADGROUP', ['GROUP', 'g', 'c', 'LATER', 'BLOCK', 0, 'STREAMS', 's', '>']],
       ['XREAD', ['BLOCK', 0]],
       ['XREAD', ['BLOCK', 0, 'STREAMS']],
       ['XREAD', ['STREAMS', 's', '$', 'BLOCK']],
     ] as const) {
       expect(boundBlocking(cmd, args, 10), JSON.stringify(args)).toEqual({ args, blocking: false });
+    }
+  });
+
+  it('an option it does not know (a later Redis): the BLOCK behind it is still bounded, no key or id rewritten (SPEC D7)', () => {
+    // The option's values cannot be skipped with certainty: the BLOCK is found by scanning for the
+    // last "block" followed by ms, before the first "streams" followed by as many ids as keys.
+    expect(
+      boundBlocking('XREADGROUP', ['GROUP', 'g', 'c', 'LATER', 'BLOCK', 0, 'STREAMS', 's', '>'], 10).args,
+    ).toEqual(['GROUP', 'g', 'c', 'LATER', 'BLOCK', '10', 'STREAMS', 's', '>']);
+    expect(boundBlocking('XREAD', ['LATER', 7, 'x', 'block', '0', 'STREAMS', 's', '$'], 10)).toEqual({
+      args: ['LATER', 7, 'x', 'block', '10', 'STREAMS', 's', '$'],
+      blocking: true,
+    });
+    // A BLOCK read before the unknown option stands, unless a later one follows (the server keeps the last).
+    expect(boundBlocking('XREAD', ['BLOCK', 0, 'LATER', 'STREAMS', 's', '$'], 10).args[1]).toBe('10');
+    expect(boundBlocking('XREAD', ['BLOCK', 0, 'LATER', 'BLOCK', 0, 'STREAMS', 's', '$'], 10).args).toEqual([
+      'BLOCK',
+      0,
+      'LATER',
+      'BLOCK',
+      '10',
+      'STREAMS',
+      's',
+      '$',
+    ]);
+    expect(blockAsked('XREAD', ['LATER', 'BLOCK', 5_000, 'STREAMS', 's', '$'])).toBe(5_000);
+    // An option value "streams" with an odd rest is not the STREAMS; keys and ids named block/0 never move.
+    expect(
+      boundBlocking('XREAD', ['LATER', 'streams', 'BLOCK', 0, 'STREAMS', 'block', 'k', '0', '$'], 10).args,
+    ).toEqual(['LATER', 'streams', 'BLOCK', '10', 'STREAMS', 'block', 'k', '0', '$']);
+    expect(boundBlocking('XREAD', ['LATER', 'STREAMS', 'block', '0', '0', '0'], 10)).toEqual({
+      args: ['LATER', 'STREAMS', 'block', '0', '0', '0'],
+      blocking: false,
+    });
+    // Refused by the server in any version (GROUP/NOACK in XREAD): bounding it changes nothing.
+    expect(boundBlocking('XREAD', ['NOACK', 'BLOCK', 0, 'STREAMS', 's', '$'], 10).args[2]).toBe('10');
+    // No BLOCK anywhere, or none with a value in ms, or no STREAMS <key> <id>: nothing to bound.
+    for (const args of [
+      ['LATER', 'STREAMS', 's', '$'],
+      ['LATER', 'BLOCK', 'soon', 'STREAMS', 's', '$'],
+      ['LATER', 'BLOCK', 0, 'STREAMS'],
+      ['LATER', 'BLOCK', 0],
+    ]) {
+      expect(boundBlocking('XREAD', args, 10), JSON.stringify(args)).toEqual({ args, blocking: false });
     }
   });
 

@@ -12,17 +12,24 @@
  * - WAIT, WAITAOF: the last argument, ms, 0 = forever.
  */
 
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-
 type Arg = string | number | Buffer;
 
 /**
+ * The longest block prazo writes, in ms (2^43, about 278 years): a deadline further away is endless
+ * for any purpose, and up to it both units are written exactly (whole ms; seconds with 3 decimals).
+ */
+const MAX_BLOCK_MS = 2 ** 43;
+
+/**
  * The block, in ms, the server may spend: what is left minus a margin for the reply's way back, at
- * least 1 (0 would mean "forever"), at most 2^31-1 (an endless deadline blocks ~24.8 days, not NaN).
+ * least 1 (0 would mean "forever"). Redis reads a block as a 64-bit count of ms (seconds as a long
+ * double), so a deadline weeks away is the block as it is: cut at a timer's 24.8 days, a `BLPOP` under
+ * a 30-day deadline would answer nil days before it. Past {@link MAX_BLOCK_MS} (an endless deadline,
+ * `Deadline.after(Infinity)`) Infinity: nothing to bound, the command's own timeout stands.
  */
 export function serverBlockMs(remainingMs: number, marginMs: number): number {
   const ms = Math.floor(remainingMs - marginMs);
-  return ms > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : ms >= 1 ? ms : 1;
+  return ms > MAX_BLOCK_MS ? Number.POSITIVE_INFINITY : ms >= 1 ? ms : 1;
 }
 
 const LAST_SECONDS = new Set(['blpop', 'brpop', 'bzpopmin', 'bzpopmax', 'brpoplpush', 'blmove']);
@@ -54,8 +61,9 @@ const STREAM_VALUE_OPTIONS = new Set(['count', 'block', 'claim', 'maxcount', 'ma
  * token at a time up to `STREAMS`, each option skipping its own values — so a group, a consumer or a
  * COUNT value that reads "block" or "streams" is never taken for the option. `GROUP <group>
  * <consumer>` (XREADGROUP only) may stand anywhere among the options; a repeated BLOCK counts the
- * last (the server keeps the last). A token it does not know ends the reading with no BLOCK found:
- * the server refuses such a command, and an argument whose meaning is unknown is never rewritten.
+ * last (the server keeps the last). A token it does not know (an option of a later Redis) cannot be
+ * skipped with certainty: the rest is scanned for the BLOCK instead ({@link scannedBlockIndex}), so
+ * that an unknown option never hides a `BLOCK 0` that would then wait for ever.
  */
 function streamBlockIndex(group: boolean, args: readonly Arg[]): number {
   let block = -1;
@@ -63,15 +71,40 @@ function streamBlockIndex(group: boolean, args: readonly Arg[]): number {
   while (i < args.length) {
     const token = String(args[i]).toLowerCase();
     const more = args.length - i - 1;
-    if (token === 'streams') break;
+    if (token === 'streams') return more >= 1 ? block : -1; // no STREAMS <key> <id>: the server refuses it
     if (STREAM_VALUE_OPTIONS.has(token) && more >= 1) {
       if (token === 'block') block = i + 1;
       i += 2;
     } else if (group && token === 'group' && more >= 2) i += 3;
     else if (group && token === 'noack') i += 1;
-    else return -1;
+    else return scannedBlockIndex(args, i, block);
   }
-  return i + 1 < args.length ? block : -1; // no STREAMS <key> <id>: the server refuses it
+  return -1;
+}
+
+/** A value the server reads as a block in ms: digits only (it refuses a sign, a fraction, spaces). */
+const MS_VALUE = /^[0-9]+$/;
+const readsAsMs = (value: Arg | undefined): boolean =>
+  value !== undefined && MS_VALUE.test(typeof value === 'object' ? value.toString() : String(value));
+
+/**
+ * The BLOCK among options read from `from` on without knowing them all (how many values an unknown
+ * option takes): the server's `STREAMS` is taken to be the first "streams" followed by as many ids as
+ * keys (an even, non-empty rest), and before it the last "block" followed by a value in ms is the
+ * BLOCK (the server keeps the last; `block`, the one read before `from`, stands if none follows).
+ * Conservative on both sides: a BLOCK is bounded even behind an option prazo does not know, and an
+ * argument is rewritten only where it reads as the value of a BLOCK (a key, an id after STREAMS
+ * never is). -1 with no such STREAMS: the server refuses the command.
+ */
+function scannedBlockIndex(args: readonly Arg[], from: number, block: number): number {
+  let found = block;
+  for (let i = from; i < args.length; i += 1) {
+    const token = String(args[i]).toLowerCase();
+    const rest = args.length - i - 1;
+    if (token === 'streams' && rest >= 2 && rest % 2 === 0) return found;
+    if (token === 'block' && readsAsMs(args[i + 1])) found = i + 1;
+  }
+  return -1;
 }
 
 function blockAt(command: string, args: readonly Arg[]): BlockAt | undefined {
@@ -123,9 +156,10 @@ export function boundBlocking(command: string, args: readonly Arg[], blockMs: nu
  * than its share keeps its own, and the rest is shared among the others), rounded down to whole ms,
  * at least 1 (0 would mean "forever"; below 1 ms per command the sum can exceed the budget, by
  * at most 1 ms a command). `asked[i]` as {@link blockAsked} reads it (NaN: blocks not at all).
- * Alone, a command gets the whole budget.
+ * Alone, a command gets the whole budget; an endless budget (Infinity) is every command's.
  */
 export function shareBlock(asked: readonly number[], budgetMs: number): number[] {
+  if (budgetMs === Number.POSITIVE_INFINITY) return asked.map(() => budgetMs); // endless: none bounded
   const need = asked.map((a) => (Number.isNaN(a) ? 0 : a));
   const order = need.map((_, i) => i).sort((a, b) => need[a]! - need[b]!);
   const share: number[] = new Array<number>(asked.length);

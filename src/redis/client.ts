@@ -8,6 +8,7 @@ import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Listeners } from '../dependency/events.js';
 import { besideDependency, dependencyOption, executorOf } from '../dependency/transport.js';
 import type { DependencyEvent, Disposable } from '../dependency/types.js';
+import { ClientClosedError } from '../errors/closed.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
@@ -168,7 +169,11 @@ export interface RedisDeadlineClient {
   throttling():
     | { readonly requests: number; readonly accepts: number; readonly probability: number }
     | undefined;
-  /** Closes the duplicates prazo opened (after their pending replies); the given client stays yours. */
+  /**
+   * Closes the duplicates prazo opened (after their pending replies); the given client stays yours.
+   * From then on every call — and a call still waiting for a connection — rejects with
+   * ClientClosedError (`CLIENT_CLOSED`), nothing sent.
+   */
   close(): Promise<void>;
 }
 
@@ -257,7 +262,7 @@ export function redisDeadlineClient(
     finish: (replies: PromiseSettledResult<unknown>[]) => T,
   ): Promise<T> => {
     const c = readOptions(context, REDIS_COMMAND_OPTIONS, callOptions);
-    if (closed) throw new Error('redisDeadlineClient: closed');
+    if (closed) throw new ClientClosedError({ dependency: name });
     const signal = c.signal ?? defaults?.signal;
     if (through !== undefined) {
       // The executor reads the ambient deadline itself (and caps the given one by it).
@@ -310,7 +315,7 @@ export function redisDeadlineClient(
     sessionOptions: RedisCommandOptions = {},
   ): Promise<T> => {
     const s = readOptions('RedisDeadlineClient.session', REDIS_COMMAND_OPTIONS, sessionOptions);
-    if (closed) throw new Error('redisDeadlineClient: closed');
+    if (closed) throw new ClientClosedError({ dependency: name });
     if (typeof fn !== 'function') throw new TypeError('session(fn): fn must be a function');
     const defaults: Defaults = { deadline: s.deadline ?? currentDeadline(), signal: s.signal };
     if (defaults.signal?.aborted) throw defaults.signal.reason;

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock/clock.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { armDeadlineTimer, type DeadlineTimer } from '../deadline/timer.js';
+import { ClientClosedError } from '../errors/closed.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { subscribeAbort, unsubscribeAbort } from '../signal/shared-abort.js';
 import { blockAsked, boundBlocking, serverBlockMs, shareBlock } from './blocking.js';
@@ -98,6 +99,12 @@ export class Connections {
   /** The connection shared commands go to, until it is set aside or held. */
   #current: Slot;
   readonly #waiters = new Set<() => void>();
+  /**
+   * Set by {@link close}: no connection is given out any more (a call that passed the client's own
+   * check before it closed, then waited in an executor's queue, would otherwise open a duplicate that
+   * nothing closes), and the waits for one end with ClientClosedError.
+   */
+  #closed = false;
 
   constructor(
     client: RedisConnection,
@@ -133,6 +140,8 @@ export class Connections {
     bounds: ExchangeBounds,
     spare = false,
   ): Promise<PromiseSettledResult<unknown>[]> {
+    // A session's command queued in an executor when the client closed: not written either.
+    if (this.#closed) throw new ClientClosedError({ dependency: this.#name });
     const { signal } = bounds;
     const timedDeadline = bounds.timed ? bounds.deadline : undefined;
     const choose = spare ? () => this.#chooseOther() : () => this.#chooseShared();
@@ -179,8 +188,13 @@ export class Connections {
     this.#wake();
   }
 
-  /** Closes the duplicates it opened (after their pending replies); the given client stays its owner's. */
+  /**
+   * Closes the duplicates it opened (after their pending replies); the given client stays its owner's.
+   * From now on no connection is given out: a wait for one ends at once with ClientClosedError.
+   */
   async close(): Promise<void> {
+    this.#closed = true;
+    this.#wake();
     await Promise.all(this.#slots.filter((s) => s.owned).map((s) => closeGracefully(s.connection)));
   }
 
@@ -243,6 +257,7 @@ export class Connections {
     deadline: Deadline | undefined,
     signal: AbortSignal | undefined,
   ): Promise<Slot> {
+    if (this.#closed) return Promise.reject(new ClientClosedError({ dependency: this.#name }));
     const now = choose();
     if (now !== undefined) return Promise.resolve(now);
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -254,6 +269,11 @@ export class Connections {
         if (signal !== undefined) unsubscribeAbort(signal, onAbort);
       };
       const waiter = (): void => {
+        if (this.#closed) {
+          done();
+          reject(new ClientClosedError({ dependency: this.#name }));
+          return;
+        }
         const slot = choose();
         if (slot === undefined) return;
         done();

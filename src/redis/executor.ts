@@ -2,6 +2,7 @@ import type { Deadline } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { ExecuteOptions } from '../dependency/options.js';
 import type { AttemptContext, ResultVerdict } from '../dependency/types.js';
+import { isClientClosed } from '../errors/guards.js';
 import { markDependencyFailure } from '../retry/pushback.js';
 import { answered, type RedisCommand, readsOnly, serverAnswered } from './commands.js';
 import type { Connections, Slot } from './connections.js';
@@ -68,6 +69,9 @@ export async function exchangeThrough(
       return { replies: await connections.exchange(commands, held, bounds, ctx.kind === 'hedge') };
     } catch (error) {
       if (stop.aborted) throw error; // the attempt is over: the executor has decided already
+      // Closed meanwhile (the call waited in the executor's queue): the caller's doing, not the
+      // server's; thrown, it is not retried and not counted against the dependency.
+      if (isClientClosed(error)) throw error;
       // A connection that could not be made ready: no reply, as from one closed under the commands.
       return { replies: commands.map(() => ({ status: 'rejected', reason: error })) };
     }
