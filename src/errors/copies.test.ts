@@ -80,6 +80,7 @@ const CASES: ReadonlyArray<readonly [string, string, string, unknown]> = [
     { dependency: 'x', limit: 1, inFlight: 1, queued: 0, maxQueue: 0, reason: 'queue-full', waitedMs: 0 },
   ],
   ['NoInstanceError', 'NO_INSTANCE', 'isNoInstance', { dependency: 'x' }],
+  ['ClientClosedError', 'CLIENT_CLOSED', 'isClientClosed', { dependency: 'x' }],
   ['DependencyFailedError', 'DEPENDENCY_FAILED', 'isDependencyFailed', { dependency: 'x', httpStatus: 503 }],
 ];
 
