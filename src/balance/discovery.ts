@@ -120,12 +120,13 @@ export class DnsDiscovery {
       lookup(this.#o.hostname, { all: true }, (error, address, family) => {
         if (answered) return;
         answered = true;
-        this.#answer(seq, error, error ? [] : addressesOf(address, family));
+        // A custom lookup may fail with anything (a string, a plain object): the owner gets an Error.
+        this.#answer(seq, error ? errorOf(error) : null, error ? [] : addressesOf(address, family));
       });
     } catch (error) {
       if (!answered) {
         answered = true;
-        this.#answer(seq, error instanceof Error ? error : new Error(String(error)), []);
+        this.#answer(seq, errorOf(error), []);
       }
     }
   }
@@ -210,6 +211,9 @@ export class DnsDiscovery {
     );
   }
 }
+
+/** What a lookup failed with, as an Error (its message the value's text). */
+const errorOf = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 /** What a lookup callback gave (one address, or the `all: true` list), as a sorted distinct list. */
 function addressesOf(address: unknown, family: unknown): LookupAddress[] {

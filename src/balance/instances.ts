@@ -214,11 +214,13 @@ export class InstanceSet<T> {
   }
 
   /**
-   * Picks the instance for one attempt at `now`, avoiding `exclude` when anything else is in rotation,
-   * and counts it in flight: settle it once with {@link settle}. Undefined only for an empty set.
+   * Picks the instance for one attempt at `at` (a clock reading; see `#time`), avoiding `exclude` when
+   * anything else is in rotation, and counts it in flight: settle it once with {@link settle}.
+   * Undefined only for an empty set.
    */
-  pick(now: number, exclude?: readonly Instance<T>[]): Instance<T> | undefined {
-    if (now >= this.#nextReturn) this.#returnDue(now);
+  pick(at: number, exclude?: readonly Instance<T>[]): Instance<T> | undefined {
+    const now = this.#time(at);
+    if (now >= this.#nextReturn && now < Number.POSITIVE_INFINITY) this.#returnDue(now);
     const list = this.#rotation;
     let m = list.length;
     if (m === 0) return undefined;
@@ -235,9 +237,8 @@ export class InstanceSet<T> {
     let chosen: Instance<T>;
     if (m === 1) chosen = list[0]!;
     else {
-      const random = this.#o.random;
-      const a = Math.floor(random() * m) % m;
-      let b = Math.floor(random() * (m - 1)) % (m - 1);
+      const a = Math.floor(this.#uniform() * m) % m;
+      let b = Math.floor(this.#uniform() * (m - 1)) % (m - 1);
       if (b >= a) b += 1;
       const x = list[a]!;
       const y = list[b]!;
@@ -248,10 +249,21 @@ export class InstanceSet<T> {
     return chosen;
   }
 
-  /** The attempt on `instance` ended at `now` after `latencyMs`, with `verdict`. Call once per pick. */
-  settle(instance: Instance<T>, verdict: InstanceVerdict, latencyMs: number, now: number): void {
+  /**
+   * The attempt on `instance` ended at `at` after `latencyMs`, with `verdict`. Call once per pick. An
+   * instance this set did not pick (another set's, or one it no longer holds) changes nothing here:
+   * ejected through this set, it would be taken out of this set's rotation at a slot it does not hold.
+   */
+  settle(instance: Instance<T>, verdict: InstanceVerdict, latencyMs: number, at: number): void {
+    if (this.#all.get(instance.key) !== instance) {
+      // Removed by `replace` while its attempt ran: the attempt is over all the same.
+      if (instance.removed && instance.inFlight > 0) instance.inFlight -= 1;
+      return;
+    }
     if (instance.inFlight > 0) instance.inFlight -= 1;
-    if (verdict === 'neutral' || instance.removed) return;
+    const now = this.#time(at);
+    // Without a time, nothing is judged: an ejection until Infinity would never end.
+    if (verdict === 'neutral' || !Number.isFinite(now)) return;
     const ejector = this.#ejector;
     const record = instance.ejection;
     if (verdict === 'lost') {
@@ -296,9 +308,29 @@ export class InstanceSet<T> {
     return charged;
   }
 
+  /**
+   * The dependency's draw in [0, 1): a source that gives anything else (NaN, a negative, 1 or more:
+   * a user's `random`) gets 0 below the range and just under 1 above it, never an index outside the
+   * rotation (as `fullJitterMs` reads the same source).
+   */
+  #uniform(): number {
+    const u = this.#o.random();
+    return u >= 0 && u < 1 ? u : u >= 1 ? 1 - Number.EPSILON : 0;
+  }
+
+  /**
+   * `at`, a reading the caller took, or the set's own clock when it is not a finite number: taken, one
+   * `Infinity` would eject an instance until Infinity, or return every ejected one on a probation
+   * that never ends with an estimate that never decays.
+   */
+  #time(at: number): number {
+    return Number.isFinite(at) ? at : this.#o.clock.now();
+  }
+
   /** Every instance's state now (metrics, tests). */
-  states(now = this.#o.clock.now()): InstanceState[] {
-    if (now >= this.#nextReturn) this.#returnDue(now);
+  states(at = this.#o.clock.now()): InstanceState[] {
+    const now = this.#time(at);
+    if (now >= this.#nextReturn && now < Number.POSITIVE_INFINITY) this.#returnDue(now);
     return [...this.#all.values()].map((i) =>
       Object.freeze({
         instance: i.key,

@@ -30,11 +30,24 @@ export class BucketWindow {
     this.#headIndex = Math.floor(now / this.#bucketMs);
   }
 
-  /** Moves the window to `now`. Time that goes backwards (it should not: monotonic) is ignored. */
+  /**
+   * Moves the window to `now`. A reading that is not a finite number is not a time: ignored (taken,
+   * one `Infinity` would put the head where no later reading reaches, and the counts would never
+   * expire again: a lifetime ratio, an outage's retries let through). A reading at most a window
+   * behind the head is a late one (a caller's `now` taken a moment before another's): ignored. One
+   * further back is a clock that should be monotonic but was stepped back (NTP, a `Date.now()` clock):
+   * a pause, the window resuming from it with its counts, instead of freezing until the clock is back
+   * where it was.
+   */
   advance(now: number): void {
     const index = Math.floor(now / this.#bucketMs);
+    if (!Number.isFinite(index)) return;
     let steps = index - this.#headIndex;
-    if (!(steps > 0)) return;
+    if (!(steps > 0 && steps < Number.POSITIVE_INFINITY)) {
+      // Stepped back, or a head never placed on a finite reading (a clock that read NaN at first).
+      if (!(steps >= -this.#slots)) this.#headIndex = index;
+      return;
+    }
     this.#headIndex = index;
     if (steps >= this.#slots) {
       this.#originals.fill(0);

@@ -10,8 +10,12 @@ export const HEDGE_OPTIONS = defineOptions(
      * [0.5, 0.9999]. Exclusive with `maxExtraLoad`.
      */
     percentile: option.number({ default: 0.95, min: 0.5, max: 0.9999 }),
-    /** Extra load allowed, (0, 0.5]: hedge after the `1 − maxExtraLoad` quantile (Finagle). No default. */
-    maxExtraLoad: option.number({ min: 0, exclusiveMin: true, max: 0.5 }),
+    /**
+     * Extra load allowed: hedge after the `1 − maxExtraLoad` quantile (Finagle). No default;
+     * [0.0001, 0.5], the `percentile` range read the other way (below 0.0001 the quantile would pass
+     * p99.99, and at 1e-17 it reads as 1, which no latency source answers: never a hedge, silently).
+     */
+    maxExtraLoad: option.number({ min: 0.0001, max: 0.5 }),
     /**
      * Least delay before a hedge, in ms, whatever the quantile says (a 1 ms p95 would hedge everything
      * fast). Default 5; [0, 2^31-1].

@@ -52,10 +52,14 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
   if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
   v.done();
   const ceiling = maxDelayMs ?? Number.POSITIVE_INFINITY;
-  /** The source's quantile `q` now, or `undefined` when it has none (or a broken one). */
+  /**
+   * The source's quantile `q` now, or `undefined` when it has none (or a broken one: a negative, NaN
+   * or infinite latency, which as a delay would arm a hedge that never fires, and as the time a hedge
+   * needs would refuse every hedge while saying there is a quantile).
+   */
   const live = (q: number, now?: number, clock?: Clock): number | undefined => {
     const ms = source.quantile(q, now, clock);
-    return ms === undefined || !(ms >= 0) ? undefined : ms;
+    return typeof ms === 'number' && ms >= 0 && ms < Number.POSITIVE_INFINITY ? ms : undefined;
   };
   return Object.freeze({
     percentile,

@@ -65,7 +65,8 @@ class RotatingRecorder implements LatencyRecorder {
     // Kept flat (no helper calls with the double): V8 boxes a double passed to a call it did not inline.
     if (Number.isNaN(latencyMs)) return; // nothing to learn from it
     const now = clock === this.#clock && at !== undefined ? at : this.#clock.now();
-    if (now - this.#current.startedAt >= this.windowMs) this.#rotateIfDue(now);
+    const elapsed = now - this.#current.startedAt;
+    if (!(elapsed >= -this.windowMs && elapsed < this.windowMs)) this.#rotateIfDue(now);
     const w = this.#current;
     if (outcome === 'success') {
       const ms = latencyMs > 0 ? (latencyMs < MAX_LATENCY_MS ? latencyMs : MAX_LATENCY_MS) : 0;
@@ -109,10 +110,22 @@ class RotatingRecorder implements LatencyRecorder {
     return this.#current.snapshot(now);
   }
 
+  /**
+   * Rotates when a window is over at `now`. A reading that is not a finite number is not a time:
+   * ignored (taken, a NaN would rotate every later read into an empty window, and an `Infinity` would
+   * put the window's start where no later reading reaches: no quantile ever again). A reading at most a window before the current window's
+   * start is a late one, ignored; one further back is a clock that should be monotonic but was
+   * stepped back, and the current window's time restarts from it, samples kept, instead of serving
+   * the last window's quantiles, stale, until the clock is back where it was.
+   */
   #rotateIfDue(now: number): void {
     const closed = this.#current;
     const elapsed = now - closed.startedAt;
-    if (elapsed < this.windowMs) return;
+    if (!(elapsed >= this.windowMs && elapsed < Number.POSITIVE_INFINITY)) {
+      // Back in time, or a start never placed on a finite reading (a clock that read NaN at first).
+      if (!(elapsed >= -this.windowMs) && Number.isFinite(now)) closed.startedAt = now;
+      return;
+    }
     const windows = Math.floor(elapsed / this.windowMs);
     const start = closed.startedAt + windows * this.windowMs;
     const closedSnapshot = closed.count > 0 ? closed.snapshot(closed.startedAt + this.windowMs) : undefined;

@@ -53,17 +53,35 @@ export class GradientLimit {
 
   /**
    * One RTT (ms) observed at `now`, with `demand` attempts in flight or waiting for a slot; returns
-   * true when the limit changed. A NaN or negative RTT is ignored.
+   * true when the limit changed. A NaN or negative RTT is ignored; so is a `now` that is not a finite
+   * number, and one more than a window before the window's start is a pause (`#rebase`).
    */
   sample(rttMs: number, now: number, demand: number): boolean {
     const before = this.limit;
-    if (now - this.#windowStart >= this.#s.windowMs) this.#judge(now);
+    const elapsed = now - this.#windowStart;
+    if (elapsed >= this.#s.windowMs && elapsed < Number.POSITIVE_INFINITY) this.#judge(now);
+    else if (!(elapsed >= -this.#s.windowMs && elapsed < Number.POSITIVE_INFINITY) && Number.isFinite(now))
+      this.#rebase(now);
     if (demand > this.#peak) this.#peak = demand;
     if (rttMs >= 0 && rttMs < Number.POSITIVE_INFINITY) {
       this.#sum += rttMs;
       this.#count += 1;
     }
     return this.limit !== before;
+  }
+
+  /**
+   * `now` is more than a window before the window's start (a clock stepped back: a reading a moment
+   * late is only ignored), or the start was never a finite reading: the window and the horizon resume
+   * from `now`, as after a pause, instead of waiting for the clock to come back (an `Infinity` reading
+   * is never taken: it would end judging for good).
+   */
+  #rebase(now: number): void {
+    const shift = Number.isFinite(this.#windowStart) ? now - this.#windowStart : 0;
+    this.#rotateAt = Number.isFinite(this.#rotateAt)
+      ? this.#rotateAt + shift
+      : now + this.#s.minRttHorizonMs / 2;
+    this.#windowStart = now;
   }
 
   #judge(now: number): void {

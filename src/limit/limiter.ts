@@ -90,7 +90,12 @@ export class ConcurrencyLimiter {
     return true;
   }
 
-  /** Waits for a slot: false (not queued) when the queue is full. */
+  /**
+   * Waits for a slot: false (not queued) when the queue is full. For a call that could not take one
+   * ({@link tryAcquire} false): a waiter is granted by a later release or a grown limit, never inside
+   * this call (its caller arms its wait after it returns), so one queued while a slot is free waits
+   * for the next release.
+   */
   enqueue(waiter: LimitWaiter): boolean {
     if (this.#queued >= this.maxQueue) return false;
     waiter.queued = true;

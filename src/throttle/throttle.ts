@@ -161,11 +161,20 @@ export class AdaptiveThrottle {
     return p > 0 ? (p < this.maxProbability ? p : this.maxProbability) : 0;
   }
 
-  /** Moves the window to `now`; time that goes backwards (it should not: monotonic) is ignored. */
+  /**
+   * Moves the window to `now`. Time that goes backwards (it should not: monotonic) is ignored, and so
+   * is a reading that is not a finite number: one `Infinity` taken would put the head where no later
+   * reading reaches, and the window would never move again (a failure's refusals for good). A head
+   * never placed on a finite reading (a clock that read NaN at first) is placed on the first one.
+   */
   #advance(now: number): void {
     const index = Math.floor(now / this.#bucketMs);
+    if (!Number.isFinite(index)) return;
     let steps = index - this.#headIndex;
-    if (!(steps > 0)) return;
+    if (!(steps > 0 && steps < Number.POSITIVE_INFINITY)) {
+      if (!Number.isFinite(this.#headIndex)) this.#headIndex = index;
+      return;
+    }
     this.#headIndex = index;
     if (steps >= this.#slots) {
       this.#requests.fill(0);
