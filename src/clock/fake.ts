@@ -25,6 +25,9 @@ export type FakeClockOptions = OptionsOf<typeof FAKE_CLOCK_OPTIONS>;
  *   fires the overdue timers late, as Node does after a long synchronous task.
  * - `afterIo(fn)` callbacks run like Node's check phase: once the timers due at the current instant
  *   have fired, before time moves on (and, in `advanceAsync`, after pending promise work).
+ *
+ * Time moves only forward and only by finite amounts (`RangeError` otherwise), also when a timer
+ * callback moves it itself or an `advanceAsync` is not awaited: `now()` never reads less than before.
  */
 export class FakeClock implements Clock {
   #now: number;
@@ -47,12 +50,25 @@ export class FakeClock implements Clock {
     return this.#now + this.#epochOffset;
   }
 
+  /** Arms `fn` (a function, as Node's `setTimeout` requires) `delayMs` from now, clamped as every clock does. */
   setTimer(fn: () => void, delayMs: number): Timer {
-    const timer: HeapTimer = { due: this.#now + clampDelay(delayMs), seq: this.#seq++, fn, cancelled: false };
+    if (typeof fn !== 'function') throw new TypeError(`setTimer(fn) needs a function, got ${typeof fn}`);
+    const timer: HeapTimer = {
+      due: this.#now + clampDelay(delayMs),
+      seq: this.#seq++,
+      fn,
+      cancelled: false,
+      heap: undefined,
+    };
     this.#heap.push(timer);
     return timer as unknown as Timer;
   }
 
+  /**
+   * Cancels a timer of this clock. Anything else (a timer that fired or was cleared, another clock's,
+   * `undefined`) is a no-op, as Node's `clearTimeout` is: it never cancels another clock's timer nor
+   * miscounts {@link pendingTimers}.
+   */
   clearTimer(timer: Timer): void {
     this.#heap.cancel(timer as unknown as HeapTimer);
   }
@@ -63,8 +79,7 @@ export class FakeClock implements Clock {
 
   /** Moves time by `ms` without firing timers: the event loop was blocked that long. */
   stall(ms: number): void {
-    if (!(ms >= 0)) throw new RangeError(`stall(ms) needs ms >= 0, got ${ms}`);
-    this.#now += ms;
+    this.#now += amount('stall', ms);
   }
 
   /** Number of armed timers, for leak checks. */
@@ -72,34 +87,41 @@ export class FakeClock implements Clock {
     return this.#heap.size;
   }
 
-  /** Moves the wall clock only (monotonic time is unaffected). */
+  /** Moves the wall clock only (monotonic time is unaffected); `ms` may be negative, not NaN or infinite. */
   skewWall(ms: number): void {
+    if (!Number.isFinite(ms)) throw new RangeError(`skewWall(ms) needs a finite ms, got ${ms}`);
     this.#epochOffset += ms;
   }
 
-  /** Moves time forward by `ms`, firing every timer due on the way, in order. */
+  /**
+   * Moves time forward by `ms`, firing every timer due on the way, in order. A timer that throws does
+   * not stop the clock: the others due fire, time reaches its target, and then the first error is
+   * thrown (as @sinonjs/fake-timers' `tick` does), so a test that catches it reads the clock it asked for.
+   */
   advance(ms: number): void {
-    if (!(ms >= 0)) throw new RangeError(`advance(ms) needs ms >= 0, got ${ms}`);
-    const target = this.#now + ms;
+    const target = this.#now + amount('advance', ms);
+    const errors: unknown[] = [];
     for (let next = this.#heap.peek(); next !== undefined && next.due <= target; next = this.#heap.peek()) {
       if (next.due > this.#now && this.#io.length > 0) {
-        this.#runIo(); // the loop turn of the current instant ends first; it may arm or clear timers
+        this.#runIo(errors); // the loop turn of the current instant ends first; it may arm or clear timers
         continue;
       }
       this.#heap.pop();
       this.#now = Math.max(this.#now, next.due);
-      next.fn();
+      run(next.fn, errors);
     }
-    this.#runIo();
-    this.#now = target;
+    this.#runIo(errors);
+    // Never back: a timer callback may itself have advanced the clock past this move's target.
+    if (target > this.#now) this.#now = target;
+    if (errors.length > 0) throw errors[0];
   }
 
   /** Runs the `afterIo` callbacks queued so far (and those they queue). */
-  #runIo(): void {
+  #runIo(errors: unknown[]): void {
     while (this.#io.length > 0) {
       const batch = this.#io;
       this.#io = [];
-      for (const fn of batch) fn();
+      for (const fn of batch) run(fn, errors);
     }
   }
 
@@ -108,34 +130,65 @@ export class FakeClock implements Clock {
    * scheduled by a timer (or by a resolved promise) gets to arm its own timers in time.
    */
   async advanceAsync(ms: number): Promise<void> {
-    if (!(ms >= 0)) throw new RangeError(`advanceAsync(ms) needs ms >= 0, got ${ms}`);
-    const target = this.#now + ms;
+    const target = this.#now + amount('advanceAsync', ms);
+    const errors: unknown[] = [];
     await flushMicrotasks();
     for (let next = this.#heap.peek(); next !== undefined && next.due <= target; next = this.#heap.peek()) {
       if (next.due > this.#now && this.#io.length > 0) {
-        this.#runIo();
+        this.#runIo(errors);
         await flushMicrotasks();
         continue; // an afterIo callback may have armed an earlier timer
       }
       this.#heap.pop();
       this.#now = Math.max(this.#now, next.due);
-      next.fn();
+      run(next.fn, errors);
       await flushMicrotasks();
     }
-    this.#runIo();
+    this.#runIo(errors);
     await flushMicrotasks();
-    this.#now = target;
+    // Never back: another move (an advance not awaited, one run by a timer) may have gone further.
+    if (target > this.#now) this.#now = target;
     await flushMicrotasks();
+    if (errors.length > 0) throw errors[0];
   }
 
-  /** Advances until no timer is left (at most `limit` timers, to stop runaway loops). */
+  /**
+   * Advances until no timer is left (at most `limit` timers, to stop runaway loops; `limit` a number
+   * >= 0, else a RangeError). An idle clock returns at once, whatever the limit.
+   */
   async runAllAsync(limit = 100_000): Promise<void> {
-    for (let i = 0; i < limit; i += 1) {
+    if (typeof limit !== 'number' || !(limit >= 0)) {
+      throw new RangeError(`runAllAsync(limit) needs a number >= 0, got ${String(limit)}`);
+    }
+    for (let fired = 0; ; fired += 1) {
       const next = this.#heap.peek();
       if (next === undefined) return;
-      await this.advanceAsync(next.due - this.#now);
+      if (fired >= limit) {
+        throw new Error(`runAllAsync: more than ${limit} timers fired; a timer re-arms itself forever?`);
+      }
+      await this.advanceAsync(Math.max(0, next.due - this.#now));
     }
-    throw new Error(`runAllAsync: more than ${limit} timers fired; a timer re-arms itself forever?`);
+  }
+}
+
+/**
+ * A finite, non-negative amount of time to move by. Time never moves backwards, and an infinite move
+ * would leave `now()` at Infinity for good (every deadline then reads NaN or 0 left) and never end
+ * while a timer re-arms itself (a deadline beyond a timer's range does, every 24.8 days).
+ */
+function amount(method: string, ms: number): number {
+  if (typeof ms !== 'number' || !(ms >= 0) || ms === Number.POSITIVE_INFINITY) {
+    throw new RangeError(`${method}(ms) needs a finite ms >= 0, got ${ms}`);
+  }
+  return ms;
+}
+
+/** Runs a timer's or an afterIo callback, keeping what it throws for the end of the move. */
+function run(fn: () => void, errors: unknown[]): void {
+  try {
+    fn();
+  } catch (error) {
+    errors.push(error);
   }
 }
 

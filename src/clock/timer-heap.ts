@@ -4,6 +4,8 @@ export interface HeapTimer {
   seq: number;
   fn: () => void;
   cancelled: boolean;
+  /** The heap it was pushed on: only that heap cancels it. */
+  heap?: TimerHeap;
 }
 
 const before = (a: HeapTimer, b: HeapTimer): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq);
@@ -17,6 +19,7 @@ export class TimerHeap {
   }
 
   push(timer: HeapTimer): void {
+    timer.heap = this;
     const items = this.#items;
     items.push(timer);
     this.#live += 1;
@@ -29,8 +32,9 @@ export class TimerHeap {
     }
   }
 
+  /** Cancels `timer`; a no-op for one that fired, was cancelled, or is not this heap's (or not a timer). */
   cancel(timer: HeapTimer): void {
-    if (timer.cancelled) return;
+    if (typeof timer !== 'object' || timer === null || timer.heap !== this || timer.cancelled) return;
     timer.cancelled = true;
     this.#live -= 1;
   }

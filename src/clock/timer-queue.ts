@@ -118,12 +118,14 @@ export class TimerQueue {
         }
       }
     } finally {
+      // Also when an entry threw: the entries after it still need their timer, or they never run.
       this.#firing = false;
+      this.#compact();
+      if (this.#timer === undefined && this.#live > 0) {
+        const next = this.#nextDelay(this.#clock.now());
+        if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
+      }
     }
-    this.#compact();
-    if (this.#timer !== undefined || this.#live === 0) return;
-    const next = this.#nextDelay(this.#clock.now());
-    if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
   }
 
   /** Delay to the next live entry (skipping cancelled ones at the head). */

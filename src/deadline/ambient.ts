@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Deadline } from './deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { type Deadline, isDeadline } from './deadline.js';
 
 /**
  * The ambient deadline: the one of the request being served, visible to any code running on its
@@ -10,8 +11,15 @@ const storage = new AsyncLocalStorage<Deadline>();
 /**
  * Runs `fn` with `deadline` as the ambient deadline. Nesting can only shorten: inside an outer
  * deadline the ambient one becomes the earlier of the two (a callee never extends its caller).
+ * Anything but a Deadline (`undefined` included) throws INVALID_OPTIONS, inside an outer deadline
+ * or not, and `fn` is not run.
  */
 export function runWithDeadline<T>(deadline: Deadline, fn: () => T): T {
+  if (!isDeadline(deadline)) {
+    throw new InvalidOptionsError('runWithDeadline', [
+      `\`deadline\` must be a Deadline, got ${deadline === null ? 'null' : typeof deadline}`,
+    ]);
+  }
   const outer = storage.getStore();
   return storage.run(outer === undefined ? deadline : deadline.min(outer), fn);
 }

@@ -8,6 +8,8 @@ import { type Deadline, HEADER_FORMAT_OPTIONS, isDeadline } from './deadline.js'
 import { refusalOf } from './fits.js';
 import { armDeadlineTimer, type DeadlineTimer } from './timer.js';
 
+const isClock = option.hasMethods('now', 'epochNow', 'setTimer', 'clearTimer');
+
 /** What the guarded call receives. */
 export interface DeadlineCallContext {
   /** Aborts at the deadline (reason: DeadlineExceededError) or when the caller's signal aborts. */
@@ -43,7 +45,8 @@ export interface CallWithDeadlineOptions<T>
  *   (D4's one rule, `fits.ts`: at least the p99, and at least 1 ms);
  * - otherwise gives `execute` an AbortSignal, the time left and the outgoing headers;
  * - settles with {@link DeadlineExceededError} as soon as the deadline passes, even when `execute`
- *   ignores its signal (its late result or error is then dropped).
+ *   ignores its signal (its late result or error is then dropped);
+ * - a value `execute` returns instead of a promise is its result, as from an `async` function.
  */
 export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlineOptions<T>): Promise<T> {
   try {
@@ -52,6 +55,11 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
       throw new InvalidOptionsError('callWithDeadline', [
         `\`deadline\` must be a Deadline, got ${typeof deadline}`,
       ]);
+    }
+    // The call's timer runs on the deadline's own clock: a look-alike without one is refused here,
+    // not thrown at once out of a promise-returning call.
+    if (!isClock((deadline as { clock?: unknown }).clock)) {
+      throw new InvalidOptionsError('callWithDeadline', ['`deadline` must carry its `clock` (a Clock)']);
     }
   } catch (error) {
     return Promise.reject(error);
@@ -94,23 +102,24 @@ export function callWithDeadline<T>(deadline: Deadline, options: CallWithDeadlin
     timer = armDeadlineTimer(clock, () => deadline.remainingMs(), expire);
     if (callerSignal !== undefined) subscribeAbort(callerSignal, onCallerAbort);
 
-    let pending: Promise<T>;
+    const succeed = (value: T): void => {
+      if (finish()) resolve(value);
+    };
+    const fail = (error: unknown): void => {
+      if (finish()) reject(error);
+    };
+    // Whatever `execute` does — throws, returns a value or a thenable instead of a promise, returns a
+    // promise whose `then` throws — the call settles through `finish`, so its timer and its caller's
+    // listener go with it (a throw out of this executor would leave both armed until the deadline).
     try {
-      pending = execute({
+      const pending = execute({
         signal: controller.signal,
         timeoutMs: remaining,
         headers: deadline.toHeaders(options.headerFormat),
       });
+      Promise.resolve(pending).then(succeed, fail);
     } catch (error) {
-      pending = Promise.reject(error);
+      fail(error);
     }
-    pending.then(
-      (value) => {
-        if (finish()) resolve(value);
-      },
-      (error: unknown) => {
-        if (finish()) reject(error);
-      },
-    );
   });
 }

@@ -1,6 +1,7 @@
 import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
+import { InvalidOptionsError } from '../errors/options.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { checkCallOptions } from '../options/validator.js';
 import { DeadlineHeaders } from './constants.js';
@@ -114,6 +115,20 @@ function put(out: Record<string, string> | string[], name: string, value: string
 }
 
 /**
+ * Refuses a time that is not a number (a header's text, a config string, a BigInt): added to a clock
+ * reading it would concatenate or throw, and a string compared with a number is read as one, so
+ * `Deadline.after('100')` at `now` 5 lasted 5095 ms and `Deadline.at('1700000000100')` was expired.
+ * NaN stays a number: the methods give it their documented meaning.
+ */
+function checkMs(context: string, name: string, value: unknown): void {
+  if (typeof value !== 'number') {
+    throw new InvalidOptionsError(context, [
+      `\`${name}\` must be a number of ms, got ${value === null ? 'null' : typeof value}`,
+    ]);
+  }
+}
+
+/**
  * An absolute instant by which a whole operation must be done (SPEC D1). Immutable: combining
  * deadlines (`min`, `cap`, `slice`) returns the earlier one, never moves one. It lives on the
  * monotonic clock inside the process and turns into wall-clock epoch ms only when it leaves (headers),
@@ -135,8 +150,12 @@ export class Deadline {
     this.clock = clock;
   }
 
-  /** A deadline `ms` from now. NaN or negative `ms` gives an already expired deadline. */
+  /**
+   * A deadline `ms` from now. NaN or negative `ms` gives an already expired deadline, `Infinity` an
+   * endless one; `ms` that is not a number throws INVALID_OPTIONS.
+   */
   static after(ms: number, options?: DeadlineOptions): Deadline {
+    checkMs('Deadline.after', 'ms', ms);
     checkCallOptions('Deadline.after', DEADLINE_OPTIONS, options);
     const clock = options?.clock ?? systemClock;
     return new Deadline(clock.now() + (ms > 0 ? ms : 0), clock);
@@ -147,15 +166,22 @@ export class Deadline {
    * path. NaN or negative `ms` gives an already expired deadline.
    */
   static afterAt(now: number, ms: number, clock: Clock): Deadline {
+    if (typeof ms !== 'number') checkMs('Deadline.afterAt', 'ms', ms);
     return new Deadline(now + (ms > 0 ? ms : 0), clock);
   }
 
-  /** A deadline at a wall-clock epoch in ms (as received from another host). */
+  /**
+   * A deadline at a wall-clock epoch in ms (as received from another host). A past instant, NaN or
+   * `-Infinity` gives an already expired deadline; `Infinity` an endless one, as `after(Infinity)`.
+   * An epoch that is not a number (a header's text: read the request with `deadlineFromHeaders`)
+   * throws INVALID_OPTIONS.
+   */
   static at(epochMs: number, options?: DeadlineOptions): Deadline {
+    checkMs('Deadline.at', 'epochMs', epochMs);
     checkCallOptions('Deadline.at', DEADLINE_OPTIONS, options);
     const clock = options?.clock ?? systemClock;
     const now = clock.now();
-    const delta = Number.isFinite(epochMs) ? epochMs - clock.epochNow() : 0;
+    const delta = epochMs === Number.POSITIVE_INFINITY ? epochMs : epochMs - clock.epochNow();
     return new Deadline(now + (delta > 0 ? delta : 0), clock);
   }
 
@@ -175,8 +201,9 @@ export class Deadline {
     return left > 0 ? left : 0;
   }
 
+  /** True once no time is left: exactly when `remainingMs()` reads 0 (also for a clock reading NaN). */
   expired(): boolean {
-    return this.clock.now() >= this.at;
+    return !(this.clock.now() < this.at);
   }
 
   /** The deadline as wall-clock epoch ms, read now (what goes on the wire). */
@@ -186,29 +213,37 @@ export class Deadline {
 
   /**
    * The earlier of two deadlines. Two deadlines on different clocks (a test's fake one, another
-   * copy's) are compared by the time they have left.
+   * copy's) are compared by the time they have left. No other deadline (`undefined`, or `null`) is
+   * no limit: this one.
    */
   min(other: Deadline | undefined): Deadline {
-    if (other === undefined || other === this) return this;
+    if (other === undefined || other === null || other === this) return this;
     if (other.clock === this.clock) return other.at < this.at ? other : this;
     return other.remainingMs() < this.remainingMs() ? other : this;
   }
 
-  /** This deadline, but no later than `maxMs` from now (a local ceiling, SPEC D2). */
+  /**
+   * This deadline, but no later than `maxMs` from now (a local ceiling, SPEC D2). NaN or negative
+   * `maxMs` gives an already expired deadline, `Infinity` this one; `maxMs` that is not a number
+   * throws INVALID_OPTIONS.
+   */
   cap(maxMs: number): Deadline {
+    if (typeof maxMs !== 'number') checkMs('Deadline.cap', 'maxMs', maxMs);
     const limit = this.clock.now() + (maxMs > 0 ? maxMs : 0);
     return limit < this.at ? new Deadline(limit, this.clock) : this;
   }
 
   /** A child deadline for one component: `min(this, now + ms)` (its slice of a latency budget, SPEC B2). */
   slice(ms: number): Deadline {
+    if (typeof ms !== 'number') checkMs('Deadline.slice', 'ms', ms);
     return this.cap(ms);
   }
 
   /**
    * An AbortSignal that aborts with a {@link DeadlineExceededError} when the deadline passes. Created
    * on first read (most deadlines never need one), backed by a single unref'd timer that is re-armed
-   * for deadlines beyond a timer's range; it adds no listener of its own.
+   * for deadlines beyond a timer's range; an endless deadline's never aborts and arms no timer (as
+   * `armDeadlineTimer`). It adds no listener of its own.
    */
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
@@ -220,10 +255,12 @@ export class Deadline {
 
   #arm(controller: AbortController): void {
     const left = this.at - this.clock.now();
-    if (left <= 0) {
+    // Not `left <= 0`: a clock reading NaN (a user's broken Clock) would re-arm a 0 ms timer forever.
+    if (!(left > 0)) {
       controller.abort(new DeadlineExceededError({ deadlineEpochMs: this.epochMs() }));
       return;
     }
+    if (left === Number.POSITIVE_INFINITY) return;
     const fire = (): void => this.#arm(controller);
     this.clock.setTimer(fire, Math.min(left, MAX_TIMER_DELAY_MS), { unref: true });
   }
@@ -233,9 +270,12 @@ export class Deadline {
    * the absolute `x-deadline-epoch-ms` (or the name `format.epochMs` gives) and, on request, the
    * relative `grpc-timeout` (never `0m`) and `x-envoy-expected-rq-timeout-ms` (whole ms, never below
    * 1), written by {@link writeDeadlineHeaders}. An endless deadline (`Deadline.after(Infinity)`)
-   * sends **no header**; one further away than a timer can hold is written as that far.
+   * sends **no header**; one further away than a timer can hold is written as that far. A `format`
+   * that is not one (an `epochMs` name that is not an RFC 9110 token, an unknown key) throws
+   * INVALID_OPTIONS, as it does where `headerFormat` is an option.
    */
   toHeaders(format: HeaderFormat = {}): Record<string, string> {
+    checkCallOptions('Deadline.toHeaders', HEADER_FORMAT_OPTIONS, format);
     const headers: Record<string, string> = {};
     const left = this.at - this.clock.now();
     if (left < Number.POSITIVE_INFINITY) writeDeadlineHeaders(headers, format, left, this.clock.epochNow());

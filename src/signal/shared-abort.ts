@@ -21,10 +21,10 @@ const fanouts = new WeakMap<AbortSignal, Fanout>();
 function createFanout(signal: AbortSignal): Fanout {
   const listeners = new Set<Listener>();
   const dispatch = (): void => {
-    fanouts.delete(signal);
-    const current = [...listeners];
-    listeners.clear();
-    for (const listener of current) {
+    // The live set, not a copy: a listener that unsubscribes another (one call's end settling a
+    // sibling) stops it from being called, as EventTarget skips a listener removed during dispatch.
+    for (const listener of listeners) {
+      listeners.delete(listener);
       try {
         listener();
       } catch (error) {
@@ -34,16 +34,18 @@ function createFanout(signal: AbortSignal): Fanout {
         });
       }
     }
+    fanouts.delete(signal);
   };
   return { listeners, dispatch };
 }
 
 /**
  * Calls `listener` once when `signal` aborts. Pass the same function to {@link unsubscribeAbort} when
- * the work is done. Already aborted signals are the caller's to check first (this never calls back
- * synchronously).
+ * the work is done. Already aborted signals are the caller's to check first: subscribing to one never
+ * calls back (not synchronously, not later) and keeps nothing.
  */
 export function subscribeAbort(signal: AbortSignal, listener: Listener): void {
+  if (signal.aborted) return;
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
     fanout = createFanout(signal);
@@ -53,7 +55,10 @@ export function subscribeAbort(signal: AbortSignal, listener: Listener): void {
   fanout.listeners.add(listener);
 }
 
-/** Stops `listener` from being called; removes the signal's real listener when it was the last one. */
+/**
+ * Stops `listener` from being called, also while the signal's abort is being dispatched; removes the
+ * signal's real listener when it was the last one.
+ */
 export function unsubscribeAbort(signal: AbortSignal, listener: Listener): void {
   const fanout = fanouts.get(signal);
   if (fanout === undefined || !fanout.listeners.delete(listener)) return;
