@@ -21,7 +21,11 @@ import type { ConcurrencyLimitOptions } from './options.js';
  * attempt to the adaptive limit (`sample`).
  */
 export interface LimitWaiter {
-  /** A slot is this waiter's now (it holds one: release it when its attempt is over). */
+  /**
+   * A slot is this waiter's now (it holds one: release it when its attempt is over). Must not throw:
+   * a throw is turned into a process warning, never into the releaser's error, and the slot stays
+   * the waiter's.
+   */
   granted(): void;
   /** Set by the limiter while queued; the waiter must not touch it. */
   queued?: boolean;
@@ -131,7 +135,17 @@ export class ConcurrencyLimiter {
       waiter.queued = false;
       this.#queued -= 1;
       this.#inFlight += 1;
-      waiter.granted();
+      try {
+        waiter.granted();
+      } catch (error) {
+        // The waiter's failure is its own: thrown on, it would land in whoever released the slot (an
+        // unrelated attempt ending, which it would leave unsettled) and strand the waiters behind it.
+        // The slot stays the waiter's, as `granted` says: it releases it (or leaks it) itself.
+        process.emitWarning(
+          `prazo concurrency limit: a waiter's grant threw: ${String(error)}`,
+          'PrazoWarning',
+        );
+      }
     }
     if (this.#head > 64 && this.#head * 2 > this.#queue.length) this.#compact();
   }
