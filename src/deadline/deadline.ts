@@ -128,6 +128,25 @@ function checkMs(context: string, name: string, value: unknown): void {
   }
 }
 
+const isClock = option.hasMethods('now', 'epochNow', 'setTimer', 'clearTimer');
+
+/**
+ * Refuses a `Clock` given where its options go (`Deadline.after(100, clock)`, as `afterAt` takes it):
+ * read as options it has no `clock` key, and the deadline would run on the system clock, silently
+ * (a test advancing its fake clock then sees nothing happen). Used by every deadline maker that
+ * takes `{ clock }`.
+ */
+export function refuseBareClock(context: string, options: unknown): void {
+  if (options !== undefined && isClock(options)) {
+    throw new InvalidOptionsError(context, ['the options are a Clock: pass it as `{ clock }`']);
+  }
+}
+
+function checkDeadlineOptions(context: string, options: DeadlineOptions | undefined): void {
+  refuseBareClock(context, options);
+  checkCallOptions(context, DEADLINE_OPTIONS, options);
+}
+
 /**
  * An absolute instant by which a whole operation must be done (SPEC D1). Immutable: combining
  * deadlines (`min`, `cap`, `slice`) returns the earlier one, never moves one. It lives on the
@@ -152,11 +171,12 @@ export class Deadline {
 
   /**
    * A deadline `ms` from now. NaN or negative `ms` gives an already expired deadline, `Infinity` an
-   * endless one; `ms` that is not a number throws INVALID_OPTIONS.
+   * endless one; `ms` that is not a number throws INVALID_OPTIONS, and so does a Clock passed in
+   * place of `{ clock }` (it would have been ignored for the system clock).
    */
   static after(ms: number, options?: DeadlineOptions): Deadline {
     checkMs('Deadline.after', 'ms', ms);
-    checkCallOptions('Deadline.after', DEADLINE_OPTIONS, options);
+    checkDeadlineOptions('Deadline.after', options);
     const clock = options?.clock ?? systemClock;
     return new Deadline(clock.now() + (ms > 0 ? ms : 0), clock);
   }
@@ -178,7 +198,7 @@ export class Deadline {
    */
   static at(epochMs: number, options?: DeadlineOptions): Deadline {
     checkMs('Deadline.at', 'epochMs', epochMs);
-    checkCallOptions('Deadline.at', DEADLINE_OPTIONS, options);
+    checkDeadlineOptions('Deadline.at', options);
     const clock = options?.clock ?? systemClock;
     const now = clock.now();
     const delta = epochMs === Number.POSITIVE_INFINITY ? epochMs : epochMs - clock.epochNow();

@@ -3,7 +3,7 @@ import { systemClock } from '../clock/system.js';
 import { defineOptions, type OptionsOf, option, type Resolved } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
 import { DeadlineHeaders, MAX_DEADLINE_HEADER_LENGTH } from './constants.js';
-import { Deadline } from './deadline.js';
+import { Deadline, refuseBareClock } from './deadline.js';
 import { parseConnectTimeout, parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
 
 /** Header containers prazo reads: fetch `Headers` (or anything with `get`), or Node's header object. */
@@ -145,6 +145,7 @@ export function createDeadlineReader(
   options: IncomingDeadlineOptions = {},
   context = 'createDeadlineReader',
 ): (headers: HeadersLike) => IncomingDeadline {
+  refuseBareClock(context, options);
   return deadlineReader(incomingDefaults(readOptions(context, INCOMING_DEADLINE_OPTIONS, options), options));
 }
 

@@ -146,6 +146,31 @@ describe('Deadline: construction and combination (SPEC D1, D2)', () => {
     expect(d.remainingMs()).toBe(1_000);
   });
 
+  // Was a defect (fixed): a Clock passed where the options go (`Deadline.after(100, clock)`, the
+  // shape `afterAt(now, ms, clock)` has) is read as an options object without a `clock` key
+  // (src/deadline/deadline.ts after/at, src/deadline/headers.ts createDeadlineReader): the deadline
+  // runs on the system clock, silently. Expected: INVALID_OPTIONS saying to pass `{ clock }`.
+  // Actual: `after(100, fake).clock` was the system clock (a test advancing its fake clock saw
+  // nothing happen); `at(fakeEpoch + 100, fake)` was expired at once (the real wall clock is later).
+  it('Was a defect: a bare Clock in place of { clock } is INVALID_OPTIONS, not the system clock', () => {
+    const clock = new FakeClock();
+    expect(invalid(() => Deadline.after(100, clock as never)).message).toContain('{ clock }');
+    invalid(() => Deadline.at(1_700_000_000_100, clock as never));
+    invalid(() => readIncomingDeadline({}, clock as never));
+    invalid(() => deadlineFromHeaders({}, clock as never));
+    expect(Deadline.after(100, { clock }).clock).toBe(clock);
+  });
+
+  // Not fixed here: the options validator reads any non-array object as options (src/options/
+  // validator.ts checkCallOptions/readOptions, `isOptionsObject`; not this change's folder), so a Map
+  // of options — whose entries are no properties — is read as `{}` and every default applies
+  // silently: here the system clock. Expected: INVALID_OPTIONS for an options value that is not a
+  // plain object. Actual: accepted, `clock` dropped. The same holds for every prazo options argument.
+  it.fails('a Map given as options is refused, not read as no options (src/options/validator.ts)', () => {
+    const clock = new FakeClock();
+    invalid(() => Deadline.after(100, new Map([['clock', clock]]) as never));
+  });
+
   // Was a defect (fixed): `min(null)` throws "Cannot read properties of null (reading 'clock')"
   // (src/deadline/deadline.ts min checked `undefined` only), though "no other deadline" is what a
   // caller reading an optional field with `?? null` means. Expected: no limit, this deadline.
