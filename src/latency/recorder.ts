@@ -63,7 +63,10 @@ class RotatingRecorder implements LatencyRecorder {
 
   record(latencyMs: number, outcome: Outcome, at?: number, clock?: Clock): void {
     // Kept flat (no helper calls with the double): V8 boxes a double passed to a call it did not inline.
-    if (Number.isNaN(latencyMs)) return; // nothing to learn from it
+    // Nothing to learn from NaN, nor from what is not a number at all: a string ('12.5', read from a
+    // header) would land in the sketch as a string (its max, its p99 strings, compared as text), and
+    // null or an object would count as a 0 ms success.
+    if (typeof latencyMs !== 'number' || Number.isNaN(latencyMs)) return;
     const now = clock === this.#clock && at !== undefined ? at : this.#clock.now();
     const elapsed = now - this.#current.startedAt;
     if (!(elapsed >= -this.windowMs && elapsed < this.windowMs)) this.#rotateIfDue(now);

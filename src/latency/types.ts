@@ -31,7 +31,8 @@ export interface LatencySnapshot {
 /** What readers need from a latency recorder. */
 export interface LatencySource {
   /**
-   * Records one call's latency (ms) and how it ended. O(1), allocation-free. `now`: a reading of
+   * Records one call's latency (ms) and how it ended (a NaN, or a value that is not a number, is
+   * ignored: nothing to learn from it). O(1), allocation-free. `now`: a reading of
    * `clock` the caller just took (a hot path saves a clock read when it is the recorder's own clock;
    * with another clock the recorder reads its own).
    */

@@ -454,6 +454,25 @@ describe('latency recorder and its sketch (SPEC C1, C4, H1)', () => {
     }
   });
 
+  // Was a defect (fixed): `record` dropped only NaN, so a latency that is not a number reached the
+  // sketch: '5' and '12.5' (read from a header, unparsed) made the window's max, p95 and p99 the
+  // *string* "5" (12.5 lost: `'12.5' > '5'` is false as text), null, 'abc' and {} counted as 0 ms
+  // successes pulling the p50 to 0, and a bigint threw out of `record` (src/latency/recorder.ts record).
+  // Expected: what is not a number ignored, like NaN. Actual: p99 "5" (a string), p50 0, a TypeError.
+  it('Was a defect: a latency that is not a number is ignored, never a string quantile or a 0 ms success', () => {
+    const clock = new FakeClock();
+    const recorder = createLatencyRecorder({ clock, windowMs: 1_000, minSamples: 1 });
+    for (const v of ['5', '12.5', 'abc', null, undefined, {}, [], true, 7n] as unknown[]) {
+      expect(() => recorder.record(v as number, 'success')).not.toThrow();
+    }
+    recorder.record(20, 'success');
+    clock.advance(1_000);
+    const last = recorder.lastWindow()!;
+    expect(last.successes).toBe(1);
+    for (const v of [last.p50, last.p95, last.p99, last.p999, last.max]) expect(v).toBeCloseTo(20, -0.5);
+    expect(typeof recorder.quantile(0.99)).toBe('number');
+  });
+
   it('an empty window and an idle spell answer undefined, and a jump forward of any size rotates in one step', () => {
     const clock = new FakeClock();
     const recorder = createLatencyRecorder({ clock, windowMs: 1_000, minSamples: 1 });
