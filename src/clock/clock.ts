@@ -59,8 +59,13 @@ export function runAfterIo(clock: Clock, fn: () => void): void {
 /** The largest delay a Node timer honours (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
 export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
-/** Clamps a delay into what a timer can honour: NaN and negatives become 0. */
+/**
+ * Clamps a delay into what a timer can honour: NaN and negatives become 0. A delay that is not a
+ * number is read as Node's `setTimeout` reads it (`Number(delay)`: `'10'` is 10 ms), so the fake
+ * clock agrees with the system one (it concatenated `'10'` onto its time and fired 500 ms late).
+ */
 export function clampDelay(delayMs: number): number {
+  if (typeof delayMs !== 'number') delayMs = Number(delayMs);
   if (!(delayMs > 0)) return 0;
   return delayMs > MAX_TIMER_DELAY_MS ? MAX_TIMER_DELAY_MS : delayMs;
 }

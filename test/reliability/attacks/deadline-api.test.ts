@@ -956,6 +956,19 @@ describe('FakeClock (prazo/testing)', () => {
     ]);
   });
 
+  // Was a defect (fixed): a delay that is not a number (a config string) was added to the fake
+  // clock's time as is (src/clock/clock.ts clampDelay passed it through): `now + '10'` at now 5 is
+  // "510", so the timer fired 500 ms late, where Node's setTimeout (and so the system clock) reads
+  // `'10'` as 10 ms. Expected: the fake clock fires it when Node would. Actual: at 510, not 15.
+  it('Was a defect: a delay given as text fires when Node would fire it, not concatenated', () => {
+    const clock = new FakeClock({ now: 5 });
+    const fired: number[] = [];
+    clock.setTimer(() => fired.push(clock.now()), '10' as never);
+    clock.setTimer(() => fired.push(clock.now()), 'soon' as never); // NaN: at once, as every NaN delay
+    clock.advance(10);
+    expect(fired).toEqual([5, 15]);
+  });
+
   it('runs timers armed from timer callbacks in due order, ties after those already armed', () => {
     const clock = new FakeClock();
     const order: string[] = [];
