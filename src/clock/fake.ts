@@ -74,6 +74,7 @@ export class FakeClock implements Clock {
   }
 
   afterIo(fn: () => void): void {
+    if (typeof fn !== 'function') throw new TypeError(`afterIo(fn) needs a function, got ${typeof fn}`);
     this.#io.push(fn);
   }
 

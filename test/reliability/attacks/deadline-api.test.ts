@@ -925,13 +925,14 @@ describe('FakeClock (prazo/testing)', () => {
     }
   });
 
-  // Was a defect (fixed): `setTimer` with something not a function arms it (src/clock/fake.ts), and
-  // the TypeError comes out of a later `advance`, far from the mistake. Expected: a TypeError at
-  // arming, as Node's setTimeout throws ERR_INVALID_ARG_TYPE. Actual: "next.fn is not a function"
+  // Was a defect (fixed): `setTimer` (or `afterIo`) with something not a function arms it
+  // (src/clock/fake.ts), and the TypeError comes out of a later `advance`, far from the mistake.
+  // Expected: a TypeError at arming, as Node's setTimeout/setImmediate throw ERR_INVALID_ARG_TYPE. Actual: "next.fn is not a function"
   // out of whichever advance reached it.
-  it('Was a defect: setTimer refuses a callback that is not a function, at once', () => {
+  it('Was a defect: setTimer and afterIo refuse a callback that is not a function, at once', () => {
     const clock = new FakeClock();
     expect(() => clock.setTimer('fn' as never, 5)).toThrow(TypeError);
+    expect(() => clock.afterIo(undefined as never)).toThrow(TypeError);
     expect(clock.pendingTimers()).toBe(0);
     clock.advance(10);
   });
