@@ -33,19 +33,23 @@ export class BucketWindow {
   /**
    * Moves the window to `now`. A reading that is not a finite number is not a time: ignored (taken,
    * one `Infinity` would put the head where no later reading reaches, and the counts would never
-   * expire again: a lifetime ratio, an outage's retries let through). A reading at most a window
-   * behind the head is a late one (a caller's `now` taken a moment before another's): ignored. One
-   * further back is a clock that should be monotonic but was stepped back (NTP, a `Date.now()` clock):
-   * a pause, the window resuming from it with its counts, instead of freezing until the clock is back
-   * where it was.
+   * expire again: a lifetime ratio, an outage's retries let through); a head never placed on a finite
+   * reading (a clock that read NaN at first) is placed on the first one.
+   *
+   * Time that goes backwards (it should not: monotonic) is ignored, counts kept, until the clock is
+   * back past the head. A late reading is one such; a clock stepped back for good (NTP, a
+   * `Date.now()` clock) freezes the window for the length of the step, which keeps every count (the
+   * ratio is then over a longer span, never over nothing). Taking a step back as a new start would
+   * forget less, but a caller whose readings alternate between two time bases (an epoch `now` passed
+   * with a monotonic clock) would then empty the window at every jump forward and be granted every
+   * extra attempt: a budget that fails open. This one cannot.
    */
   advance(now: number): void {
     const index = Math.floor(now / this.#bucketMs);
     if (!Number.isFinite(index)) return;
     let steps = index - this.#headIndex;
     if (!(steps > 0 && steps < Number.POSITIVE_INFINITY)) {
-      // Stepped back, or a head never placed on a finite reading (a clock that read NaN at first).
-      if (!(steps >= -this.#slots)) this.#headIndex = index;
+      if (!Number.isFinite(this.#headIndex)) this.#headIndex = index;
       return;
     }
     this.#headIndex = index;
