@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { DnsDiscovery } from '../../../src/balance/discovery.js';
-import { ejectionSettings } from '../../../src/balance/ejection.js';
+import { ejectionAllowance, ejectionSettings } from '../../../src/balance/ejection.js';
 import { type Instance, InstanceSet, type InstanceVerdict } from '../../../src/balance/instances.js';
 import {
   DISCOVERY_OPTIONS,
@@ -326,6 +326,40 @@ describe('retry budget (SPEC R1, R7, H3, V4)', () => {
     );
   });
 
+  it('one budget shared by three failing dependencies: their extra attempts together stay within it (SPEC R1, V4)', async () => {
+    const clock = new FakeClock();
+    const budget = createRetryBudget({ clock, windowMs: 10_000, maxRatio: 0.1, minPerSecond: 1 });
+    let sent = 0;
+    const deps = ['a', 'b', 'c'].map((name) =>
+      createDependency({
+        name,
+        p99Ms: 10,
+        attempts: 3,
+        clock,
+        retryBudget: budget,
+        random: () => 0.5,
+        throttle: false,
+      }),
+    );
+    const failing = (): Promise<never> => {
+      sent += 1;
+      return Promise.reject(Object.assign(new Error('reset'), { code: 'ECONNRESET' }));
+    };
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 300; i += 1) {
+      calls.push(deps[i % 3]!.execute(failing, { idempotent: true }).catch(() => undefined));
+      if (i % 30 === 29) await clock.advanceAsync(100);
+    }
+    await clock.runAllAsync();
+    await Promise.all(calls);
+    // 300 originals within one window: at most the floor (10) + 10% (30) extra attempts, all deps together.
+    expect(sent - 300).toBeLessThanOrEqual(10 + 30);
+    expect(sent - 300).toBeGreaterThan(0);
+    const s = budget.state();
+    expect(s.originals).toBe(300);
+    expect(s.extras).toBe(sent - 300);
+  });
+
   it('state() stays consistent and never NaN whatever `now` the callers pass (NaN, ±Infinity, back, forward) (property)', () => {
     fc.assert(
       fc.property(
@@ -414,6 +448,17 @@ describe('latency recorder and its sketch (SPEC C1, C4, H1)', () => {
     for (let i = 0; i < 100; i += 1) recorder.record(3, 'success');
     set(1_000);
     expect(recorder.quantile(0.99)).toBeCloseTo(3, 0);
+  });
+
+  it('a caller mixing two time bases never gets a stale quantile: the right one, or none (fails safe)', () => {
+    const { clock, set } = steerableClock();
+    const recorder = filled(clock); // p99 ≈ 99 ms
+    for (let i = 0; i < 200; i += 1) {
+      set(1_000 + i * 10);
+      recorder.record(3, 'success');
+      const q = recorder.quantile(0.99, 1_700_000_000_000 + i * 10, clock);
+      if (q !== undefined) expect(q).toBeCloseTo(3, 0);
+    }
   });
 
   it('quantile(0), quantile(1), quantile(NaN) and outside (0, 1) answer undefined, never a number or a throw', () => {
@@ -948,7 +993,7 @@ describe('instance set: power of two choices, ejection (SPEC X5)', () => {
     expect(set.get('a')!.inFlight).toBe(0);
   });
 
-  it('in-flight counts always come back to 0 once every pick is settled, whatever the verdicts (property)', () => {
+  it('in-flight counts come back to 0 once every pick is settled, and ejections stay within their share, whatever the verdicts (property)', () => {
     const verdicts: InstanceVerdict[] = ['success', 'failure', 'unanswered', 'lost', 'neutral'];
     fc.assert(
       fc.property(
@@ -973,6 +1018,8 @@ describe('instance set: power of two choices, ejection (SPEC X5)', () => {
             open.push(p!);
             if (open.length > 3) set.settle(open.shift()!, verdict, ms, clock.now());
             expect(set.available).toBeGreaterThanOrEqual(1);
+            const out = set.states().filter((s) => s.state === 'ejected').length;
+            expect(out).toBeLessThanOrEqual(ejectionAllowance(n, 0.1)); // never past the share, never the last
           }
           for (const p of open) set.settle(p, 'neutral', 0, clock.now());
           for (const s of set.states()) {
