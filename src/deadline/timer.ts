@@ -13,7 +13,10 @@ export interface DeadlineTimer {
   clear(): void;
 }
 
-/** Calls `fire` once `leftMs()` (read now, and again at each re-arm) has run out on `clock`. */
+/**
+ * Calls `fire` once `leftMs()` (read now, and again at each re-arm) has run out on `clock`: never
+ * before, even where the clock's timer fires a fraction of a ms early.
+ */
 export function armDeadlineTimer(
   clock: Clock,
   leftMs: () => number,
@@ -25,15 +28,22 @@ export function armDeadlineTimer(
     if (left === Number.POSITIVE_INFINITY) timer = undefined;
     else if (left > MAX_TIMER_DELAY_MS)
       timer = clock.setTimer(() => arm(leftMs()), MAX_TIMER_DELAY_MS, options);
-    else
-      timer = clock.setTimer(
-        () => {
-          timer = undefined;
-          fire();
-        },
-        left,
-        options,
-      );
+    else {
+      // Node's whole-ms timers fire up to a ms before a performance.now() instant: until the instant
+      // this timer was armed for has come, wait for the rest (Deadline.signal does the same). The
+      // instant, not `leftMs()` again: a caller's `leftMs` may be clamped (remaining + a grace).
+      const due = clock.now() + left;
+      const onDue = (): void => {
+        const early = due - clock.now();
+        if (early > 0) {
+          timer = clock.setTimer(onDue, early, options);
+          return;
+        }
+        timer = undefined;
+        fire();
+      };
+      timer = clock.setTimer(onDue, left, options);
+    }
   };
   arm(leftMs());
   return {

@@ -334,6 +334,28 @@ describe('Deadline.signal (SPEC D5)', () => {
     expect(signals.some((s) => s.aborted)).toBe(false);
   });
 
+  it('never aborts before the deadline on the system clock, fractional ms included (real time)', async () => {
+    // Node's timers have whole-ms resolution against the loop's cached time: one may fire a fraction
+    // of a ms before a performance.now() instant. The signal re-reads the time and re-arms instead.
+    const deadlines = Array.from({ length: 20 }, (_, i) => Deadline.after(5 + i * 1.37));
+    const early: number[] = [];
+    await Promise.all(
+      deadlines.map(
+        (d) =>
+          new Promise<void>((resolve) => {
+            d.signal.addEventListener('abort', () => {
+              const now = systemClock.now();
+              if (now < d.at) early.push(d.at - now);
+              resolve();
+            });
+          }),
+      ),
+    );
+    expect(early).toEqual([]);
+    // Generous: on a loaded 2-core machine the last one (31 ms) may be late, never early.
+    expect(deadlines.every((d) => d.signal.aborted)).toBe(true);
+  });
+
   it('is made once, adds no listener, and leaves neither timer nor listener when thousands pass', () => {
     const clock = new FakeClock();
     const deadlines = Array.from({ length: 5_000 }, (_, i) => Deadline.after(1 + (i % 97), { clock }));
@@ -703,6 +725,28 @@ describe('callWithDeadline (SPEC D4, D5)', () => {
 // ── Deadline timers and the store's bounded wait (timer.ts, store.ts) ────────────────────────────
 
 describe('deadline timers: delays past 2^31-1 ms, NaN, negative, Infinity', () => {
+  // Was a defect (fixed): the deadline timer of callWithDeadline and the stores' bounded wait fired
+  // its callback as soon as the clock timer fired (src/deadline/timer.ts), and Node's whole-ms timers
+  // fire up to a ms before a performance.now() instant: the call ended with DEADLINE_EXCEEDED while
+  // its deadline still had time left (`expired()` false in the catch). Deadline.signal re-reads the
+  // time and re-arms; this timer did not. Expected: never before the deadline. Actual: 13 of 20
+  // calls with fractional deadlines ended 0.07–0.2 ms early.
+  it('Was a defect: a call never ends DEADLINE_EXCEEDED before its deadline on the system clock (real time)', async () => {
+    const deadlines = Array.from({ length: 20 }, (_, i) => Deadline.after(5 + i * 1.37));
+    const early: number[] = [];
+    await Promise.all(
+      deadlines.map((d) =>
+        callWithDeadline(d, { name: 'slow', p99Ms: 1, execute: () => new Promise(() => {}) }).catch(
+          (error: unknown) => {
+            expect(isDeadlineExceeded(error)).toBe(true);
+            if (!d.expired()) early.push(d.remainingMs());
+          },
+        ),
+      ),
+    );
+    expect(early).toEqual([]);
+  });
+
   it('fires at the deadline however far, at once for NaN or a negative, never for Infinity', () => {
     const clock = new FakeClock();
     const fired: string[] = [];
@@ -726,6 +770,26 @@ describe('deadline timers: delays past 2^31-1 ms, NaN, negative, Infinity', () =
     expect(fired).toEqual(['nan', 'negative']);
     clock.advance(1);
     expect(fired).toEqual(['nan', 'negative', 'far']);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('a grace past the deadline (remaining time clamped at 0, plus the grace) fires at deadline + grace', () => {
+    // As prazo/pg and prazo/mysql arm their cancel: `remainingMs() + graceMs`, which reads graceMs
+    // again once the deadline has passed. A timer that re-read it when it fired would wait again.
+    const clock = new FakeClock();
+    const d = Deadline.after(1_000, { clock });
+    let firedAt = -1;
+    armDeadlineTimer(
+      clock,
+      () => d.remainingMs() + 100,
+      () => {
+        firedAt = clock.now();
+      },
+    );
+    clock.advance(1_099);
+    expect(firedAt).toBe(-1);
+    clock.advance(1);
+    expect(firedAt).toBe(1_100);
     expect(clock.pendingTimers()).toBe(0);
   });
 
