@@ -20,6 +20,7 @@ import { withinDeadline } from '../../../src/deadline/store.js';
 import { armDeadlineTimer } from '../../../src/deadline/timer.js';
 import { isDeadlineExceeded, isInvalidOptions } from '../../../src/errors/index.js';
 import { subscribeAbort, unsubscribeAbort } from '../../../src/signal/shared-abort.js';
+import { seededRandom } from '../../../src/testing/random.js';
 
 /**
  * Attacks on prazo's deadline and time building blocks as a hostile or careless user would use
@@ -1080,6 +1081,47 @@ describe('FakeClock (prazo/testing)', () => {
       ),
       { numRuns: 100 },
     );
+  });
+});
+
+// ── seededRandom (prazo/testing) ─────────────────────────────────────────────────────────────────
+
+describe('seededRandom (prazo/testing)', () => {
+  // Was a defect (fixed): the seed was read as `seed >>> 0` (src/testing/random.ts): every fraction in
+  // [0, 1) is seed 0, and so are NaN, ±Infinity and any non-number. A test seeding each run with
+  // `seededRandom(Math.random())` (or fast-check's doubles) replayed one and the same sequence every
+  // time, silently. Expected: distinct fractional seeds give distinct sequences; a seed that is no
+  // finite number is INVALID_OPTIONS. Actual: seededRandom(0.25)() === seededRandom(0.75)() ===
+  // seededRandom(NaN)() === seededRandom(0)().
+  it('Was a defect: fractional seeds are distinct seeds; NaN, Infinity, a string are INVALID_OPTIONS', () => {
+    const first = (seed: number): number => seededRandom(seed)();
+    expect(new Set([0, 0.25, 0.75, 0.1, 1e-9, -0.5].map(first)).size).toBe(6);
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (seed) => {
+        const a = seededRandom(seed);
+        const b = seededRandom(seed);
+        const xs = Array.from({ length: 5 }, a);
+        expect(Array.from({ length: 5 }, b)).toEqual(xs); // still a replay
+        expect(xs.every((x) => x >= 0 && x < 1)).toBe(true);
+      }),
+    );
+    for (const bad of [
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      Number.NEGATIVE_INFINITY,
+      '42',
+      undefined,
+      42n,
+    ]) {
+      invalid(() => seededRandom(bad as number));
+    }
+  });
+
+  it('an integer seed replays the sequence it always did (recorded seeds stay valid)', () => {
+    const take = (seed: number, n: number) => Array.from({ length: n }, seededRandom(seed));
+    expect(take(42, 3)).toEqual([0.6011037519201636, 0.44829055899754167, 0.8524657934904099]);
+    expect(take(-7, 2)).toEqual([0.43306733411736786, 0.32539576734416187]);
+    expect(take(1_700_000_000_123, 2)).toEqual([0.13851353665813804, 0.941297864774242]);
   });
 });
 
