@@ -133,6 +133,46 @@ function read(headers: HeadersLike, name: string, parse: Parser): number | undef
   return best;
 }
 
+/** The names the reader looks for, with the other casings a header record may keep them in. */
+const CASINGS: ReadonlyArray<readonly [string, readonly string[]]> = [
+  DeadlineHeaders.epochMs,
+  DeadlineHeaders.grpcTimeout,
+  DeadlineHeaders.envoyExpected,
+  DeadlineHeaders.connectTimeout,
+].map((name) => [
+  name,
+  [name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase()), name.toUpperCase()],
+]);
+
+/**
+ * A header record whose deadline headers are not under their lowercase names, read in the casings a
+ * sender writes (`Grpc-Timeout`, `GRPC-TIMEOUT`), as HTTP names are case-insensitive (RFC 9110
+ * §5.1): Node lowercases them, but a record built elsewhere (AWS API Gateway's `event.headers`, a
+ * proxy's copy, a test) keeps the sender's case, and `Grpc-Timeout: 1S` was silently no deadline at
+ * all. A fixed number of lookups (no walk over the record's keys, whose cost grows with it); a `get`
+ * container (fetch `Headers`) folds case itself. Every casing found counts, as repeats do.
+ */
+function caseless(headers: HeadersLike): HeadersLike {
+  if (typeof (headers as { get?: unknown }).get === 'function') return headers;
+  const record = headers as Record<string, unknown>;
+  for (const [name] of CASINGS) if (record[name] !== undefined) return headers;
+  let folded: Record<string, unknown[]> | undefined;
+  for (const [name, others] of CASINGS) {
+    for (const other of others) {
+      const value = record[other];
+      if (value === undefined) continue;
+      folded ??= {};
+      const list = folded[name] ?? [];
+      folded[name] = list;
+      for (const item of Array.isArray(value) ? value.slice(0, MAX_VALUES) : [value]) {
+        if (typeof item === 'string') list.push(item);
+        else if (typeof item === 'number' && Number.isFinite(item)) list.push(String(item));
+      }
+    }
+  }
+  return (folded as HeadersLike | undefined) ?? headers;
+}
+
 /**
  * Builds a reader of incoming deadlines with options validated once (use it on a server's hot path).
  *
@@ -156,6 +196,7 @@ export function deadlineReader(resolved: ResolvedIncoming): (headers: HeadersLik
     let rel = Number.POSITIVE_INFINITY;
     let source: DeadlineSource = 'default';
     if (headers !== null && typeof headers === 'object') {
+      headers = caseless(headers);
       const epoch = read(headers, DeadlineHeaders.epochMs, parseEpochMs);
       if (epoch !== undefined) {
         rel = epoch - clockSkewMs - clock.epochNow();

@@ -505,6 +505,33 @@ describe('deadline headers: parsing and reading (SPEC D3, D8)', () => {
     );
   });
 
+  // Was a defect (fixed): a header record was read by the lowercase names only (src/deadline/
+  // headers.ts read): Node lowercases them, but a record built elsewhere keeps the sender's case (AWS
+  // API Gateway's `event.headers`, a proxy's copy, a test), and HTTP names are case-insensitive (RFC
+  // 9110 §5.1). Expected: `Grpc-Timeout: 1S` is a 1 s deadline. Actual: the local default, silently:
+  // the caller's deadline was dropped (SPEC D1, D5). Read now in Title-Case and UPPER-CASE too, by a
+  // fixed number of lookups (a walk over the keys would cost as much as the record is large).
+  it("Was a defect: a header record keeping the sender's case is read in its casings", () => {
+    const clock = new FakeClock();
+    const read = (headers: Record<string, unknown>) =>
+      readIncomingDeadline(headers as never, { clock, defaultMs: 700, maxMs: 60_000 });
+    expect(read({ 'Grpc-Timeout': '1S' }).deadline.remainingMs()).toBe(1_000);
+    expect(read({ 'X-Deadline-Epoch-Ms': String(clock.epochNow() + 2_500) }).deadline.remainingMs()).toBe(
+      2_500,
+    );
+    expect(read({ 'X-Envoy-Expected-Rq-Timeout-Ms': 300 }).source).toBe('x-envoy-expected-rq-timeout-ms');
+    expect(read({ 'CONNECT-TIMEOUT-MS': ['900', '400'] }).deadline.remainingMs()).toBe(400);
+    // Every casing counts, as repeats do: the earliest wins.
+    expect(read({ 'GRPC-TIMEOUT': '5S', 'Grpc-Timeout': '2S' }).deadline.remainingMs()).toBe(2_000);
+    // O(1): a record of 100k other keys costs what a small one does.
+    const wide: Record<string, string> = {};
+    for (let i = 0; i < 100_000; i += 1) wide[`x-filler-${i}`] = 'v';
+    wide['Grpc-Timeout'] = '1S';
+    const t0 = performance.now();
+    for (let i = 0; i < 2_000; i += 1) expect(read(wide).source).toBe('grpc-timeout');
+    expect(performance.now() - t0).toBeLessThan(1_000);
+  });
+
   it("takes the earliest asserted limit; Envoy's 0 is \"no timeout\", gRPC's and Connect's 0 expired (SPEC D8)", () => {
     const clock = new FakeClock();
     const read = (headers: Record<string, string>) => readIncomingDeadline(headers, { clock, maxMs: 60_000 });
