@@ -267,8 +267,9 @@ export class Deadline {
    */
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      this.#arm(this.#controller);
+      const controller = new AbortController();
+      this.#arm(controller); // kept only once armed: a clock whose setTimer threw leaves no dead signal
+      this.#controller = controller;
     }
     return this.#controller.signal;
   }

@@ -395,6 +395,30 @@ describe('Deadline.signal (SPEC D5)', () => {
     expect(arms).toBeLessThanOrEqual(1);
   });
 
+  // Was a defect (fixed): when the clock's setTimer throws (a user's Clock out of timers, a closed
+  // scheduler), reading `signal` throws, but the controller was kept (src/deadline/deadline.ts
+  // signal): the next read returns a signal with no timer behind it, which never aborts. Expected:
+  // the next read tries again. Actual: a signal that outlives its deadline un-aborted, silently.
+  it('Was a defect: a signal whose timer could not be armed is not handed out on the next read', () => {
+    const fake = new FakeClock();
+    let refuse = true;
+    const flaky: Clock = {
+      now: () => fake.now(),
+      epochNow: () => fake.epochNow(),
+      setTimer: (fn, ms) => {
+        if (refuse) throw new Error('no timers left');
+        return fake.setTimer(fn, ms);
+      },
+      clearTimer: (t) => fake.clearTimer(t),
+    };
+    const d = Deadline.after(10, { clock: flaky });
+    expect(() => d.signal).toThrow('no timers left');
+    refuse = false;
+    const signal = d.signal;
+    fake.advance(10);
+    expect(signal.aborted).toBe(true);
+  });
+
   it('is already aborted, with no timer, for a deadline already gone (NaN, negative, 0)', () => {
     const clock = new FakeClock();
     for (const ms of [Number.NaN, -1, 0, Number.NEGATIVE_INFINITY]) {
