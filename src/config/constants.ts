@@ -3,11 +3,12 @@ export const CONFIG_LIMITS = Object.freeze({
   /** A config is a reviewable file, not a data dump: larger ones are refused before parsing. */
   maxBytes: 1024 * 1024,
   /**
-   * Deepest `[`/`{` nesting accepted. The `yaml` parser recurses per level and a few thousand levels
-   * crash the process in a way no try/catch stops; a config never needs more than a handful. Counted
-   * with a linear scan before parsing (brackets inside quoted strings count too: harmless at 64).
+   * Deepest nesting accepted, brackets (`[`, `{`) and block structure (indentation, `- `, `? `)
+   * counted together. The `yaml` parser recurses per level and a thousand levels crash the process in
+   * a way no try/catch stops; a config never needs more than a handful. Measured in one pass of the
+   * `yaml` lexer before parsing (depth.ts).
    */
-  maxFlowDepth: 64,
+  maxDepth: 64,
   /** YAML aliases expand: bound them (billion laughs). */
   maxAliasCount: 100,
   maxDependencies: 1000,

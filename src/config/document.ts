@@ -10,18 +10,23 @@ import {
   visit,
 } from 'yaml';
 import { CONFIG_LIMITS } from './constants.js';
+import { type TooDeep, tooDeepAt } from './depth.js';
 import type { Path, RawProblem } from './problem.js';
 
 /**
  * The config file as YAML or JSON. YAML is parsed with `yaml`'s `parseDocument` + `LineCounter` so
  * every problem can point at its line; JSON is parsed as JSON (`JSON.parse`: what is not strict JSON
  * is an error at its line, not YAML that happens to read), and its tree is located through the same
- * YAML parser (JSON is YAML 1.2). Bounded in size and alias expansion; duplicate keys and prototype
+ * YAML parser (JSON is YAML 1.2). Bounded in size, nesting depth (depth.ts) and alias expansion; one
+ * leading byte order mark is dropped, for JSON as for YAML; duplicate keys and prototype
  * keys (`__proto__`, `constructor`, `prototype`) are refused before any value reaches a JS object.
  *
  * Duplicate keys are found here, with one `Set` per mapping: `yaml`'s own `uniqueKeys` compares every
  * key with every earlier one (40,000 keys took 21 s), so it is off.
  */
+
+/** U+FEFF, the byte order mark: at the start of a file, a mark of its encoding. */
+const BOM = 0xfeff;
 
 /** Which language a config file is written in. */
 export type ConfigFormat = 'yaml' | 'json';
@@ -33,8 +38,23 @@ export interface ParsedDocument {
   locate(path: Path): { line: number; col: number };
 }
 
-export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): ParsedDocument {
+export function parseConfigText(source: string, format: ConfigFormat = 'yaml'): ParsedDocument {
+  // One byte order mark is the encoding's, not the content's: editors on Windows write it, and
+  // JSON.parse refuses it. Dropped for both languages alike; a second one is refused for both (the
+  // `yaml` lexer would drop it too, JSON.parse would name an invisible character).
+  const text = source.charCodeAt(0) === BOM ? source.slice(1) : source;
   const problems: RawProblem[] = [];
+  if (text.charCodeAt(0) === BOM) {
+    problems.push({
+      path: [],
+      line: 1,
+      col: 1,
+      message:
+        'the file starts with two byte order marks (U+FEFF, invisible in most editors): keep one at most',
+      severity: 'error',
+    });
+    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
+  }
   const lineCounter = new LineCounter();
   const atOffset = (offset: number | undefined) => {
     if (offset === undefined) return { line: 0, col: 0 };
@@ -49,24 +69,10 @@ export function parseConfigText(text: string, format: ConfigFormat = 'yaml'): Pa
     });
     return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
   }
-  const tooDeep = flowTooDeepAt(text, CONFIG_LIMITS.maxFlowDepth);
+  const tooDeep = tooDeepAt(text, CONFIG_LIMITS.maxDepth);
   if (tooDeep !== undefined) {
-    problems.push({
-      path: [],
-      line: lineOf(text, tooDeep),
-      message: `brackets nested deeper than ${CONFIG_LIMITS.maxFlowDepth} levels`,
-      severity: 'error',
-    });
-    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
-  }
-  const blockTooDeep = blockTooDeepAt(text, CONFIG_LIMITS.maxFlowDepth);
-  if (blockTooDeep !== undefined) {
-    problems.push({
-      path: [],
-      line: lineOf(text, blockTooDeep),
-      message: `lists or mappings nested deeper than ${CONFIG_LIMITS.maxFlowDepth} levels (indentation, \`- \` or \`? \`)`,
-      severity: 'error',
-    });
+    const { line, col } = lineColOf(text, tooDeep.offset);
+    problems.push({ path: [], line, col, message: tooDeepMessage(tooDeep), severity: 'error' });
     return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
   }
   // logLevel silent: the parser must not print to the host's stderr; its warnings become problems.
@@ -214,7 +220,7 @@ const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 
 /**
  * Where strict JSON (RFC 8259) first goes wrong in `text`: `JSON.parse` says why but, on Node 20, not
- * always where. One linear pass; nesting is already bounded (64 levels) before this runs.
+ * always where. One linear pass; nesting is already bounded (CONFIG_LIMITS.maxDepth) before this runs.
  */
 export function jsonErrorOffset(text: string): number {
   let i = 0;
@@ -347,71 +353,25 @@ function nodeAt(root: Node | null, path: Path): number | undefined {
   return offset;
 }
 
-/** Offset of the first `[`/`{` that opens level `limit + 1`, or undefined. One pass, no allocation. */
-function flowTooDeepAt(text: string, limit: number): number | undefined {
-  let depth = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if (c === 0x5b || c === 0x7b) {
-      depth += 1;
-      if (depth > limit) return i;
-    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth -= 1;
-  }
-  return undefined;
-}
-
-const SPACE = 0x20;
-const TAB = 0x09;
-const CR = 0x0d;
-const HASH = 0x23;
-const isBlank = (c: number): boolean => c === SPACE || c === TAB;
-
 /**
- * Offset of the start of the first line whose block nesting passes `limit` levels, or undefined. The
- * `yaml` parser recurses per block level as it does per bracket: a thousand levels (`- - - … x`, 2 KB)
- * overflow its stack, and the parse after that aborts the process (V8 FATAL, beyond any try/catch).
- *
- * Counted conservatively, in one pass with a stack of at most `limit + 2` columns: the columns of the
- * open block nodes. A line pops the columns deeper than its indentation and opens its own; each entry
- * indicator that starts it (`- `, `? `, `: `) opens one more at the column of what follows. The root is
- * level 0, so a pretty-printed JSON file as deep as the bracket limit allows stays under this one.
- * Blank and comment lines count for nothing. The lines of quoted strings and block scalars (`key: |`)
- * count as if they nested: telling text from structure needs the quotes tracked (a `|` inside a
- * multi-line quoted string reads as a block scalar header, and skipping the lines after it would let
- * any depth through). Over-counting refuses only text indented more than 64 steps deep.
+ * Which limit, and what made the nesting that deep: "lists and mappings nested deeper than 64 levels
+ * (here 40 by indentation, `- ` or `? ` and 25 by `[` or `{`, which count together)".
  */
-function blockTooDeepAt(text: string, limit: number): number | undefined {
-  const cols: number[] = [];
-  for (let start = 0; start < text.length; ) {
-    let end = text.indexOf('\n', start);
-    const next = end < 0 ? text.length : end + 1;
-    if (end < 0) end = text.length;
-    if (end > start && text.charCodeAt(end - 1) === CR) end -= 1;
-    let i = start;
-    while (i < end && isBlank(text.charCodeAt(i))) i += 1;
-    const indent = i - start;
-    if (i < end && text.charCodeAt(i) !== HASH) {
-      while (cols.length > 0 && cols[cols.length - 1]! > indent) cols.pop();
-      if (cols.length === 0 || cols[cols.length - 1]! < indent) cols.push(indent);
-      while (isIndicator(text, i, end)) {
-        i += 1;
-        while (i < end && isBlank(text.charCodeAt(i))) i += 1;
-        if (i === end || text.charCodeAt(i) === HASH) break; // the entry's node starts on a later line
-        cols.push(i - start);
-        if (cols.length - 1 > limit) return start;
-      }
-      if (cols.length - 1 > limit) return start;
-    }
-    start = next;
-  }
-  return undefined;
+function tooDeepMessage({ block, flow }: TooDeep): string {
+  const byBlock = 'indentation, `- ` or `? `';
+  const byFlow = '`[` or `{`';
+  const how =
+    block === 0
+      ? `by ${byFlow}`
+      : flow === 0
+        ? `by ${byBlock}`
+        : `here ${block} by ${byBlock} and ${flow} by ${byFlow}, which count together`;
+  return `lists and mappings nested deeper than ${CONFIG_LIMITS.maxDepth} levels (${how})`;
 }
 
-/** `-`, `?` or `:` followed by a blank or the end of the line: an entry that nests what follows it. */
-function isIndicator(text: string, i: number, end: number): boolean {
-  const c = text.charCodeAt(i);
-  if (c !== 0x2d && c !== 0x3f && c !== 0x3a) return false;
-  return i + 1 === end || isBlank(text.charCodeAt(i + 1));
+/** 1-based line and column of an offset. */
+function lineColOf(text: string, offset: number): { line: number; col: number } {
+  return { line: lineOf(text, offset), col: offset - text.lastIndexOf('\n', offset - 1) };
 }
 
 /** 1-based line of an offset. */

@@ -9,7 +9,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkConfigText } from '../../../src/config/load.js';
+import { checkConfigFile, checkConfigText } from '../../../src/config/load.js';
 import { type ConfigRejectedError, watchConfig } from '../../../src/config/watch.js';
 import { currentDeadline } from '../../../src/deadline/ambient.js';
 import { deadlineErrorHandler, deadlineMiddleware } from '../../../src/server/express.js';
@@ -437,6 +437,67 @@ console.log('alive');
     expect(r.signal).toBeNull();
     expect(r.stdout).toContain('alive');
     expect(r.stdout).toMatch(/nested deeper than/);
+  });
+
+  // Was a defect (fixed): expected a `.json` config saved with a byte order mark (EF BB BF, which
+  // Notepad and other Windows editors write) to be read like the same file without one, as a YAML
+  // file is; actual: refused, "not valid JSON: Unexpected token '\uFEFF'", a character no editor
+  // shows. Likely cause: src/config/document.ts parseConfigText gave the text to JSON.parse as read
+  // (the `yaml` parser drops one BOM, JSON.parse none). Two marks are refused for both languages.
+  it('a JSON or YAML config file saved with a byte order mark is read; one with two is refused with a sentence (SPEC C7)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prazo-bom-'));
+    closers.push(() => rmSync(dir, { recursive: true, force: true }));
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const json = JSON.stringify({
+      service: { maxMs: 5000 },
+      dependencies: [{ name: 'inventory', p99Ms: 80 }],
+    });
+    for (const [name, text] of [
+      ['prazo.config.json', json],
+      ['prazo.config.yaml', cfg(5000)],
+    ] as const) {
+      const file = join(dir, name);
+      writeFileSync(file, Buffer.concat([bom, Buffer.from(text)]));
+      const once = checkConfigFile(file);
+      expect([name, once.problems]).toEqual([name, []]);
+      expect(once.config?.service?.maxMs).toBe(5000);
+      writeFileSync(file, Buffer.concat([bom, bom, Buffer.from(text)]));
+      expect(checkConfigFile(file).problems.map((p) => `${p.line}:${p.col}: ${p.message}`)).toEqual([
+        '1:1: the file starts with two byte order marks (U+FEFF, invisible in most editors): keep one at most',
+      ]);
+    }
+  });
+
+  // Was a defect (fixed): expected brackets and block structure to share the one 64-level limit, and
+  // a `]` inside a quoted string to close nothing; actual: 60 levels of `- ` holding 60 of `[` passed
+  // (each kind was counted on its own, 64 apiece), and `["]", ` repeated 3,000 times read as one level
+  // deep: the first parse overflowed the `yaml` parser's stack and the second aborted the process
+  // (V8 FATAL "RegExpCompiler Allocation failed", SIGABRT). Likely cause: src/config/document.ts
+  // flowTooDeepAt counted every `]` of the text, quoted or not, and blockTooDeepAt its own levels apart.
+  it('nesting: brackets and block structure share one limit; a `]` in quotes closes nothing (3,000 deep, parsed three times): refused, the process lives', () => {
+    const r = child(`
+import { checkConfigText } from '@src/config/load.ts';
+const texts = {
+  both: '- '.repeat(60) + '['.repeat(60) + '1' + ']'.repeat(60) + '\\n',
+  quoted: 'x: ' + '["]", '.repeat(3000) + '1' + ']'.repeat(3000) + '\\n',
+};
+for (const [name, text] of Object.entries(texts))
+  for (let i = 0; i < 3; i += 1)
+    console.log(name, JSON.stringify(checkConfigText(text).problems.map((p) => p.line + ':' + p.col + ' ' + p.message)));
+console.log('alive');
+`);
+    expect(r.stdout).toMatch(/^both /m); // the harness works: the first text was checked
+    expect(r.signal).toBeNull();
+    expect(r.stdout).toContain('alive');
+    const lines = r.stdout.split('\n');
+    expect(lines.filter((l) => l.startsWith('both '))).toEqual(
+      Array(3).fill(
+        'both ["1:125 lists and mappings nested deeper than 64 levels (here 60 by indentation, `- ` or `? ` and 5 by `[` or `{`, which count together)"]',
+      ),
+    );
+    expect(lines.filter((l) => l.startsWith('quoted '))).toEqual(
+      Array(3).fill('quoted ["1:388 lists and mappings nested deeper than 64 levels (by `[` or `{`)"]'),
+    );
   });
 });
 
