@@ -125,8 +125,38 @@ export class Execution<T, C extends Carrier = Carrier>
       this.#wait('original', now, remaining);
       return;
     }
-    core.budget.recordOriginal(now, core.clock);
-    this.#start('original', now, limiter !== undefined);
+    if (this.#countOriginal(now, limiter !== undefined)) this.#start('original', now, limiter !== undefined);
+  }
+
+  /**
+   * Counts the call's original in the budget. A budget is the caller's object (a shared one, or one
+   * of its own making): one that throws ends this call with its error and gives back the slot the
+   * attempt would have held, instead of leaving the call unstarted and the slot taken for ever.
+   */
+  #countOriginal(now: number, permit: boolean): boolean {
+    const core = this.core;
+    try {
+      core.budget.recordOriginal(now, core.clock);
+      return true;
+    } catch (error) {
+      if (permit) core.limiter!.release();
+      this.#finish(false, error);
+      return false;
+    }
+  }
+
+  /** Pays a retry or a hedge from the budget; a budget that throws refuses it (as an empty one does). */
+  #payExtra(now: number): boolean {
+    const core = this.core;
+    try {
+      return core.budget.tryConsume(now, core.clock);
+    } catch (error) {
+      process.emitWarning(
+        `prazo: the retry budget of ${core.name} threw: ${String(error)}; the extra attempt is not sent`,
+        'PrazoWarning',
+      );
+      return false;
+    }
   }
 
   /**
@@ -219,7 +249,7 @@ export class Execution<T, C extends Carrier = Carrier>
       notify.limited(core, undefined, 'hedge', 'no-slot', 0);
       return;
     }
-    if (core.budget.tryConsume(now, core.clock)) this.#start('hedge', now, limiter !== undefined);
+    if (this.#payExtra(now)) this.#start('hedge', now, limiter !== undefined);
     else {
       limiter?.release();
       notify.budgetRefused(core, this.#trace, 'hedge');
@@ -273,8 +303,9 @@ export class Execution<T, C extends Carrier = Carrier>
       this.#stop('deadline-insufficient', remaining);
       return;
     }
-    if (kind === 'original') core.budget.recordOriginal(now, core.clock);
-    else this.#releaseHeld();
+    if (kind === 'original') {
+      if (!this.#countOriginal(now, true)) return;
+    } else this.#releaseHeld();
     this.#start(kind, now, true);
   }
 
@@ -473,7 +504,7 @@ export class Execution<T, C extends Carrier = Carrier>
     });
     if (decision.action === 'stop') {
       this.#stop(decision.reason, remaining, decision.waitMs);
-    } else if (!core.budget.tryConsume(now, core.clock)) {
+    } else if (!this.#payExtra(now)) {
       notify.budgetRefused(core, this.#trace, 'retry');
       this.#stop('budget', remaining);
     } else {

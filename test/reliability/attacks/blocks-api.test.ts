@@ -804,12 +804,12 @@ describe('concurrency limiter and gradient limit (SPEC X7)', () => {
     }
   });
 
-  // Not fixed here (src/dependency/execution.ts `granted`, not this file's): the executor's grant calls
-  // the budget's `recordOriginal` unguarded after clearing its wait, so when it throws the queued call
-  // `b` is neither started nor rejected — it hangs for ever — and the slot it was handed is never given
-  // back: `c`, queued behind it, fails "no slot freed within 9990 ms" with the limit idle. Expected:
-  // `b` rejects with the budget's error and its slot goes to `c`.
-  it.fails('a queued call whose budget throws at its grant settles, and its slot goes to the next call (SPEC X7)', async () => {
+  // Was a defect (fixed): the executor's grant called the budget's `recordOriginal` unguarded after
+  // clearing its wait (src/dependency/execution.ts `granted`), so when it threw the queued call `b` was
+  // neither started nor rejected — it hung for ever — and the slot it was handed was never given back:
+  // `c`, queued behind it, failed "no slot freed within 9990 ms" with the limit idle. Expected: `b`
+  // rejects with the budget's error and its slot goes to `c`.
+  it('Was a defect: a queued call whose budget throws at its grant settles, and its slot goes to the next call (SPEC X7)', async () => {
     const warned = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     try {
       const { state, call, drain, results } = queuedBehindBrokenBudget();

@@ -1116,6 +1116,83 @@ describe('executor-api attacks: a retry budget shared between dependencies (SPEC
   });
 });
 
+describe('executor-api attacks: a retry budget that throws (SPEC R1, X7)', () => {
+  /** A budget of the caller's making whose methods throw on demand. */
+  const brokenBudget = (state: { original: boolean; extra: boolean }) => ({
+    recordOriginal(): void {
+      if (state.original) throw new Error('recordOriginal broke');
+    },
+    tryConsume(): boolean {
+      if (state.extra) throw new Error('tryConsume broke');
+      return true;
+    },
+    state: () => ({ originals: 0, extras: 0, ratio: 0 }),
+  });
+
+  // Was a defect (fixed): a budget throwing in `recordOriginal` as a call starts left the slot of the
+  // concurrency limit it had just taken held for ever (execution.ts `begin`): with one slot, every
+  // later call queued and failed CONCURRENCY_LIMITED with nothing in flight. Expected: the call
+  // rejects with the budget's error, and the slot is free for the next one.
+  it('Was a defect: a budget throwing as a call starts rejects that call and frees its slot', async () => {
+    const clock = new FakeClock();
+    const state = { original: true, extra: false };
+    const dep = createDependency({
+      name: 'broken-budget',
+      p99Ms: 10,
+      clock,
+      retryBudget: brokenBudget(state),
+      concurrencyLimit: { maxInFlight: 1, maxQueue: 0 },
+    });
+    const first = watch(dep.execute(async () => 'never', { idempotent: true }));
+    await flush();
+    expect(first.state).toBe('err');
+    expect((first.error as Error).message).toBe('recordOriginal broke');
+    state.original = false;
+    const second = watch(dep.execute(async () => 'ok', { idempotent: true }));
+    await clock.runAllAsync();
+    await flush();
+    expect(second.state).toBe('ok');
+    expect(dep.concurrency()?.inFlight).toBe(0);
+  });
+
+  // Was a defect (fixed): a budget throwing in `tryConsume` when a retry (or a hedge, from its timer)
+  // asked to be paid threw out of the executor's decision or out of a timer callback (an uncaught
+  // exception for the hedge). Expected: the extra attempt is refused, as by an empty budget, with a
+  // warning; the call ends with its own failure.
+  it('Was a defect: a budget throwing when a retry or a hedge asks to be paid refuses it, with a warning', async () => {
+    const warned = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const clock = new FakeClock();
+      const dep = createDependency({
+        name: 'broken-extra',
+        p99Ms: 10,
+        attempts: 3,
+        clock,
+        random: () => 0.5,
+        throttle: false,
+        retryBudget: brokenBudget({ original: false, extra: true }),
+      });
+      let runs = 0;
+      const call = watch(
+        dep.execute(
+          async () => {
+            runs += 1;
+            throw Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+          },
+          { idempotent: true, deadline: 1_000 },
+        ),
+      );
+      await clock.runAllAsync();
+      await flush();
+      expect(call.state).toBe('err');
+      expect(runs).toBe(1);
+      expect(warned).toHaveBeenCalledWith(expect.stringMatching(/tryConsume broke/), 'PrazoWarning');
+    } finally {
+      warned.mockRestore();
+    }
+  });
+});
+
 // ── invariants under random traffic ──────────────────────────────────────────────────────────────
 
 describe('executor-api attacks: invariants under random hostile traffic (property)', () => {
