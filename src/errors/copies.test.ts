@@ -21,10 +21,10 @@ const copies: { root: Module; retry: Module; server: Module; all: Module }[] = [
 
 async function load(dir: string) {
   const entry = (sub: string) => import(pathToFileURL(join(dir, sub)).href) as Promise<Module>;
-  const [root, retry, server, http] = await Promise.all(
-    ['index.js', 'retry/index.js', 'server/index.js', 'http/index.js'].map(entry),
+  const [root, retry, server, http, redis] = await Promise.all(
+    ['index.js', 'retry/index.js', 'server/index.js', 'http/index.js', 'redis/index.js'].map(entry),
   );
-  return { root: root!, retry: retry!, server: server!, all: { ...root, ...http, ...server } };
+  return { root: root!, retry: retry!, server: server!, all: { ...root, ...http, ...server, ...redis } };
 }
 
 beforeAll(async () => {

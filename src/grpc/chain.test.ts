@@ -110,7 +110,9 @@ describe('HTTP → gRPC → HTTP keeps one deadline', () => {
     expect(await res.body.json()).toEqual({ text: 'from C' });
     // Relative grpc-timeout and ms rounding move the instant by a few ms, never by more than that.
     expect(Math.abs(seen.aDeadlineEpoch! - clientDeadline)).toBeLessThan(5);
-    expect(seen.cDeadlineEpoch!).toBeLessThanOrEqual(clientDeadline + 5);
+    // A relative header is read against its arrival: the transit of a loaded machine (a hop waiting
+    // for the CPU) moves the instant later by that much, never by tens of ms.
+    expect(seen.cDeadlineEpoch!).toBeLessThanOrEqual(clientDeadline + 25);
     expect(seen.cDeadlineEpoch!).toBeGreaterThan(clientDeadline - 100);
     const cRemaining = seen.cDeadlineEpoch! - seen.cArrivalEpoch!;
     expect(cRemaining).toBeLessThan(2_000);

@@ -9,6 +9,8 @@
  * @module prazo/redis
  */
 
+export { ClientClosedError } from '../errors/closed.js';
+export { isClientClosed } from '../errors/guards.js';
 export {
   REDIS_CLIENT_OPTIONS,
   type RedisClientOptions,

@@ -292,7 +292,7 @@ describe('server attacks: the handler and the deadline', () => {
     }
   });
 
-  // DEFECT: expected withIncomingDeadline to answer 500 when the handler rejects with an error whose
+  // Was a defect (fixed): expected withIncomingDeadline to answer 500 when the handler rejects with an error whose
   // `cause` getter throws (or with a revoked Proxy), as it does for any other rejection; actual: no
   // answer at all (the client waits until its own timeout) and an unhandled rejection, which ends a
   // Node process run with the default --unhandled-rejections=throw. Likely cause: src/server/node.ts
@@ -624,7 +624,9 @@ const dir = ${JSON.stringify(dir)};
   w.close();
 }
 `,
-      4_000,
+      // Generous: the child compiles TypeScript as it loads (about 3 s alone, more under load); a
+      // FIFO read that blocks never ends at all, which the default 15 s still tells apart.
+      15_000,
     );
     expect(r.stdout).toMatch(/^started$/m); // the harness works: the child ran up to the read
     expect(r.signal).toBeNull();

@@ -53,7 +53,7 @@ describe('prazo.config.yaml: hostile nesting', () => {
   it('20,000 nested "[" checked three times: problems reported, process alive', () => {
     // Before the fix the second parse died with "FATAL ERROR: RegExpCompiler Allocation failed -
     // process out of memory" inside yaml's parseDocument; src/config/document.ts now refuses flow
-    // nesting deeper than CONFIG_LIMITS.maxFlowDepth with a linear scan before parsing.
+    // nesting deeper than CONFIG_LIMITS.maxDepth, measured by the yaml lexer before parsing.
     const r = check('flowSeq', 20_000, 3);
     expect(r.fatal).toBe('');
     expect(r.status).toBe(0);
