@@ -9,7 +9,7 @@
  * @module prazo/redis
  */
 
-export { ClientClosedError } from '../errors/closed.js';
+export { type ClientClosedDetails, ClientClosedError } from '../errors/closed.js';
 export { isClientClosed } from '../errors/guards.js';
 export {
   REDIS_CLIENT_OPTIONS,
