@@ -295,6 +295,9 @@ export const option = Object.freeze({
   hasMethods,
 });
 
-/** Whether `value` is a plain options object (not null, not an array). */
+/** Whether `value` is a plain options object (not null, not an array, not a Map/Set collection). */
 export const isOptionsObject = (value: unknown): value is Record<string, unknown> =>
-  isObject(value) && !Array.isArray(value);
+  isObject(value) &&
+  !Array.isArray(value) &&
+  // A collection's entries are no properties: read as options it would be `{}`, every default silently.
+  !(value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet);

@@ -164,12 +164,12 @@ describe('Deadline: construction and combination (SPEC D1, D2)', () => {
     expect(Deadline.after(100, { clock }).clock).toBe(clock);
   });
 
-  // Not fixed here: the options validator reads any non-array object as options (src/options/
-  // validator.ts checkCallOptions/readOptions, `isOptionsObject`; not this change's folder), so a Map
-  // of options — whose entries are no properties — is read as `{}` and every default applies
-  // silently: here the system clock. Expected: INVALID_OPTIONS for an options value that is not a
-  // plain object. Actual: accepted, `clock` dropped. The same holds for every prazo options argument.
-  it.fails('a Map given as options is refused, not read as no options (src/options/validator.ts)', () => {
+  // Was a defect (fixed): the options validator read any non-array object as options (src/options/
+  // declare.ts `isOptionsObject`), so a Map of options — whose entries are no properties — was read as
+  // `{}` and every default applied silently: here the system clock. Expected: INVALID_OPTIONS for an
+  // options value that is a collection. Actual: accepted, `clock` dropped. The same held for every
+  // prazo options argument.
+  it('Was a defect: a Map given as options is refused, not read as no options', () => {
     const clock = new FakeClock();
     invalid(() => Deadline.after(100, new Map([['clock', clock]]) as never));
   });
