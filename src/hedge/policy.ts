@@ -57,8 +57,23 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
    * or infinite latency, which as a delay would arm a hedge that never fires, and as the time a hedge
    * needs would refuse every hedge while saying there is a quantile).
    */
+  let warned = false;
   const live = (q: number, now?: number, clock?: Clock): number | undefined => {
-    const ms = source.quantile(q, now, clock);
+    let ms: unknown;
+    try {
+      ms = source.quantile(q, now, clock);
+    } catch (error) {
+      // A source of the caller's making that throws is no quantile: asked when a call starts or from
+      // the hedge's timer, its throw would fail a call that needs no hedge, or escape from the timer.
+      if (!warned) {
+        warned = true;
+        process.emitWarning(
+          `prazo: the hedge's latency source threw: ${String(error)}; no hedge`,
+          'PrazoWarning',
+        );
+      }
+      return undefined;
+    }
     return typeof ms === 'number' && ms >= 0 && ms < Number.POSITIVE_INFINITY ? ms : undefined;
   };
   return Object.freeze({

@@ -798,7 +798,9 @@ describe('concurrency limiter and gradient limit (SPEC X7)', () => {
       call('b'); // waits for a's slot; its grant will throw
       await drain();
       expect(results.a).toBe('ok');
-      expect(warned).toHaveBeenCalledWith(expect.stringMatching(/budget broke/), 'PrazoWarning');
+      // The executor's grant now settles the waiter with the budget's error itself (the limiter's
+      // guard, a warning, stays for any other waiter that throws).
+      expect(results.b).toBe('error: budget broke');
     } finally {
       warned.mockRestore();
     }
@@ -1119,5 +1121,47 @@ describe('DNS discovery (SPEC X5)', () => {
     expect(calls).toBe(2); // the next lookup went at the interval
     hung.discovery.stop();
     expect(hung.clock.pendingTimers()).toBe(0);
+  });
+});
+
+describe('a hedge latency source that throws (SPEC H1)', () => {
+  // Was a defect (fixed): the hedge policy asked its latency source unguarded (src/hedge/policy.ts):
+  // a source of the caller's making that throws failed every call with its error as the call armed
+  // its hedge (after the original attempt was already running, its value then never returned nor
+  // discarded), and asked again from the hedge's timer, the throw escaped from the timer. Expected:
+  // no hedge, one warning, every call answered by its original attempt.
+  it('Was a defect: a latency source that throws means no hedge, not failed calls', async () => {
+    const warned = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const clock = new FakeClock();
+      let broken = false;
+      const recorder = {
+        record(): void {},
+        quantile(): number {
+          if (broken) throw new Error('quantile broke');
+          return 5;
+        },
+        currentWindow: () => ({ count: 100 }),
+      };
+      const dep = createDependency({ name: 'h', p99Ms: 10, clock, hedge: true, recorder: recorder as never });
+      broken = true;
+      const results: string[] = [];
+      for (let i = 0; i < 3; i += 1) {
+        dep
+          .execute(() => new Promise<string>((resolve) => clock.setTimer(() => resolve('ok'), 3)), {
+            idempotent: true,
+          })
+          .then(
+            (v) => results.push(v),
+            (e: Error) => results.push(`error: ${e.message}`),
+          );
+      }
+      await clock.runAllAsync();
+      for (let i = 0; i < 5; i += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(results).toEqual(['ok', 'ok', 'ok']);
+      expect(warned.mock.calls.filter(([m]) => /quantile broke/.test(String(m)))).toHaveLength(1);
+    } finally {
+      warned.mockRestore();
+    }
   });
 });
