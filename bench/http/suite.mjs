@@ -95,7 +95,8 @@ export function summarizeHttp(rounds, skipped, settings) {
     variants[name] = entry;
   }
   const pairs = HTTP_PAIRS.map((pair) => comparePair(rounds, variants, pair));
-  const pairOf = (variant) => pairs.find((p) => p.variant === variant);
+  const pairOf = (variant, against) =>
+    pairs.find((p) => p.variant === variant && (against === undefined || p.against === against));
   const goals = [];
   const prazoRequest = variants['prazo-request'];
   if (prazoRequest && !prazoRequest.skipped) {
@@ -109,7 +110,7 @@ export function summarizeHttp(rounds, skipped, settings) {
       }),
     );
   }
-  const request = pairOf('prazo-request');
+  const request = pairOf('prazo-request', 'undici-pool');
   goals.push(
     pairGoal(request, 'prazo request() req/s ÷ bare undici Pool.request (same dispatcher)'),
     goal({

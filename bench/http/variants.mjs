@@ -10,6 +10,10 @@ import { prazo, Unavailable } from '../lib/prazo.mjs';
  * - `undici-pool`: bare `pool.request({ path })` on one undici `Pool` for the origin — the dispatcher
  *   prazo's client uses — so a difference from `undici` shows what the Agent and URL parsing cost, and
  *   prazo is also compared with the like-for-like floor.
+ * - `undici-pool-header`: the same `pool.request` carrying the header prazo writes on every call
+ *   (`x-deadline-epoch-ms`, the epoch ms of a 5 s deadline, read from the wall clock per call): read
+ *   against `prazo-request`, what prazo costs beyond carrying the deadline itself (undici validates and
+ *   writes the header, the server parses it), which no implementation of SPEC D1 can skip.
  * - `fetch`: Node's global `fetch` (the undici bundled in Node 20).
  * - `cockatiel`: cockatiel 3's `wrap(retry, timeout)` around `undici.request`, the usual way to add
  *   retries and a timeout today (its timeout creates an AbortController per call).
@@ -33,6 +37,7 @@ import { prazo, Unavailable } from '../lib/prazo.mjs';
 export const HTTP_VARIANTS = [
   'undici',
   'undici-pool',
+  'undici-pool-header',
   'prazo-request',
   'prazo-fetch',
   'prazo-execute',
@@ -49,6 +54,11 @@ export const HTTP_VARIANTS = [
  */
 export const HTTP_PAIRS = [
   { variant: 'prazo-request', against: 'undici-pool', why: 'the dispatcher prazo request() drives' },
+  {
+    variant: 'prazo-request',
+    against: 'undici-pool-header',
+    why: 'the same request with the same deadline header, sent by bare undici',
+  },
   { variant: 'undici-interceptor', against: 'undici', why: 'undici.request on the same kind of Agent' },
   { variant: 'fetch-interceptor', against: 'fetch-agent', why: 'global fetch on a bare Agent' },
   { variant: 'prazo-execute', against: 'undici', why: 'the executor around undici.request' },
@@ -84,6 +94,17 @@ export async function createVariant(name, { origin }) {
       return {
         call: async () => {
           const res = await pool.request({ method: 'GET', path: '/' });
+          await res.body.dump();
+        },
+        close: () => pool.close(),
+      };
+    }
+    case 'undici-pool-header': {
+      const pool = new Pool(origin);
+      return {
+        call: async () => {
+          const headers = ['x-deadline-epoch-ms', String(Math.floor(Date.now() + CALL_DEADLINE_MS))];
+          const res = await pool.request({ method: 'GET', path: '/', headers });
           await res.body.dump();
         },
         close: () => pool.close(),

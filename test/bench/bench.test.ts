@@ -145,6 +145,7 @@ describe('npm run bench -- --quick', () => {
       'undici',
       'undici-interceptor',
       'undici-pool',
+      'undici-pool-header',
     ]);
     for (const [name, v] of Object.entries(variants)) {
       // Only the interceptor's variants may be "not available", and only while the build has none.
@@ -171,6 +172,7 @@ describe('npm run bench -- --quick', () => {
     expect(results.http.pairs.map((p) => `${p.variant}/${p.against}`)).toEqual(
       expect.arrayContaining([
         'prazo-request/undici-pool',
+        'prazo-request/undici-pool-header',
         'undici-interceptor/undici',
         'fetch-interceptor/fetch-agent',
       ]),
