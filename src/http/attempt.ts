@@ -511,7 +511,9 @@ export class LegacyFace implements DispatchController, LegacyHandlerMethods {
 
   onComplete(raw: Buffer[] | string[] | null): void {
     this.rawTrailers = raw as Buffer[] | null;
-    this.#attempt.onResponseEnd(this, util.parseHeaders(raw ?? []) as ResponseHeaders);
+    // Most responses have no trailers: an empty record, as `parseHeaders([])` makes, without the call.
+    const trailers = raw == null || raw.length === 0 ? {} : util.parseHeaders(raw);
+    this.#attempt.onResponseEnd(this, trailers as ResponseHeaders);
   }
 
   onError(error: Error): void {
