@@ -38,7 +38,7 @@ export class BucketWindow {
    *
    * Time that goes backwards (it should not: monotonic) is ignored, counts kept, until the clock is
    * back past the head. A late reading is one such; a clock stepped back for good (NTP, a
-   * `Date.now()` clock) freezes the window for the length of the step, which keeps every count (the
+   * wall-clock `now`) freezes the window for the length of the step, which keeps every count (the
    * ratio is then over a longer span, never over nothing). Taking a step back as a new start would
    * forget less, but a caller whose readings alternate between two time bases (an epoch `now` passed
    * with a monotonic clock) would then empty the window at every jump forward and be granted every

@@ -29,7 +29,7 @@ export function armDeadlineTimer(
     else if (left > MAX_TIMER_DELAY_MS)
       timer = clock.setTimer(() => arm(leftMs()), MAX_TIMER_DELAY_MS, options);
     else {
-      // Node's whole-ms timers fire up to a ms before a performance.now() instant: until the instant
+      // Node's whole-ms timers fire up to a ms before a monotonic instant: until the instant
       // this timer was armed for has come, wait for the rest (Deadline.signal does the same). The
       // instant, not `leftMs()` again: a caller's `leftMs` may be clamped (remaining + a grace).
       const due = clock.now() + left;
