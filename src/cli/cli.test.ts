@@ -188,6 +188,23 @@ describe('prazo check', () => {
     expect(missing.out).toBe('');
   });
 
+  it('a file with thousands of problems: the first 100, one line counting the rest, the true totals (SPEC C7)', async () => {
+    const dir = tmp({ 'many.yaml': '  - b: ]\n'.repeat(1000) }); // 4,000 syntax errors
+    const r = await runCli(['check', 'many.yaml'], dir);
+    expect([r.code, r.out]).toEqual([2, '']);
+    const listed = r.err.split('\n').filter((l) => /^many\.yaml:/.test(l));
+    expect(listed).toHaveLength(101);
+    expect(listed[0]).toMatch(/^many\.yaml:1:8: error: Unexpected flow-seq-end token/);
+    expect(listed[100]).toBe(
+      'many.yaml: error: … and 3897 more (3897 error(s), 0 warning(s)): only the first 100 problems are listed',
+    );
+    expect(r.err.endsWith('\n3997 error(s), 0 warning(s)\n')).toBe(true);
+    const json = await runCli(['check', 'many.yaml', '--json'], dir);
+    const report = JSON.parse(json.out);
+    expect([json.code, report.errors, report.warnings, report.problems.length]).toEqual([2, 3997, 0, 101]);
+    expect(json.err).toBe('prazo check: many.yaml: 3997 error(s), 0 warning(s)\n');
+  });
+
   it("shows Little's law on the concurrency limit with its numbers; silent without a rate (SPEC C6, X7)", async () => {
     const dir = tmp({
       'limit.yaml': [

@@ -10,6 +10,8 @@ import { createDependency } from '../dependency/dependency.js';
 import { InvalidOptionsError } from '../errors/index.js';
 import { jsonErrorOffset } from './document.js';
 import { checkConfigFile, checkConfigText, formatProblem, loadConfig } from './index.js';
+import { problemCounts } from './load.js';
+import { moreProblems } from './problem.js';
 
 const EXAMPLE = new URL('../../examples/prazo.config.yaml', import.meta.url).pathname;
 const noFiles = { readText: () => '' };
@@ -282,6 +284,30 @@ describe('the central config (SPEC C7)', () => {
     expect(unknown).toHaveLength(21);
     expect(unknown[0]).toBe(
       'prazo.config.yaml:1:1: error: the options hold 89980 more unknown key(s), not listed',
+    );
+  });
+
+  it('lists the first 100 problems in file order, then one line counting the rest (SPEC C7)', () => {
+    // 130 duplicates of one key: 130 errors, at lines 3 to 132.
+    const text = `dependencies: []\nservice:\n${'  maxMs: 1\n'.repeat(131)}`;
+    const check = checkConfigText(text, noFiles);
+    expect(check.config).toBeUndefined();
+    expect(check.problems).toHaveLength(101);
+    expect(check.problems.slice(0, 100).map((p) => p.line)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i + 4),
+    );
+    expect(check.problems.map(formatProblem).at(-1)).toBe(
+      'prazo.config.yaml: error: … and 30 more (30 error(s), 0 warning(s)): only the first 100 problems are listed',
+    );
+    expect(problemCounts(check)).toEqual({ errors: 130, warnings: 0 });
+    // 100 are listed whole, with nothing after them.
+    const exact = checkConfigText(`dependencies: []\nservice:\n${'  maxMs: 1\n'.repeat(101)}`, noFiles);
+    expect(exact.problems).toHaveLength(100);
+    expect(exact.problems.at(-1)!.message).toMatch(/given twice/);
+    // Only warnings left out: the line is a warning; an error among them makes it an error.
+    expect(moreProblems('f.yaml', 100, 0, 3)).toMatchObject({ severity: 'warning', line: 0, key: '' });
+    expect(formatProblem(moreProblems('f.yaml', 100, 2, 3))).toBe(
+      'f.yaml: error: … and 5 more (2 error(s), 3 warning(s)): only the first 100 problems are listed',
     );
   });
 

@@ -13,6 +13,12 @@ export const CONFIG_LIMITS = Object.freeze({
   maxAliasCount: 100,
   maxDependencies: 1000,
   maxEndpoints: 1000,
+  /**
+   * Problems listed for one file, in file order; the rest are counted in one last problem ("… and N
+   * more"). A hostile file (`- a: - a: …`, 1 MB) makes the parser report 200,000 errors: listing and
+   * formatting each one cost tens of seconds and printed a wall nobody reads past its first lines.
+   */
+  maxProblems: 100,
   /** Keys that could reach an object's prototype: refused anywhere in the file. */
   forbiddenKeys: Object.freeze(['__proto__', 'constructor', 'prototype']),
 });

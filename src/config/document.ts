@@ -23,6 +23,12 @@ import type { Path, RawProblem } from './problem.js';
  *
  * Duplicate keys are found here, with one `Set` per mapping: `yaml`'s own `uniqueKeys` compares every
  * key with every earlier one (40,000 keys took 21 s), so it is off.
+ *
+ * A hostile file can hold hundreds of thousands of problems (1 MB of `- a: ` is 200,000 parser
+ * errors): each costs a constant amount to place (line starts found once, a binary search per
+ * problem), and only the first `CONFIG_LIMITS.maxProblems` of each kind get a message and a frame;
+ * the rest are counted (`omitted`). `yaml`'s own `prettyErrors` is off for the same reason: it cuts
+ * each error's line out of the text again, which on one long line is quadratic (40,000 errors, 20 s).
  */
 
 /** U+FEFF, the byte order mark: at the start of a file, a mark of its encoding. */
@@ -34,6 +40,8 @@ export interface ParsedDocument {
   /** The plain data, or undefined when the file is not usable YAML. */
   readonly data: unknown;
   readonly problems: RawProblem[];
+  /** Errors found but left out of `problems`, past `CONFIG_LIMITS.maxProblems` of their kind. */
+  readonly omitted: number;
   /** 1-based line and column of the key at `path` (or of the nearest enclosing node). */
   locate(path: Path): { line: number; col: number };
 }
@@ -53,7 +61,7 @@ export function parseConfigText(source: string, format: ConfigFormat = 'yaml'): 
         'the file starts with two byte order marks (U+FEFF, invisible in most editors): keep one at most',
       severity: 'error',
     });
-    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
+    return { data: undefined, problems, omitted: 0, locate: () => ({ line: 0, col: 0 }) };
   }
   const lineCounter = new LineCounter();
   const atOffset = (offset: number | undefined) => {
@@ -67,29 +75,56 @@ export function parseConfigText(source: string, format: ConfigFormat = 'yaml'): 
       message: `file larger than ${CONFIG_LIMITS.maxBytes} bytes`,
       severity: 'error',
     });
-    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
+    return { data: undefined, problems, omitted: 0, locate: () => ({ line: 0, col: 0 }) };
   }
+  let index: Lines | undefined;
+  const lines = (): Lines => (index ??= new Lines(text));
   const tooDeep = tooDeepAt(text, CONFIG_LIMITS.maxDepth);
   if (tooDeep !== undefined) {
-    const { line, col } = lineColOf(text, tooDeep.offset);
+    const line = lines().lineOf(tooDeep.offset);
+    const col = tooDeep.offset - lines().start(line) + 1;
     problems.push({ path: [], line, col, message: tooDeepMessage(tooDeep), severity: 'error' });
-    return { data: undefined, problems, locate: () => ({ line: 0, col: 0 }) };
+    return { data: undefined, problems, omitted: 0, locate: () => ({ line: 0, col: 0 }) };
   }
   // logLevel silent: the parser must not print to the host's stderr; its warnings become problems.
-  const doc = parseDocument(text, {
-    lineCounter,
-    uniqueKeys: false,
-    merge: false,
-    prettyErrors: true,
-    logLevel: 'silent',
-  });
+  // No stack traces while it runs: it builds an Error per problem, and capturing 200,000 stacks was
+  // half the time of a hostile file; only their messages and offsets are read.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  let doc: ReturnType<typeof parseDocument>;
+  try {
+    doc = parseDocument(text, {
+      lineCounter,
+      uniqueKeys: false,
+      merge: false,
+      prettyErrors: false,
+      logLevel: 'silent',
+    });
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
   const located: Located[] = [];
+  const cap = CONFIG_LIMITS.maxProblems;
+  let omitted = 0;
   let json: { data: unknown } | undefined;
   if (format === 'json') {
-    json = parseJson(text, located);
+    json = parseJson(text, lines, located);
   } else {
-    for (const e of [...doc.errors, ...doc.warnings]) located.push(yamlProblem(text, e.pos[0], e.message));
+    // In the parser's order, which is the file's: the first ones are the ones to read.
+    const found = [...doc.errors, ...doc.warnings];
+    for (const e of found.slice(0, cap)) located.push(yamlProblem(lines(), e.pos[0], e.message));
+    omitted += Math.max(0, found.length - cap);
   }
+  // Key problems, in document order, up to the cap; located without a frame (their key says where).
+  let keyProblems = 0;
+  const keyProblem = (offset: number | undefined, message: () => string): void => {
+    keyProblems += 1;
+    if (keyProblems > cap) {
+      omitted += 1;
+      return;
+    }
+    located.push({ ...atOffset(offset), message: message() });
+  };
   const forbidden = new Set<string>(CONFIG_LIMITS.forbiddenKeys);
   visit(doc, {
     Map(_, map) {
@@ -101,25 +136,18 @@ export function parseConfigText(source: string, format: ConfigFormat = 'yaml'): 
           seen.add(key);
           continue;
         }
-        const { line, col } = atOffset(pair.key.range?.[0]);
-        located.push({
-          line,
-          col,
-          message: `Map keys must be unique: \`${key.slice(0, 64)}\` is given twice`,
-        });
+        keyProblem(
+          pair.key.range?.[0],
+          () => `Map keys must be unique: \`${key.slice(0, 64)}\` is given twice`,
+        );
       }
     },
     Pair(_, pair) {
       if (pair.key !== null && !isScalar(pair.key)) {
-        const { line, col } = atOffset((pair.key as Node).range?.[0]);
-        located.push({ line, col, message: 'keys must be plain scalars, not lists or mappings' });
+        keyProblem((pair.key as Node).range?.[0], () => 'keys must be plain scalars, not lists or mappings');
       } else if (isScalar(pair.key) && forbidden.has(String(pair.key.value))) {
-        const { line, col } = atOffset(pair.key.range?.[0]);
-        located.push({
-          line,
-          col,
-          message: `key \`${String(pair.key.value)}\` is not allowed (prototype pollution)`,
-        });
+        const key = String(pair.key.value);
+        keyProblem(pair.key.range?.[0], () => `key \`${key}\` is not allowed (prototype pollution)`);
       }
     },
   });
@@ -130,29 +158,29 @@ export function parseConfigText(source: string, format: ConfigFormat = 'yaml'): 
       const frame = l.frame === undefined ? {} : { frame: l.frame };
       problems.push({ path: [], line: l.line, ...at, message: l.message, severity: 'error', ...frame });
     }
-    return { data: undefined, problems, locate };
+    return { data: undefined, problems, omitted, locate };
   }
-  if (json !== undefined) return { data: json.data, problems, locate };
+  if (json !== undefined) return { data: json.data, problems, omitted, locate };
   try {
     const data = doc.toJS({ maxAliasCount: CONFIG_LIMITS.maxAliasCount });
-    return { data, problems, locate };
+    return { data, problems, omitted, locate };
   } catch (error) {
     problems.push({
       path: [],
       message: `cannot read the file: ${(error as Error).message}`,
       severity: 'error',
     });
-    return { data: undefined, problems, locate };
+    return { data: undefined, problems, omitted, locate };
   }
 }
 
 /** JSON.parse's verdict: the data, or the syntax error at its line (undefined then). */
-function parseJson(text: string, located: Located[]): { data: unknown } | undefined {
+function parseJson(text: string, lines: () => Lines, located: Located[]): { data: unknown } | undefined {
   try {
     return { data: JSON.parse(text) as unknown };
   } catch (error) {
     const message = (error as Error).message.split('\n')[0]!.slice(0, 200);
-    located.push(yamlProblem(text, jsonErrorOffset(text), `not valid JSON: ${message}`));
+    located.push(yamlProblem(lines(), jsonErrorOffset(text), `not valid JSON: ${message}`));
     return undefined;
   }
 }
@@ -174,46 +202,80 @@ interface Located {
  * is built from the text (at most 120 characters of a line, the line before when the caret is at the
  * start of one).
  */
-function yamlProblem(text: string, offset: number | undefined, raw: string): Located {
+function yamlProblem(lines: Lines, offset: number | undefined, raw: string): Located {
   const message = raw
     .split('\n')[0]!
     .replace(/ at line \d+, column \d+:?$/, '')
     .slice(0, 300);
   if (offset === undefined || offset < 0) return { line: 0, message };
-  let at = Math.min(offset, text.length);
-  if (/^[\r\n]*$/.test(text.slice(at))) {
-    // At the end, or on the line breaks that end the file: back onto its last character.
-    at = text.length;
-    while (at > 0 && (text[at - 1] === '\n' || text[at - 1] === '\r')) at -= 1;
-    at = Math.max(0, at - 1);
-  }
-  const start = text.lastIndexOf('\n', at - 1) + 1;
-  const line = lineOf(text, start);
-  const col = at - start + 1;
-  return { line, col, message, frame: frameAt(text, start, col, line) };
+  // At the end, or on the line breaks that end the file: back onto its last character.
+  const at = offset >= lines.contentEnd ? Math.max(0, lines.contentEnd - 1) : offset;
+  const line = lines.lineOf(at);
+  const col = at - lines.start(line) + 1;
+  return { line, col, message, frame: frameAt(lines, line, col) };
 }
 
 const FRAME_WIDTH = 120;
 
 /** `  5 | p99Ms: 40` and a caret line under column `col`; the line before too when `col` is its start. */
-function frameAt(text: string, start: number, col: number, line: number): string {
-  const lineText = (from: number): string => {
-    const end = text.indexOf('\n', from);
-    const raw = text.slice(from, end < 0 ? text.length : end).replace(/\r$/, '');
-    return raw.length > FRAME_WIDTH ? `${raw.slice(0, FRAME_WIDTH)}…` : raw;
-  };
+function frameAt(lines: Lines, line: number, col: number): string {
   const width = String(line).length;
   const gutter = (n: number | ''): string => `${String(n).padStart(width)} | `;
-  const current = lineText(start);
+  const current = lines.text(line, FRAME_WIDTH);
   const out: string[] = [];
-  if (line > 1 && /^\s*$/.test(current.slice(0, col - 1))) {
-    const before = text.lastIndexOf('\n', start - 2) + 1;
-    out.push(`${gutter(line - 1)}${lineText(before)}`);
-  }
+  if (line > 1 && /^\s*$/.test(current.slice(0, col - 1)))
+    out.push(`${gutter(line - 1)}${lines.text(line - 1, FRAME_WIDTH)}`);
   out.push(`${gutter(line)}${current}`);
   const caretCol = Math.min(col, FRAME_WIDTH + 1);
   out.push(`${gutter('')}${' '.repeat(caretCol - 1)}^`);
   return out.join('\n');
+}
+
+/**
+ * Where each line of a text starts, found in one pass, so that a problem's line is a binary search:
+ * counting the line breaks before each of 200,000 problems, or scanning back and forth along a 1 MB
+ * line for each, made the check quadratic.
+ */
+class Lines {
+  readonly #text: string;
+  /** Offset of the first character of each line; line 1 starts at 0. */
+  readonly #starts: number[] = [0];
+  /** Offset just past the last character that is not a line break. */
+  readonly contentEnd: number;
+
+  constructor(text: string) {
+    this.#text = text;
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.#starts.push(i + 1);
+    let end = text.length;
+    while (end > 0 && (text[end - 1] === '\n' || text[end - 1] === '\r')) end -= 1;
+    this.contentEnd = end;
+  }
+
+  /** 1-based line of an offset. */
+  lineOf(offset: number): number {
+    const starts = this.#starts;
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo + 1;
+  }
+
+  /** Offset where 1-based `line` starts. */
+  start(line: number): number {
+    return this.#starts[line - 1] ?? this.#text.length;
+  }
+
+  /** 1-based `line` without its line break, its first `width` characters and `…` when longer. */
+  text(line: number, width: number): string {
+    const from = this.start(line);
+    let end = line < this.#starts.length ? this.#starts[line]! - 1 : this.#text.length;
+    if (end > from && this.#text[end - 1] === '\r') end -= 1;
+    return end - from > width ? `${this.#text.slice(from, from + width)}…` : this.#text.slice(from, end);
+  }
 }
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
@@ -367,16 +429,4 @@ function tooDeepMessage({ block, flow }: TooDeep): string {
         ? `by ${byBlock}`
         : `here ${block} by ${byBlock} and ${flow} by ${byFlow}, which count together`;
   return `lists and mappings nested deeper than ${CONFIG_LIMITS.maxDepth} levels (${how})`;
-}
-
-/** 1-based line and column of an offset. */
-function lineColOf(text: string, offset: number): { line: number; col: number } {
-  return { line: lineOf(text, offset), col: offset - text.lastIndexOf('\n', offset - 1) };
-}
-
-/** 1-based line of an offset. */
-function lineOf(text: string, offset: number): number {
-  let line = 1;
-  for (let i = 0; i < offset; i += 1) if (text.charCodeAt(i) === 0x0a) line += 1;
-  return line;
 }

@@ -9,13 +9,14 @@ import { type EndpointConfig, type MeshDefaults, readBody, type ServiceConfig } 
 import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from './constants.js';
 import type { DependencyConfig, ReadText } from './dependency.js';
 import { type ConfigFormat, parseConfigText } from './document.js';
-import { type ConfigProblem, formatPath, formatProblem } from './problem.js';
+import { type ConfigProblem, formatPath, formatProblem, moreProblems } from './problem.js';
 
 /**
  * The central configuration (SPEC C7): one reviewable file, `prazo.config.yaml` (or JSON), holding
  * the service's deadline policy, every dependency's calibration inputs, retry budget and hedging, and
  * the latency budget of each endpoint. Loaded into validated runtime objects; every problem is
- * reported with its file, line and key, all of them at once.
+ * reported with its file, line and key, all of them at once (up to CONFIG_LIMITS.maxProblems, then
+ * one line counting the rest: a hostile file holds hundreds of thousands).
  */
 export interface PrazoConfig {
   readonly file: string;
@@ -36,7 +37,10 @@ export interface PrazoConfig {
 export interface ConfigCheck {
   /** Undefined when any problem is an error. */
   readonly config: PrazoConfig | undefined;
-  /** Errors and warnings, in file order. */
+  /**
+   * Errors and warnings, in file order: the first 100, then (when there are more) one last problem,
+   * `… and N more (E error(s), W warning(s))`, at line 0.
+   */
   readonly problems: readonly ConfigProblem[];
 }
 
@@ -113,19 +117,45 @@ export function checkConfigText(text: string, options: CheckOptions = {}): Confi
   const doc = parseConfigText(text, o.format ?? formatOf(file));
   const raw = [...doc.problems];
   const body = doc.data === undefined ? undefined : readBody(doc.data, raw, readText);
-  const problems = raw
+  const all = raw
     .map((p): ConfigProblem => {
       const pos = p.line !== undefined ? { line: p.line, col: p.col || 1 } : doc.locate(p.path);
       const frame = p.frame === undefined ? {} : { frame: p.frame };
       return { file, ...pos, key: formatPath(p.path), message: p.message, severity: p.severity, ...frame };
     })
     .sort((a, b) => a.line - b.line || a.col - b.col);
-  const failed = problems.some((p) => p.severity === 'error');
+  // The first ones in file order, then one line counting the rest (the parser's past its cap too).
+  const cap = CONFIG_LIMITS.maxProblems;
+  const count = (list: readonly ConfigProblem[], severity: string) =>
+    list.reduce((n, p) => (p.severity === severity ? n + 1 : n), 0);
+  const rest = all.slice(cap);
+  const more = { errors: doc.omitted + count(rest, 'error'), warnings: count(rest, 'warning') };
+  const problems =
+    more.errors + more.warnings === 0
+      ? all
+      : [...all.slice(0, cap), moreProblems(file, cap, more.errors, more.warnings)];
+  const errors = count(all, 'error') + doc.omitted;
   const config =
-    failed || body === undefined
+    errors > 0 || body === undefined
       ? undefined
       : Object.freeze({ file, ...body, dependency: dependencyLookup(file, body.dependencies) });
-  return Object.freeze({ config, problems: Object.freeze(problems) });
+  const check = Object.freeze({ config, problems: Object.freeze(problems) });
+  totals.set(check, { errors, warnings: count(all, 'warning') });
+  return check;
+}
+
+/** Every problem a check found, listed or not, by severity. */
+const totals = new WeakMap<ConfigCheck, { readonly errors: number; readonly warnings: number }>();
+
+/**
+ * How many errors and warnings `check` found, those past CONFIG_LIMITS.maxProblems included (its
+ * `problems` list the first ones and one line counting the rest).
+ */
+export function problemCounts(check: ConfigCheck): { readonly errors: number; readonly warnings: number } {
+  const known = totals.get(check);
+  if (known !== undefined) return known;
+  const errors = check.problems.filter((p) => p.severity === 'error').length;
+  return { errors, warnings: check.problems.length - errors };
 }
 
 /** `config.dependency(name)`: the entry, or a problem that says which names there are. */

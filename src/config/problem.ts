@@ -37,6 +37,22 @@ export function formatProblem(p: ConfigProblem): string {
   return `${where}: ${p.severity}: ${key}${p.message}${frame}`;
 }
 
+/**
+ * The last problem of a list cut at `listed` (CONFIG_LIMITS.maxProblems): how many more there are, of
+ * each severity, and that they are not shown. An error when any of them is one, so that a reader
+ * filtering the errors (loadConfig, a refused watched version) still learns of them.
+ */
+export function moreProblems(file: string, listed: number, errors: number, warnings: number): ConfigProblem {
+  return {
+    file,
+    line: 0,
+    col: 0,
+    key: '',
+    message: `… and ${errors + warnings} more (${errors} error(s), ${warnings} warning(s)): only the first ${listed} problems are listed`,
+    severity: errors > 0 ? 'error' : 'warning',
+  };
+}
+
 /** A problem before it is located in the file. */
 export interface RawProblem {
   readonly path: Path;

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_CONFIG_FILE } from '../../config/constants.js';
 import { type ConcurrencyCheck, littleArithmetic } from '../../config/dependency.js';
-import { type ConfigCheck, checkConfigFile } from '../../config/load.js';
+import { type ConfigCheck, checkConfigFile, problemCounts } from '../../config/load.js';
 import { formatProblem } from '../../config/problem.js';
 import { cliContext, ExitCode } from '../context.js';
 
@@ -25,8 +25,8 @@ export function register(program: Command): void {
       const context = cliContext(command);
       const result = checkConfigFile(resolve(context.io.cwd, file));
       const problems = result.problems.map((p) => ({ ...p, file }));
-      const errors = problems.filter((p) => p.severity === 'error').length;
-      const warnings = problems.length - errors;
+      // Counted over every problem: past the first 100 the list ends in one line counting the rest.
+      const { errors, warnings } = problemCounts(result);
       const counts = `${errors} error(s), ${warnings} warning(s)`;
       if (flags.json) {
         context.io.stdout(
