@@ -1,7 +1,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { callersLeftMs } from './transport.js';
+import { callersLeftMs, channelDeadline, GRPC_DEADLINE_REACH_MS } from './transport.js';
 
 /**
  * `callersLeftMs`: the caller's own deadline metadata as prazo/grpc reads it (SPEC D1, D3, D5, D8),
@@ -85,5 +85,19 @@ describe('callersLeftMs', () => {
     expect(callersLeftMs(at(MAX_TIMER_DELAY_MS + 1), DEFAULT, EPOCH)).toBe(Number.POSITIVE_INFINITY);
     const farthest = metadataOf(['x-deadline-epoch-ms', '9999999999999999'], ['grpc-timeout', '99999999H']);
     expect(callersLeftMs(farthest, DEFAULT, EPOCH)).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('channelDeadline', () => {
+  it('hands grpc-js an end within what a grpc-js server reads (2^31−1 ms in whole seconds), else none (SPEC D1)', () => {
+    expect(GRPC_DEADLINE_REACH_MS).toBe(2_147_483_000);
+    expect(channelDeadline(250.7, EPOCH)).toBe(EPOCH + 250);
+    expect(channelDeadline(GRPC_DEADLINE_REACH_MS, EPOCH)).toBe(EPOCH + GRPC_DEADLINE_REACH_MS);
+    // 2147483001 ms is written 2147484S, which a grpc-js server reads as already expired
+    expect(channelDeadline(GRPC_DEADLINE_REACH_MS + 1, EPOCH)).toBe(Number.POSITIVE_INFINITY);
+    expect(channelDeadline(MAX_TIMER_DELAY_MS, EPOCH)).toBe(Number.POSITIVE_INFINITY);
+    expect(channelDeadline(4e14, EPOCH)).toBe(Number.POSITIVE_INFINITY);
+    expect(channelDeadline(Number.POSITIVE_INFINITY, EPOCH)).toBe(Number.POSITIVE_INFINITY);
+    expect(channelDeadline(0, EPOCH)).toBe(EPOCH);
   });
 });

@@ -30,6 +30,7 @@ import { grpcDeadlineEpochMs } from './epoch.js';
 import { deadlineStatus } from './status.js';
 import {
   callersLeftMs,
+  channelDeadline,
   explainStatus,
   GrpcCall,
   grpcHeaderFormat,
@@ -253,7 +254,8 @@ type ChannelCall = ReturnType<NextCall>;
  * (`callersLeftMs`: `x-deadline-epoch-ms` and the format's names, SPEC D1, D5, as prazo/http reads a
  * caller's header). Then D4 and the throttle; a refused call answers its status without creating any
  * channel call. Otherwise the channel call is created with that deadline (grpc-js fixes it when it
- * creates the call, and writes `grpc-timeout` from it) and started with the deadline headers in the
+ * creates the call, and writes `grpc-timeout` from it; one farther than grpc-js carries, about 24.8
+ * days, or endless, is none to it: `channelDeadline`) and started with the deadline headers in the
  * `deadlineHeaders` format (`putDeadlineMetadata`: by default the absolute `x-deadline-epoch-ms`),
  * each replacing the caller's own. Until then grpc-js's `InterceptingCall` holds the caller's message
  * and half-close itself, and this call holds a `startRead` and a cancel.
@@ -333,7 +335,15 @@ class ThinCall {
     // without the interceptor.
     if (epoch === undefined) this.#channel = this.#nextCall(options);
     else {
-      this.#channel = this.#nextCall(epoch === this.#own ? options : { ...options, deadline: epoch });
+      // A deadline farther than grpc-js carries (or endless) is none to it; the headers still carry it.
+      const far = channelDeadline(epoch - epochNow, epochNow) === Number.POSITIVE_INFINITY;
+      this.#channel = this.#nextCall(
+        far
+          ? { ...options, deadline: Number.POSITIVE_INFINITY }
+          : epoch === this.#own
+            ? options
+            : { ...options, deadline: epoch },
+      );
       const started = clock.now();
       onDeadline = () =>
         new DeadlineExceededError({ dependency, elapsedMs: clock.now() - started, deadlineEpochMs: epoch });

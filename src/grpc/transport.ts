@@ -209,6 +209,25 @@ function envoyMs(text: string): number | undefined {
 }
 
 /**
+ * The farthest limit, in ms, a channel call's deadline can carry (2^31 − 1 ms rounded down to whole
+ * seconds, about 24.8 days). grpc-js writes a limit of 10^8 ms or more in whole seconds rounded up,
+ * a grpc-js server reads a `grpc-timeout` above 2^31 − 1 ms as already expired (its 32-bit count
+ * wraps), and grpc-js's client throws on one past 10^8 hours, outside any listener.
+ */
+export const GRPC_DEADLINE_REACH_MS = Math.floor(MAX_TIMER_DELAY_MS / 1000) * 1000;
+
+/**
+ * The deadline a channel call is created with for a limit `leftMs` from `epochNow`: its instant,
+ * rounded down, or none (`Infinity`) when it is farther than {@link GRPC_DEADLINE_REACH_MS} or
+ * endless. A far deadline then neither fails the call early at a grpc-js server nor makes grpc-js
+ * throw; the deadline headers still carry it (as far as a timer reaches, as prazo/http writes them),
+ * and on the executor path its timer still ends the attempt at the real instant.
+ */
+export function channelDeadline(leftMs: number, epochNow: number): number {
+  return leftMs <= GRPC_DEADLINE_REACH_MS ? Math.floor(epochNow + leftMs) : Number.POSITIVE_INFINITY;
+}
+
+/**
  * Puts the deadline headers of a limit `leftMs` from `epochNow` (one reading of the clock) into
  * `metadata` in `format` (a {@link grpcHeaderFormat}), written by the deadline's one writer (SPEC D1,
  * D5): the absolute instant beside grpc-js's relative `grpc-timeout`, and Envoy's header on request.
@@ -360,7 +379,8 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
   }
 
   /**
-   * Creates the channel call for `attempt`, its deadline the attempt's end, and starts it with the
+   * Creates the channel call for `attempt`, its deadline the attempt's end (none when farther than
+   * grpc-js carries, {@link channelDeadline}: the attempt's own timer ends it), and starts it with the
    * caller's metadata plus that end's deadline headers in the dependency's `headerFormat` (by default
    * `x-deadline-epoch-ms`), each unless the caller set it; both from one reading of the clock.
    */
@@ -369,9 +389,8 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
     const endless = leftMs === Number.POSITIVE_INFINITY;
     let channel: ChannelCall;
     try {
-      channel = this.#nextCall(
-        endless ? this.#options : { ...this.#options, deadline: Math.floor(epochNow + leftMs) },
-      );
+      // The attempt's end, or none when farther than grpc-js carries: the attempt's timer ends it then.
+      channel = this.#nextCall({ ...this.#options, deadline: channelDeadline(leftMs, epochNow) });
     } catch (error) {
       attempt.failed(error);
       return;

@@ -12,6 +12,7 @@ import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_TIMER_DELAY_MS } from '../../../src/clock/clock.js';
 import { sleep, systemClock } from '../../../src/clock/index.js';
 import { connectClientInterceptor } from '../../../src/connect/client.js';
 import {
@@ -275,6 +276,114 @@ describe('gRPC: the thin path under hostile call options and metadata', () => {
     await sleep(systemClock, 30);
     expect(callbacks).toBe(1);
   });
+});
+
+/** Runs `fn`, collecting what reaches process-level handlers meanwhile (a throw outside any listener). */
+async function withStrayErrors<T>(fn: () => Promise<T>): Promise<{ value: T | undefined; stray: unknown[] }> {
+  const stray: unknown[] = [];
+  const onStray = (error: unknown): void => {
+    stray.push(error);
+  };
+  process.on('uncaughtException', onStray);
+  process.on('unhandledRejection', onStray);
+  try {
+    // A call grpc-js failed to start (its throw outside any listener) never answers: give up then.
+    const value = await Promise.race([fn(), sleep(systemClock, 5_000).then(() => undefined)]);
+    await sleep(systemClock, 50); // a throw scheduled after the status would land here
+    return { value, stray };
+  } finally {
+    process.off('uncaughtException', onStray);
+    process.off('unhandledRejection', onStray);
+  }
+}
+
+const DAY_MS = 86_400_000;
+/** Past 10^8 hours: a limit grpc-js's client cannot write as a `grpc-timeout` at all. */
+const FAR_PAST_HOURS_MS = 4e14;
+
+describe('gRPC: a deadline farther than grpc-js carries (thin path and executor)', () => {
+  // Was a defect (fixed): expected OK, got DEADLINE_EXCEEDED at once: a call deadline (or an ambient
+  // one) 40 days away was handed to grpc-js as the channel call's deadline, and a grpc-js server reads
+  // a `grpc-timeout` above 2^31−1 ms as already expired; ~10^8 hours away grpc-js's client threw
+  // "Deadline is too far in the future" outside any listener. client.ts / transport.ts now hand it
+  // grpc-js as none (channelDeadline), the deadline headers still sent.
+  it.each([
+    ['a call deadline 40 days away', () => ({ deadline: Date.now() + 40 * DAY_MS }), undefined],
+    ['an ambient deadline 40 days away', () => ({}), () => Deadline.after(40 * DAY_MS)],
+    [
+      'a call deadline 25 days away (just past a timer)',
+      () => ({ deadline: Date.now() + 25 * DAY_MS }),
+      undefined,
+    ],
+    ['a call deadline past 10^8 hours', () => ({ deadline: Date.now() + FAR_PAST_HOURS_MS }), undefined],
+    ['an ambient deadline past 10^8 hours', () => ({}), () => Deadline.after(FAR_PAST_HOURS_MS)],
+    ['an endless ambient deadline', () => ({}), () => Deadline.after(Number.POSITIVE_INFINITY)],
+  ])(
+    'thin path, %s: the call answers, no crash; the headers say it is far (SPEC D1, D5)',
+    async (_, options, ambient) => {
+      const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ p99Ms: 50 })] });
+      closers.push(() => c.close());
+      const call = () => sayRaw(c, { delayMs: 0 }, new Metadata(), options());
+      const made = ambient === undefined ? undefined : ambient();
+      const { value, stray } = await withStrayErrors(() =>
+        made === undefined ? call() : runWithDeadline(made, call),
+      );
+      expect(stray).toEqual([]);
+      expect(value?.error).toBeNull();
+      // The server saw no deadline it could read as gone; the absolute header, if any, is weeks away.
+      expect(value!.reply!.remainingMs).toBe(-1);
+      const sent = lastMetadata.get('x-deadline-epoch-ms');
+      if (made?.epochMs() !== Number.POSITIVE_INFINITY) {
+        expect(sent).toHaveLength(1);
+        expect(Number(sent[0]) - Date.now()).toBeGreaterThan(24 * DAY_MS);
+      } else expect(sent).toEqual([]);
+    },
+  );
+
+  it("thin path, a caller's own x-deadline-epoch-ms just inside a timer's reach (2^31−1 ms − 200): the call answers (SPEC D5)", async () => {
+    // grpc-js writes it as 2147484S (whole seconds, rounded up), which a grpc-js server reads as gone.
+    const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ p99Ms: 50 })] });
+    closers.push(() => c.close());
+    const md = new Metadata();
+    md.set('x-deadline-epoch-ms', String(Date.now() + MAX_TIMER_DELAY_MS - 200));
+    const { error, reply } = await sayRaw(c, {}, md, {});
+    expect(error).toBeNull();
+    expect(reply!.remainingMs).toBe(-1);
+    expect(Number(lastMetadata.get('x-deadline-epoch-ms')[0]) - Date.now()).toBeGreaterThan(24 * DAY_MS);
+  });
+
+  it("thin path control: a deadline within reach (20 days) is still grpc-js's, to the ms", async () => {
+    const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ p99Ms: 50 })] });
+    closers.push(() => c.close());
+    const deadline = Date.now() + 20 * DAY_MS;
+    const { error, reply } = await sayRaw(c, {}, new Metadata(), { deadline });
+    expect(error).toBeNull();
+    expect(Math.abs(reply!.deadlineEpochMs - deadline)).toBeLessThan(1_100); // whole seconds on the wire
+  });
+
+  // Through an executor the channel call's deadline is the attempt's end, which its timeout bounds
+  // (ceil(p99 × slack): at most 1 day × 3): never past reach. transport.ts hands grpc-js a far one
+  // as none all the same (channelDeadline), as the thin path does; these pin the bound.
+  it.each([
+    ['40 days away', () => Date.now() + 40 * DAY_MS],
+    ['past 10^8 hours', () => Date.now() + FAR_PAST_HOURS_MS],
+  ])(
+    "executor, a call deadline %s: the attempt's end (3 days) is sent, the call answers, no crash (SPEC D1, D5)",
+    async (_, deadline) => {
+      const dep = createDependency({ name: 'echo-far', p99Ms: DAY_MS, slack: 3, forceSlack: true });
+      const c = echoClient(plain.address, { interceptors: [deadlineInterceptor({ dependency: dep })] });
+      closers.push(() => c.close());
+      const { value, stray } = await withStrayErrors(() =>
+        sayRaw(c, { delayMs: 0 }, new Metadata(), { deadline: deadline() }),
+      );
+      expect(stray).toEqual([]);
+      expect(value?.error).toBeNull();
+      expect(Math.abs(value!.reply!.remainingMs - 3 * DAY_MS)).toBeLessThan(2_000);
+      const sent = lastMetadata.get('x-deadline-epoch-ms');
+      expect(sent).toHaveLength(1);
+      expect(Math.abs(Number(sent[0]) - Date.now() - 3 * DAY_MS)).toBeLessThan(2_000);
+    },
+  );
 });
 
 describe('gRPC: calls through an executor (`{ dependency }`)', () => {
