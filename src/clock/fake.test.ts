@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clampDelay, MAX_TIMER_DELAY_MS, sleep } from './clock.js';
+import { clampDelay, MAX_TIMER_DELAY_MS, sleep, type Timer } from './clock.js';
 import { FakeClock } from './fake.js';
 
 describe('FakeClock', () => {
@@ -64,6 +64,80 @@ describe('FakeClock', () => {
     await clock.advanceAsync(1_000);
     await loop;
     expect(stamps).toEqual([100, 200, 300]);
+  });
+
+  it('stops a timer that re-arms itself at 0 ms: an Error naming the instant and the count, time left there', () => {
+    const clock = new FakeClock();
+    let fired = 0;
+    let timer: Timer | undefined;
+    // Gives up by itself after a million: before the bound, advance fired them all and returned.
+    const rearm = (): void => {
+      fired += 1;
+      if (fired < 1_000_000) timer = clock.setTimer(rearm, 0);
+    };
+    clock.setTimer(rearm, 7);
+    expect(() => clock.advance(100)).toThrow(
+      new Error(
+        'advance: 100000 timers fired at 7 ms and more are due there; a timer re-arms itself at 0 ms?',
+      ),
+    );
+    expect([fired, clock.now(), clock.pendingTimers()]).toEqual([100_000, 7, 1]);
+    // Cleared, the clock moves on as usual.
+    clock.clearTimer(timer!);
+    clock.advance(100);
+    expect(clock.now()).toBe(107);
+  });
+
+  it('fires 100,000 timers due at one instant, and again at the next; the first error a callback threw is the cause', () => {
+    const clock = new FakeClock();
+    let fired = 0;
+    for (let i = 0; i < 100_000; i += 1) clock.setTimer(() => fired++, 5);
+    for (let i = 0; i < 100_000; i += 1) clock.setTimer(() => fired++, 6);
+    clock.advance(10);
+    expect(fired).toBe(200_000);
+    const boom = new Error('boom');
+    let loops = 0;
+    const rearm = (): void => {
+      loops += 1;
+      if (loops < 1_000_000) clock.setTimer(rearm, 0); // ends by itself: before the bound, no error
+    };
+    clock.setTimer(() => {
+      rearm();
+      throw boom;
+    }, 0);
+    let caught: unknown;
+    try {
+      clock.advance(1);
+    } catch (error) {
+      caught = error;
+    }
+    expect((caught as Error).message).toMatch(/^advance: 100000 timers fired at 10 ms/);
+    expect((caught as Error).cause).toBe(boom);
+  });
+
+  it('stops an afterIo callback that queues itself, and an advanceAsync or runAllAsync of a 0 ms loop', async () => {
+    const clock = new FakeClock();
+    let ran = 0;
+    const again = (): void => {
+      ran += 1;
+      if (ran < 1_000_000) clock.afterIo(again);
+    };
+    clock.afterIo(again);
+    expect(() => clock.advance(5)).toThrow(
+      'advance: 100000 afterIo callbacks ran at 0 ms and more are queued; an afterIo callback queues itself?',
+    );
+    expect(ran).toBe(100_000);
+    const async = new FakeClock();
+    let fired = 0;
+    const rearm = (): void => {
+      fired += 1;
+      if (fired < 150_000) async.setTimer(rearm, 0);
+    };
+    async.setTimer(rearm, 3);
+    await expect(async.advanceAsync(10)).rejects.toThrow('advanceAsync: 100000 timers fired at 3 ms');
+    expect(async.now()).toBe(3);
+    fired = 0;
+    await expect(async.runAllAsync()).rejects.toThrow('runAllAsync: 100000 timers fired at 3 ms');
   });
 
   it('rejects a negative advance instead of moving backwards', () => {

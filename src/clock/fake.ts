@@ -3,6 +3,13 @@ import { readOptions } from '../options/validator.js';
 import { type Clock, clampDelay, type Timer } from './clock.js';
 import { type HeapTimer, TimerHeap } from './timer-heap.js';
 
+/**
+ * How many timers fire at one instant (or `afterIo` callbacks run in one turn) before a move gives up
+ * as a runaway loop, and `runAllAsync`'s default limit: far more than any test arms, few enough to
+ * fail in well under a second.
+ */
+const RUNAWAY_LIMIT = 100_000;
+
 /** Options of {@link FakeClock}, declared once. */
 export const FAKE_CLOCK_OPTIONS = defineOptions({
   /** Initial monotonic reading in ms. Default 0; any finite number. */
@@ -28,6 +35,11 @@ export type FakeClockOptions = OptionsOf<typeof FAKE_CLOCK_OPTIONS>;
  *
  * Time moves only forward and only by finite amounts (`RangeError` otherwise), also when a timer
  * callback moves it itself or an `advanceAsync` is not awaited: `now()` never reads less than before.
+ *
+ * A move gives up with an `Error` (naming the instant and the count) once {@link RUNAWAY_LIMIT}
+ * timers have fired at one instant, or as many `afterIo` callbacks have run in one turn: a timer
+ * that re-arms itself at 0 ms (or a callback that queues itself) would otherwise hold the test
+ * forever, time never reaching the move's target. Time stays at that instant, the timers armed.
  */
 export class FakeClock implements Clock {
   #now: number;
@@ -102,26 +114,40 @@ export class FakeClock implements Clock {
   advance(ms: number): void {
     const target = this.#now + amount('advance', ms);
     const errors: unknown[] = [];
+    const instant = new Instant('advance');
     for (let next = this.#heap.peek(); next !== undefined && next.due <= target; next = this.#heap.peek()) {
       if (next.due > this.#now && this.#io.length > 0) {
-        this.#runIo(errors); // the loop turn of the current instant ends first; it may arm or clear timers
+        this.#runIo('advance', errors); // the loop turn of the current instant ends first; it may arm or clear timers
         continue;
       }
+      const at = Math.max(this.#now, next.due);
+      instant.fire(at, errors);
       this.#heap.pop();
-      this.#now = Math.max(this.#now, next.due);
+      this.#now = at;
       run(next.fn, errors);
     }
-    this.#runIo(errors);
+    this.#runIo('advance', errors);
     // Never back: a timer callback may itself have advanced the clock past this move's target.
     if (target > this.#now) this.#now = target;
     if (errors.length > 0) throw errors[0];
   }
 
-  /** Runs the `afterIo` callbacks queued so far (and those they queue). */
-  #runIo(errors: unknown[]): void {
+  /**
+   * Runs the `afterIo` callbacks queued so far (and those they queue), giving up between batches
+   * once RUNAWAY_LIMIT have run: a callback that queues itself again would never let the turn end.
+   */
+  #runIo(method: string, errors: unknown[]): void {
+    let ran = 0;
     while (this.#io.length > 0) {
+      if (ran >= RUNAWAY_LIMIT) {
+        throw runaway(
+          `${method}: ${ran} afterIo callbacks ran at ${this.#now} ms and more are queued; an afterIo callback queues itself?`,
+          errors,
+        );
+      }
       const batch = this.#io;
       this.#io = [];
+      ran += batch.length;
       for (const fn of batch) run(fn, errors);
     }
   }
@@ -130,22 +156,29 @@ export class FakeClock implements Clock {
    * Like `advance`, but drains pending promise work before each timer and at the end, so async code
    * scheduled by a timer (or by a resolved promise) gets to arm its own timers in time.
    */
-  async advanceAsync(ms: number): Promise<void> {
-    const target = this.#now + amount('advanceAsync', ms);
+  advanceAsync(ms: number): Promise<void> {
+    return this.#advanceAsync('advanceAsync', ms);
+  }
+
+  async #advanceAsync(method: string, ms: number): Promise<void> {
+    const target = this.#now + amount(method, ms);
     const errors: unknown[] = [];
+    const instant = new Instant(method);
     await flushMicrotasks();
     for (let next = this.#heap.peek(); next !== undefined && next.due <= target; next = this.#heap.peek()) {
       if (next.due > this.#now && this.#io.length > 0) {
-        this.#runIo(errors);
+        this.#runIo(method, errors);
         await flushMicrotasks();
         continue; // an afterIo callback may have armed an earlier timer
       }
+      const at = Math.max(this.#now, next.due);
+      instant.fire(at, errors);
       this.#heap.pop();
-      this.#now = Math.max(this.#now, next.due);
+      this.#now = at;
       run(next.fn, errors);
       await flushMicrotasks();
     }
-    this.#runIo(errors);
+    this.#runIo(method, errors);
     await flushMicrotasks();
     // Never back: another move (an advance not awaited, one run by a timer) may have gone further.
     if (target > this.#now) this.#now = target;
@@ -157,7 +190,7 @@ export class FakeClock implements Clock {
    * Advances until no timer is left (at most `limit` timers, to stop runaway loops; `limit` a number
    * >= 0, else a RangeError). An idle clock returns at once, whatever the limit.
    */
-  async runAllAsync(limit = 100_000): Promise<void> {
+  async runAllAsync(limit = RUNAWAY_LIMIT): Promise<void> {
     if (typeof limit !== 'number' || !(limit >= 0)) {
       throw new RangeError(`runAllAsync(limit) needs a number >= 0, got ${String(limit)}`);
     }
@@ -167,7 +200,7 @@ export class FakeClock implements Clock {
       if (fired >= limit) {
         throw new Error(`runAllAsync: more than ${limit} timers fired; a timer re-arms itself forever?`);
       }
-      await this.advanceAsync(Math.max(0, next.due - this.#now));
+      await this.#advanceAsync('runAllAsync', Math.max(0, next.due - this.#now));
     }
   }
 }
@@ -182,6 +215,36 @@ function amount(method: string, ms: number): number {
     throw new RangeError(`${method}(ms) needs a finite ms >= 0, got ${ms}`);
   }
   return ms;
+}
+
+/**
+ * Counts the timers a move fires at one instant, and stops the move (before firing one more) once
+ * RUNAWAY_LIMIT have fired there: time moving on resets the count.
+ */
+class Instant {
+  #at = Number.NaN;
+  #fired = 0;
+
+  constructor(readonly method: string) {}
+
+  fire(at: number, errors: readonly unknown[]): void {
+    if (at !== this.#at) {
+      this.#at = at;
+      this.#fired = 0;
+    }
+    if (this.#fired >= RUNAWAY_LIMIT) {
+      throw runaway(
+        `${this.method}: ${this.#fired} timers fired at ${at} ms and more are due there; a timer re-arms itself at 0 ms?`,
+        errors,
+      );
+    }
+    this.#fired += 1;
+  }
+}
+
+/** The error that stops a runaway move; the first error a callback threw on the way is its cause. */
+function runaway(message: string, errors: readonly unknown[]): Error {
+  return errors.length > 0 ? new Error(message, { cause: errors[0] }) : new Error(message);
 }
 
 /** Runs a timer's or an afterIo callback, keeping what it throws for the end of the move. */

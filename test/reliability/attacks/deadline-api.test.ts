@@ -1004,6 +1004,41 @@ describe('FakeClock (prazo/testing)', () => {
     await expect(forever.runAllAsync(50)).rejects.toThrow('more than 50 timers fired');
   });
 
+  // Was a defect (fixed): `advance` and `advanceAsync` had no bound (src/clock/fake.ts; only
+  // `runAllAsync` had one): a timer callback that re-arms itself at 0 ms, or a poll loop awaiting
+  // `sleep(clock, 0)`, fires forever at one instant and time never reaches the move's target.
+  // Expected: a clear Error once 100,000 have fired at one instant, naming it. Actual: `advance`
+  // never returned (the worker held beyond any timeout; here the loop ends itself after 2,000,000),
+  // `advanceAsync` never settled (the test's timeout).
+  it('Was a defect: advance and advanceAsync stop a 0 ms loop with an Error naming the instant and the count', async () => {
+    const clock = new FakeClock({ now: 40 });
+    let fired = 0;
+    const tick = (): void => {
+      fired += 1;
+      if (fired < 2_000_000) clock.setTimer(tick, 0);
+    };
+    clock.setTimer(tick, 2);
+    expect(() => clock.advance(1_000)).toThrow(
+      'advance: 100000 timers fired at 42 ms and more are due there; a timer re-arms itself at 0 ms?',
+    );
+    expect([fired, clock.now()]).toEqual([100_000, 42]);
+    const poller = new FakeClock();
+    let polls = 0;
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) {
+        polls += 1;
+        await sleep(poller, 0);
+      }
+    })();
+    await expect(poller.advanceAsync(50)).rejects.toThrow('advanceAsync: 100000 timers fired at 0 ms');
+    expect(polls).toBeGreaterThanOrEqual(100_000);
+    stop = true;
+    await poller.advanceAsync(0); // the sleep armed last ends, and with it the loop
+    await loop;
+    expect(poller.pendingTimers()).toBe(0);
+  });
+
   it('clearTimer twice, or after the timer fired, changes nothing', () => {
     const clock = new FakeClock();
     const t1 = clock.setTimer(() => {}, 5);
