@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { blockAsked, boundBlocking, serverBlockMs, shareBlock } from './blocking.js';
+import { askedMs, blockAsked, boundBlocking, serverBlockMs, shareBlock } from './blocking.js';
 
 /** The server-side block of each blocking command, bounded by the deadline (SPEC D7, #17 item 2). */
 describe('boundBlocking', () => {
@@ -242,6 +242,159 @@ describe('shareBlock', () => {
           const total = spent.reduce((x, y) => x + y, 0);
           expect(total).toBeLessThanOrEqual(Math.max(budget, asked.length) + 1e-6);
           if (asked.length === 1) expect(shares[0]).toBe(budget);
+        },
+      ),
+    );
+  });
+});
+
+/**
+ * The timeout argument read by Redis's own grammar (SPEC D7): what the server refuses is left for it
+ * to refuse, never rewritten into a block it takes. Checked against a real redis-server in
+ * test/reliability/attacks/rpc-stores.test.ts.
+ */
+describe('askedMs', () => {
+  const refusedMs = [
+    '',
+    ' 5',
+    '5 ',
+    ' 5 ',
+    '0x10',
+    '1e3',
+    '5.0',
+    '+5',
+    '-5',
+    '-0',
+    '007',
+    '5\0',
+    '١٢',
+    'NaN',
+  ];
+  const refusedSeconds = [
+    '',
+    ' 5',
+    '5 ',
+    '\t5',
+    '5\n',
+    'inf',
+    '-inf',
+    'Infinity',
+    'nan',
+    '0x',
+    '1e',
+    '5\0',
+    '1,5',
+  ];
+
+  it('a BLOCK or WAIT timeout is an integer as string2ll reads it: no space, sign, fraction, exponent nor hex', () => {
+    expect(askedMs('5000', 'ms')).toBe(5_000);
+    expect(askedMs(250, 'ms')).toBe(250);
+    expect(askedMs(Buffer.from('250'), 'ms')).toBe(250);
+    expect(askedMs('0', 'ms')).toBe(Number.POSITIVE_INFINITY);
+    expect(askedMs('9223372036854775807', 'ms')).toBe(2 ** 63); // 2^63 − 1: the largest it reads
+    expect(askedMs('9223372036854775808', 'ms')).toBeNaN();
+    expect(askedMs(1e21, 'ms')).toBeNaN(); // sent as "1e+21"
+    for (const text of refusedMs) expect(askedMs(text, 'ms'), JSON.stringify(text)).toBeNaN();
+  });
+
+  it('a BLPOP-style timeout is a float as strtold reads it, in seconds, rounded up to whole ms', () => {
+    const cases: Array<[string, number]> = [
+      ['1', 1_000],
+      ['0.1', 100],
+      ['2.007', 2_007],
+      ['0.0015', 2],
+      ['0.0001', 1],
+      ['+5', 5_000],
+      ['.5', 500],
+      ['5.', 5_000],
+      ['007', 7_000],
+      ['1e1', 10_000],
+      ['1E-1', 100],
+      ['0x10', 16_000],
+      ['0x1p-3', 125],
+      ['0X.8', 500],
+      ['1e-400', 1], // too small for a double, not for Redis's long double
+      ['9223372036854775', 9_223_372_036_854_775_000],
+    ];
+    for (const [text, ms] of cases) expect(askedMs(text, 's'), text).toBe(ms);
+    // "forever": 0, and anything in (−1 ms, 0] (Redis rounds −0.1 ms up to 0)
+    for (const text of ['0', '-0', '0.0', '0e999', '-0.0001', '-1e-400', '0x0p0'])
+      expect(askedMs(text, 's'), text).toBe(Number.POSITIVE_INFINITY);
+    for (const text of [...refusedSeconds, '-1', '-0.001', '1e-5000', '9223372036854776', '1e400', '0x1p64'])
+      expect(askedMs(text, 's'), JSON.stringify(text)).toBeNaN();
+    expect(askedMs(`${'0'.repeat(5_118)}1`, 's')).toBe(1_000); // 5119 bytes: Redis's longest
+    expect(askedMs(`${'0'.repeat(5_119)}1`, 's')).toBeNaN();
+  });
+
+  // Was a defect (fixed): `BLOCK ''` was read by Number() as 0 ("forever") and rewritten into
+  // `BLOCK 250`, which Redis takes, where it refuses `BLOCK ''`; so were ' 5 ', '1e3' and the like.
+  it('a timeout Redis refuses is left as given, never rewritten into one it takes', () => {
+    for (const text of refusedMs) {
+      const xread = ['BLOCK', text, 'STREAMS', 's', '$'];
+      expect(boundBlocking('XREAD', xread, 250).args, JSON.stringify(text)).toEqual(xread);
+      expect(boundBlocking('WAIT', [1, text], 250).args).toEqual([1, text]);
+    }
+    for (const text of refusedSeconds)
+      expect(boundBlocking('BLPOP', ['k', text], 250).args, JSON.stringify(text)).toEqual(['k', text]);
+  });
+
+  it('property: a block written in any form Redis takes reads back as itself; with spaces or junk around it, refused and left as given', () => {
+    const space = fc.constantFrom(' ', '\t', '\n', '\r', '\v', '\f', '\0');
+    // Around an integer in ms, even "+", "-", "." and "e" spoil it; around seconds only what no float has.
+    const msJunk = fc.oneof(space, fc.constantFrom('x', ',', '_', 'ms', '.', 'e', '+', '-', '0x'));
+    const secondsJunk = fc.oneof(space, fc.constantFrom('x', ',', '_', 's', 'ms', 'sec'));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 2 ** 43 }),
+        fc.constantFrom('fixed', 'exponent', 'plus', 'zeros', 'shortest'),
+        fc.tuple(msJunk, secondsJunk),
+        fc.boolean(),
+        (ms, form, [junk, secondsJunk], before) => {
+          expect(askedMs(String(ms), 'ms')).toBe(ms);
+          expect(askedMs(Buffer.from(String(ms)), 'ms')).toBe(ms);
+          const fixed = (ms / 1000).toFixed(3);
+          const seconds = {
+            fixed,
+            exponent: `${ms}e-3`,
+            plus: `+${fixed}`,
+            zeros: `00${fixed}000`,
+            shortest: String(ms / 1000), // the shortest text of a double: within the ms
+          }[form];
+          const read = askedMs(seconds, 's');
+          if (form === 'shortest') expect(Math.abs(read - ms)).toBeLessThanOrEqual(1);
+          else expect(read).toBe(ms);
+          const spoil = (text: string, extra: string) => (before ? extra + text : text + extra);
+          const badMs = spoil(String(ms), junk);
+          expect(askedMs(badMs, 'ms')).toBeNaN();
+          const xread = ['BLOCK', badMs, 'STREAMS', 's', '$'];
+          expect(boundBlocking('XREAD', xread, 1).args).toEqual(xread);
+          const badSeconds = spoil(seconds, secondsJunk);
+          expect(askedMs(badSeconds, 's')).toBeNaN();
+          expect(boundBlocking('BLPOP', ['k', badSeconds], 1).args).toEqual(['k', badSeconds]);
+        },
+      ),
+    );
+  });
+
+  it('property: any text reads as NaN (left as given), "forever" or a whole number of ms from 1 up; never throws', () => {
+    const text = fc.oneof(
+      fc.string({ unit: fc.constantFrom(...'0123456789+-.eExXpPabcfinINF \t\0'), maxLength: 12 }),
+      fc.string(),
+    );
+    fc.assert(
+      fc.property(
+        text,
+        fc.constantFrom<'ms' | 's'>('ms', 's'),
+        fc.integer({ min: 1, max: 10_000 }),
+        (t, unit, blockMs) => {
+          const ms = askedMs(t, unit);
+          expect(
+            Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY || (Number.isInteger(ms) && ms >= 1),
+          ).toBe(true);
+          const args = unit === 'ms' ? [1, t] : ['k', t];
+          const bounded = boundBlocking(unit === 'ms' ? 'WAIT' : 'BLPOP', args, blockMs);
+          if (Number.isNaN(ms) || ms <= blockMs) expect(bounded.args).toEqual(args);
+          else expect(askedMs(bounded.args[1], unit)).toBe(blockMs);
         },
       ),
     );

@@ -39,12 +39,96 @@ const LAST_MS = new Set(['wait', 'waitaof']);
 /** Seconds with ms precision, as Redis reads a fractional timeout. */
 const seconds = (ms: number): string => (ms / 1000).toFixed(3);
 
-/** The block the caller asked for, in ms (Infinity for "forever"); NaN for an unreadable value. */
-function askedMs(value: Arg | undefined, unit: 'ms' | 's'): number {
-  const n = Number(typeof value === 'object' ? value.toString() : value);
-  if (!Number.isFinite(n) || n < 0) return Number.NaN;
-  if (n === 0) return Number.POSITIVE_INFINITY;
-  return unit === 's' ? n * 1000 : n;
+/**
+ * The largest block, in ms, Redis reads: a 64-bit count, 2^63 − 1. Redis 7.0 takes any block up to
+ * it (its end overflows: a block for ever in effect), later ones refuse one whose end overflows
+ * their clock's count; such a value is read as the block it names, so that it is bounded either way.
+ */
+const MAX_TIMEOUT_MS = 2n ** 63n - 1n;
+/** 2^63: a count of ms in seconds at or above it overflows, and Redis refuses it. */
+const REFUSED_FROM_MS = 2 ** 63;
+
+/** A block in ms as Redis's `string2ll` reads it: `0`, or an optional `-` and digits without a leading 0. */
+const INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
+/** A decimal float as `strtold` reads it (no leading space: Redis refuses one), exponent optional. */
+const DECIMAL = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+/** A hexadecimal float as `strtold` reads it: `0x`, hex digits with an optional point, an optional `p` exponent. */
+const HEX = /^([+-]?)0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?[0-9]+))?$/;
+/** Redis's longest float argument (`MAX_LONG_DOUBLE_CHARS`): 5 KiB, less its NUL. */
+const MAX_FLOAT_BYTES = 5 * 1024 - 1;
+/**
+ * The smallest binary and decimal exponents of a nonzero x86-64 `long double` (2^-16445, about
+ * 3.6e-4951): a value closer to 0 underflows, and Redis refuses it (`ERANGE`).
+ */
+const MIN_EXP2 = -16445;
+const MIN_EXP10 = -4951;
+
+/** An argument's text as the client sends it: a number in JS's form, a Buffer byte for byte (latin1). */
+const textOf = (value: Arg): string => (typeof value === 'object' ? value.toString('latin1') : String(value));
+
+/**
+ * The block the caller asked for, in ms, read as the server reads it (SPEC D7): Infinity for
+ * "forever" (0), NaN for a value it refuses, which is then left for it to refuse (never rewritten
+ * into one it takes). In ms (`BLOCK`, `WAIT`): an integer by `string2ll` (no sign but `-`, no space,
+ * no leading zero, no fraction nor exponent), never negative. In seconds (`BLPOP`…): a float by
+ * `strtold` (decimal with an exponent, or hexadecimal; `inf` and `nan` refused), never negative,
+ * times 1000 rounded up, so a fraction of a ms is 1 ms and anything in (−1 ms, 0] is "forever".
+ */
+export function askedMs(value: Arg | undefined, unit: 'ms' | 's'): number {
+  if (value === undefined) return Number.NaN;
+  const text = textOf(value);
+  if (unit === 'ms') {
+    if (!INTEGER.test(text) || text.startsWith('-')) return Number.NaN;
+    if (text === '0') return Number.POSITIVE_INFINITY;
+    return BigInt(text) > MAX_TIMEOUT_MS ? Number.NaN : Number(text);
+  }
+  const bytes = typeof value === 'object' ? value.length : Buffer.byteLength(text);
+  if (bytes === 0 || bytes > MAX_FLOAT_BYTES) return Number.NaN;
+  // A NUL byte is refused too: Redis checks that strtold read every byte.
+  const ms = Math.ceil(floatMs(text)); // -0 for (-1 ms, 0]: not negative, "forever"
+  if (Number.isNaN(ms) || ms < 0 || ms >= REFUSED_FROM_MS) return Number.NaN;
+  return ms === 0 ? Number.POSITIVE_INFINITY : ms;
+}
+
+/**
+ * `text` as `strtold` reads it whole, in seconds, times 1000: NaN where it stops short or the value
+ * is out of range. A decimal is scaled by its exponent, exactly ("2.007" is 2007 ms, where
+ * 2.007 × 1000 is 2007.0000000000002 and would round up to 2008); a value too small for a double but
+ * not for a `long double` comes back as the smallest double of its sign (all that matters is that it
+ * is not zero).
+ */
+function floatMs(text: string): number {
+  if (DECIMAL.test(text)) {
+    const [mantissa = '', exponent = '0'] = text.split(/[eE]/);
+    const ms = Number(`${mantissa}e${Number(exponent) + 3}`);
+    if (!Number.isFinite(ms)) return Number.NaN; // beyond 2^63 ms either way: refused
+    if (ms !== 0) return ms;
+    const [whole = '', fraction = ''] = mantissa.replace(/^[+-]/, '').split('.');
+    const first = (whole + fraction).search(/[1-9]/);
+    if (first === -1) return ms; // a zero (±0)
+    return tiny(text.startsWith('-'), Number(exponent) + whole.length - 1 - first, MIN_EXP10);
+  }
+  const hex = HEX.exec(text);
+  if (hex === null) return Number.NaN;
+  const [, sign, whole = '', fraction = '', exponent = '0'] = hex;
+  const digits = whole + fraction;
+  if (digits === '') return Number.NaN; // `0x` alone: strtold stops after the 0
+  const first = digits.search(/[1-9a-fA-F]/);
+  if (first === -1) return sign === '-' ? -0 : 0;
+  const significant = digits.slice(first, first + 13); // 52 bits: all a double holds
+  const mantissa = Number.parseInt(significant, 16);
+  const exp2 = Number(exponent) + 4 * (digits.length - first - significant.length - fraction.length);
+  const top = exp2 + Math.floor(Math.log2(mantissa));
+  if (top >= 64) return Number.NaN; // 2^64 s and more: beyond 2^63 ms either way, refused
+  if (top < -1074) return tiny(sign === '-', top, MIN_EXP2);
+  const seconds = mantissa * 2 ** (exp2 + 64) * 2 ** -64;
+  return (sign === '-' ? -seconds : seconds) * 1000;
+}
+
+/** A nonzero value of exponent `exp` too small for a double: refused below `min`, else its sign. */
+function tiny(negative: boolean, exp: number, min: number): number {
+  if (exp < min) return Number.NaN;
+  return negative ? -Number.MIN_VALUE : Number.MIN_VALUE;
 }
 
 /** Where a command's block timeout sits, and its unit. */

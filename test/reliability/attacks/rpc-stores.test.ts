@@ -9,6 +9,7 @@ import {
   type HandlerContext,
 } from '@connectrpc/connect';
 import { Metadata, type ServiceError, status } from '@grpc/grpc-js';
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +36,7 @@ import { grpcDeadlineEpochMs } from '../../../src/grpc/epoch.js';
 import { echoClient, type SayReply, say, startEcho } from '../../../src/grpc/grpc.test-helpers.js';
 import { withGrpcDeadline } from '../../../src/grpc/server.js';
 import { freePort } from '../../../src/mysql/mariadb.test-helpers.js';
+import { blockAsked } from '../../../src/redis/blocking.js';
 import { type RedisConnection, redisDeadlineClient } from '../../../src/redis/client.js';
 
 /**
@@ -787,6 +789,100 @@ describe('Redis: hostile commands, a server that stops answering', () => {
     expect(forever.value).toBeNull();
     expect(forever.ms).toBeLessThan(550);
     expect(c.stuck).toBe(0);
+  });
+
+  // Was a defect (fixed): expected Redis's own "timeout is not an integer/a float" error at once, got
+  // a nil (or WAIT's count) after ~400 ms: blocking.ts read the timeout with Number(), so `BLOCK ''`
+  // was 0 ("forever") and ' 5 ', '1e3' a number, each rewritten into a bounded block Redis takes.
+  // `askedMs` now reads it by Redis's grammar (string2ll for ms, strtold for seconds).
+  it.each([
+    ['XREAD', ['BLOCK', '', 'STREAMS', 'rs:empty:s', '$']],
+    ['XREAD', ['BLOCK', '1e3', 'STREAMS', 'rs:empty:s', '$']],
+    ['XREAD', ['BLOCK', ' 5000 ', 'STREAMS', 'rs:empty:s', '$']],
+    ['WAIT', [0, '']],
+    ['BLPOP', ['rs:empty:d', ' 5 ']],
+    ['BLPOP', ['rs:empty:d', '']],
+    ['BRPOP', ['rs:empty:d', '5s']],
+  ])(
+    '%s %j: a timeout Redis refuses is sent as given, and Redis refuses it (SPEC D7)',
+    async (name, args) => {
+      const c = redisDeadlineClient(ioredis());
+      closers.push(() => c.close());
+      const got = await outcome(c.command(name, args, { deadline: Deadline.after(500) }));
+      expect(String(got.error)).toMatch(/timeout is not (an integer|a float)/);
+      expect(got.ms).toBeLessThan(300);
+      expect(c.stuck).toBe(0);
+    },
+  );
+
+  // Was a defect (fixed): expected a nil before the 500 ms deadline, got DEADLINE_EXCEEDED and a
+  // connection blocked on the server for ever (`stuck` 1): Number('-0.0001') is negative, so the
+  // timeout was taken as refused and sent as given, where Redis rounds −0.1 ms up to 0, "forever".
+  it("BLPOP '-0.0001' (Redis's \"forever\") is bounded by the deadline (SPEC D7)", async () => {
+    const c = redisDeadlineClient(ioredis());
+    closers.push(() => c.close());
+    const got = await outcome(
+      c.command('BLPOP', ['rs:empty:e', '-0.0001'], { deadline: Deadline.after(500) }),
+    );
+    expect(got.error).toBeUndefined();
+    expect(got.value).toBeNull();
+    expect(got.ms).toBeLessThan(550);
+    expect(c.stuck).toBe(0);
+  });
+
+  it('property: the timeout reader refuses what this redis-server refuses, and only that (SPEC D7)', async () => {
+    const r = ioredis();
+    await r.call('DEL', 'rs:ring', 'rs:log');
+    await r.call('RPUSH', 'rs:ring', 'a', 'b');
+    await r.call('XADD', 'rs:log', '*', 'f', 'v');
+    // Each command answers at once when Redis takes the timeout (the list and the stream hold data,
+    // WAIT 0 needs no replica), an error when it refuses it: no call here ever blocks.
+    const refusedBy = async (unit: 'ms' | 's', t: string): Promise<boolean> => {
+      try {
+        if (unit === 's') await r.call('BLMOVE', 'rs:ring', 'rs:ring', 'LEFT', 'RIGHT', t);
+        else await r.call('XREAD', 'BLOCK', t, 'STREAMS', 'rs:log', '0');
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    const text = fc.oneof(
+      fc.string({ unit: fc.constantFrom(...'0123456789+-.eExXpPafinN \t\0'), maxLength: 10 }),
+      fc.constantFrom(
+        '',
+        '0',
+        '-0',
+        '007',
+        '1e-400',
+        '1e-5000',
+        '0x1p-3',
+        '0x',
+        'inf',
+        '9223372036854775807',
+        '9223372036854775808',
+        '9223372036854775',
+        '9223372036854776',
+      ),
+      fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }).map(String),
+      fc.double().map(String),
+    );
+    await fc.assert(
+      fc.asyncProperty(text, fc.constantFrom<'ms' | 's'>('ms', 's'), async (t, unit) => {
+        const refused = await refusedBy(unit, t);
+        expect(
+          Number.isNaN(
+            blockAsked(
+              unit === 's' ? 'BLMOVE' : 'XREAD',
+              unit === 's'
+                ? ['rs:ring', 'rs:ring', 'LEFT', 'RIGHT', t]
+                : ['BLOCK', t, 'STREAMS', 'rs:log', '0'],
+            ),
+          ),
+          `${unit} ${JSON.stringify(t)}`,
+        ).toBe(refused);
+      }),
+      { numRuns: 400 },
+    );
   });
 
   // Was a defect (fixed): with a group named "streams" (or a consumer named "block") the BLOCK was
