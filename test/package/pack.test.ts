@@ -116,13 +116,13 @@ describe('npm pack: what ships (SPEC P3)', () => {
   // The library ships its sources beside its maps (the tools do not: scripts/strip-tool-maps.mjs).
   // Measured: 964 kB packed / 3.83 MB unpacked before the demo's trace waterfall (#26), 1,018 kB /
   // 4.02 MB with it, 1,101 kB / 4.41 MB once gRPC, PostgreSQL, MySQL and Redis could run through the
-  // executor (#25: four transports, each with its JS, map, types and source), 1,169 kB once the attacks
+  // executor (#25: four transports, each with its JS, map, types and source), 1,169 kB / 4.69 MB once the attacks
   // of 2026-12-03 were answered (typed refusals and guards across the surface, the config's depth
   // measured by the yaml lexer, gRPC reading a caller's deadline metadata, CLIENT_CLOSED). The bound is
   // a budget that a new feature must argue for, not a ratchet.
   it('stays a library-sized download', () => {
     expect(dry.size).toBeLessThan(1_200_000);
-    expect(dry.unpackedSize).toBeLessThan(4_600_000);
+    expect(dry.unpackedSize).toBeLessThan(4_800_000);
   });
 });
 
