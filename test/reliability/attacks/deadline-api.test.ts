@@ -21,6 +21,7 @@ import { armDeadlineTimer } from '../../../src/deadline/timer.js';
 import { isDeadlineExceeded, isInvalidOptions } from '../../../src/errors/index.js';
 import { subscribeAbort, unsubscribeAbort } from '../../../src/signal/shared-abort.js';
 import { seededRandom } from '../../../src/testing/random.js';
+import { flush, watch } from './watch.js';
 
 /**
  * Attacks on prazo's deadline and time building blocks as a hostile or careless user would use
@@ -46,38 +47,10 @@ import { seededRandom } from '../../../src/testing/random.js';
  *   not leave it half-moved, a timer is cancelled only by its own clock, `pendingTimers()` is exact.
  *
  * A test whose comment says "Was a defect (fixed)" pinned a defect found here (expected vs actual).
- * One found outside this change's folders is kept as `it.fails`, naming where it lives, until fixed
- * (a Map given as options: src/options/validator.ts).
+ * One found outside this change's folders is kept as `it.fails`, naming where it lives, until fixed.
  */
 
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────
-
-/** Lets the promise reactions queued so far (and the ones they queue) run. */
-const flush = async (): Promise<void> => {
-  for (let i = 0; i < 5; i += 1) await new Promise<void>((resolve) => setImmediate(resolve));
-};
-
-interface Box<T> {
-  state: 'pending' | 'ok' | 'err';
-  value?: T;
-  error?: unknown;
-}
-
-/** Watches a promise without ever leaving its rejection unhandled. */
-function watch<T>(p: Promise<T>): Box<T> {
-  const box: Box<T> = { state: 'pending' };
-  p.then(
-    (value) => {
-      box.state = 'ok';
-      box.value = value;
-    },
-    (error: unknown) => {
-      box.state = 'err';
-      box.error = error;
-    },
-  );
-  return box;
-}
 
 /** The INVALID_OPTIONS error `fn` throws (fails the test when it throws anything else, or nothing). */
 function invalid(fn: () => unknown): Error {

@@ -14,6 +14,7 @@ import {
 } from '../../../src/dependency/index.js';
 import { isInvalidOptions } from '../../../src/errors/index.js';
 import type { LatencySource } from '../../../src/latency/types.js';
+import { type Box, flush, watch } from './watch.js';
 
 /**
  * Attacks on the executor's public API (`createDependency(...).execute`, `on`, `update`,
@@ -30,33 +31,6 @@ import type { LatencySource } from '../../../src/latency/types.js';
  */
 
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────
-
-/** Lets the promise reactions queued so far (and the ones they queue) run. */
-const flush = async (): Promise<void> => {
-  for (let i = 0; i < 5; i += 1) await new Promise<void>((resolve) => setImmediate(resolve));
-};
-
-interface Box<T> {
-  state: 'pending' | 'ok' | 'err';
-  value?: T;
-  error?: unknown;
-}
-
-/** Watches a promise without ever leaving its rejection unhandled. */
-function watch<T>(p: Promise<T>): Box<T> {
-  const box: Box<T> = { state: 'pending' };
-  p.then(
-    (value) => {
-      box.state = 'ok';
-      box.value = value;
-    },
-    (error: unknown) => {
-      box.state = 'err';
-      box.error = error;
-    },
-  );
-  return box;
-}
 
 /** A latency source with fixed quantiles, so a hedge is sent at a known instant. */
 const fixedLatency = (p95: number, p50 = 1): LatencySource => ({
