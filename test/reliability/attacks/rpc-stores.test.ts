@@ -38,6 +38,7 @@ import { withGrpcDeadline } from '../../../src/grpc/server.js';
 import { freePort } from '../../../src/mysql/mariadb.test-helpers.js';
 import { blockAsked } from '../../../src/redis/blocking.js';
 import { type RedisConnection, redisDeadlineClient } from '../../../src/redis/client.js';
+import { outcome } from './watch.js';
 
 /**
  * Attacks on prazo/grpc and prazo/redis through their public API, on real servers on 127.0.0.1: a
@@ -721,16 +722,6 @@ const nodeRedis = async (): Promise<RedisConnection> => {
   closers.push(() => r.destroy());
   return r as unknown as RedisConnection;
 };
-
-async function outcome<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
-  const t0 = now();
-  try {
-    const value = await p;
-    return { value, ms: now() - t0 };
-  } catch (error) {
-    return { error, ms: now() - t0 };
-  }
-}
 
 describe('Redis: hostile commands, a server that stops answering', () => {
   beforeAll(async () => {

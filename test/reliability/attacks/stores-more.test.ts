@@ -17,6 +17,7 @@ import { transactionWithDeadline } from '../../../src/pg/transaction.js';
 import { type RedisConnection, redisDeadlineClient } from '../../../src/redis/client.js';
 import { startRedis, type TestRedis } from '../../../src/redis/redis.test-helpers.js';
 import { dependencyFailureOf } from '../../../src/retry/pushback.js';
+import { outcome } from './watch.js';
 
 /**
  * More attacks on the stores through their public API, on real servers on 127.0.0.1 (redis-server,
@@ -34,16 +35,6 @@ afterAll(async () => {
 });
 
 const now = (): number => systemClock.now();
-
-async function outcome<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
-  const t0 = now();
-  try {
-    const value = await p;
-    return { value, ms: now() - t0 };
-  } catch (error) {
-    return { error, ms: now() - t0 };
-  }
-}
 
 async function until(condition: () => boolean, ms: number, what: string): Promise<void> {
   const t0 = now();

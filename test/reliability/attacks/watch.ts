@@ -1,6 +1,8 @@
+import { systemClock } from '../../../src/clock/index.js';
+
 /**
- * What the attack files share to follow a call without awaiting it: a promise watched (its rejection
- * never left unhandled) and the pending promise work let run.
+ * What the attack files share to follow a call: a promise watched without awaiting it (its rejection
+ * never left unhandled), the pending promise work let run, and a real-time call's outcome and duration.
  */
 
 /** Lets the promise reactions queued so far (and the ones they queue) run. */
@@ -28,4 +30,15 @@ export function watch<T>(p: Promise<T>): Box<T> {
     },
   );
   return box;
+}
+
+/** Awaits `p` on the real clock: its value or its error, and how long it took (ms). */
+export async function outcome<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
+  const t0 = systemClock.now();
+  try {
+    const value = await p;
+    return { value, ms: systemClock.now() - t0 };
+  } catch (error) {
+    return { error, ms: systemClock.now() - t0 };
+  }
 }
