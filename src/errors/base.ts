@@ -55,3 +55,17 @@ Object.defineProperty(PrazoError, Symbol.hasInstance, { value: matches });
 export function isPrazoError(error: unknown): error is PrazoError {
   return hasBrand(error);
 }
+
+/**
+ * Text that came from outside (a resolver's error, an unknown key of the caller's object) as a message
+ * quotes it: on one line, control characters (a newline, a terminal escape) written as `\xNN`, and
+ * cut past `max` characters. The whole original stays wherever the error keeps it (its `cause`).
+ */
+export function quoteLine(text: string, max: number): string {
+  const cut = text.length > max ? `${text.slice(0, max)}…` : text;
+  return cut.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is escaped
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}

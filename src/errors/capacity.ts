@@ -1,4 +1,4 @@
-import { PrazoError } from './base.js';
+import { PrazoError, quoteLine } from './base.js';
 import { ErrorCode } from './codes.js';
 
 export interface ConcurrencyLimitDetails {
@@ -90,14 +90,7 @@ export function noAddressError(hostname: string): Error {
 const MAX_QUOTE = 200;
 
 /** Text that came from a resolver, quoted on one line: control characters escaped, length bounded. */
-function quote(text: string): string {
-  const cut = text.length > MAX_QUOTE ? `${text.slice(0, MAX_QUOTE)}…` : text;
-  return cut.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is escaped
-    /[\u0000-\u001f\u007f-\u009f]/g,
-    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
-  );
-}
+const quote = (text: string): string => quoteLine(text, MAX_QUOTE);
 
 /** What a failed lookup said: its message, with its `code` in front when the message lacks it. */
 function describeFailure(cause: unknown): string {

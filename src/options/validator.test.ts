@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isInvalidOptions } from '../errors/guards.js';
-import { OptionsValidator } from './validator.js';
+import { defineOptions, option } from './declare.js';
+import { OptionsValidator, readOptions } from './validator.js';
 
 describe('OptionsValidator', () => {
   it('returns valid values and defaults for undefined', () => {
@@ -55,5 +56,25 @@ describe('OptionsValidator', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('Was a defect: an unknown key is quoted on one line and cut (a 1 MB key made a 1 MB message)', () => {
+    const schema = defineOptions({ name: option.string(), p99Ms: option.number() });
+    const problemFor = (key: string): string => {
+      try {
+        readOptions('t', schema, { [key]: 1 });
+      } catch (error) {
+        expect(isInvalidOptions(error)).toBe(true);
+        return (error as { problems: readonly string[] }).problems[0]!;
+      }
+      throw new Error('not refused');
+    };
+    const huge = problemFor('x'.repeat(1_000_000));
+    expect(huge.length).toBeLessThan(200);
+    expect(huge).toContain('…');
+    const escaped = problemFor('a\nb\u001b[31m');
+    expect(escaped.includes('\n') || escaped.includes('\u001b')).toBe(false);
+    expect(escaped).toContain('a\\x0ab\\x1b[31m');
+    expect(problemFor('p99ms')).toContain('did you mean `p99Ms`');
   });
 });

@@ -1,3 +1,4 @@
+import { quoteLine } from '../errors/base.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import {
   type AnySpec,
@@ -34,9 +35,21 @@ export type OptionsMode = 'code' | 'data';
 /** `retryBudget.maxRatio`, `dependencies[2].hedge`. */
 export function formatOptionPath(path: OptionPath): string {
   let out = '';
-  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`;
+  for (const seg of path) {
+    out += typeof seg === 'number' ? `[${seg}]` : out === '' ? shownKey(seg) : `.${shownKey(seg)}`;
+  }
   return out;
 }
+
+/** A key longer than this is shown cut (an unknown key is the caller's text, of any length). */
+const MAX_SHOWN_KEY = 64;
+
+/**
+ * A key as a problem shows it: an unknown key is whatever the caller's object (or file) held, so a
+ * megabyte-long one is cut, as a value is, and a newline or a terminal escape in it is escaped: one
+ * problem stays one line of plain text.
+ */
+const shownKey = (key: string): string => quoteLine(key, MAX_SHOWN_KEY);
 
 /** A single number's rule (a value outside a declared schema), its default with it. */
 export interface NumberRule<D extends number | undefined>
