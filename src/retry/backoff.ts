@@ -23,12 +23,13 @@ export type BackoffOptions = Resolved<(typeof BACKOFF_OPTIONS)['specs']>;
 
 /**
  * The wait before retry number `retry` (1 = the first retry), in ms. A random source returning
- * something outside [0, 1) (NaN, 1, −0.5) is clamped into it: never NaN, never above the ceiling.
+ * something outside [0, 1) (NaN, 1, −0.5, −0) is clamped into it: never NaN or −0, never above the
+ * ceiling.
  */
 export function fullJitterMs(retry: number, options: BackoffOptions, random: RandomSource): number {
   const exponent = retry > 1 ? Math.min(retry - 1, 30) : 0;
   const ceiling = Math.min(options.capMs, options.baseMs * 2 ** exponent);
   const r = random();
-  const u = r >= 0 && r < 1 ? r : r >= 1 ? 1 - Number.EPSILON : 0;
+  const u = r > 0 && r < 1 ? r : r >= 1 ? 1 - Number.EPSILON : 0;
   return ceiling > 0 ? u * ceiling : 0;
 }

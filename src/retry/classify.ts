@@ -11,6 +11,7 @@ import {
   isFailureStatus,
   MAX_AGGREGATE_ERRORS,
   MAX_CAUSE_DEPTH,
+  MAX_EPOCH_MS,
   RESPONSE_TIMEOUT_CODES,
   RETRYABLE_STATUS,
 } from './constants.js';
@@ -60,10 +61,10 @@ export const CLASSIFY_OPTIONS = defineOptions({
    */
   retryResponseTimeout: option.boolean({ default: false }),
   /**
-   * Wall-clock epoch ms to read a `Retry-After` HTTP-date against. Default: the system clock's
-   * `epochNow()` (delay-seconds need no clock at all).
+   * Wall-clock epoch ms to read a `Retry-After` HTTP-date against, within ECMAScript's time range
+   * (±8.64e15). Default: the system clock's `epochNow()` (delay-seconds need no clock at all).
    */
-  nowEpochMs: option.number({ unit: 'ms' }),
+  nowEpochMs: option.number({ unit: 'ms', min: -MAX_EPOCH_MS, max: MAX_EPOCH_MS }),
   /**
    * Honour a pushback (SPEC X6): a failure whose headers (HTTP) or metadata (gRPC) carry
    * `grpc-retry-pushback-ms` with a negative or unparseable value is not retried (kind `pushback`);
@@ -77,14 +78,29 @@ export type ClassifyOptions = OptionsOf<typeof CLASSIFY_OPTIONS>;
 const RESPONSE_STARTED = Symbol.for('prazo.responseStarted');
 
 /**
+ * Errors marked that could not carry the mark themselves (frozen, sealed, a Proxy refusing it): an
+ * unmarked one would read as lost before the response, and be retried although the server may have
+ * acted. Only this copy of prazo sees them; a mark any copy reads needs a writable error.
+ */
+const startedUnwritable = new WeakSet<object>();
+
+/**
  * Marks an error as happening after the response began (a reset mid-body): the server may have acted,
  * so the connection-lost rule no longer applies. For integrations that read bodies inside an attempt.
+ * Never throws: a frozen error is marked all the same.
  */
 export function markResponseStarted<E>(error: E): E {
-  if (error !== null && typeof error === 'object')
+  if (error === null || typeof error !== 'object') return error;
+  try {
     (error as Record<symbol, unknown>)[RESPONSE_STARTED] = true;
+  } catch {
+    startedUnwritable.add(error);
+  }
   return error;
 }
+
+const responseStarted = (x: object): boolean =>
+  startedUnwritable.has(x) || Boolean((x as Record<symbol, unknown>)[RESPONSE_STARTED]);
 
 const NO: FailureVerdict = Object.freeze({ retryable: false, immediate: false, kind: 'unknown' });
 const CONNECT: FailureVerdict = Object.freeze({ retryable: true, immediate: true, kind: 'connect' });
@@ -121,8 +137,7 @@ const statusOf = (x: Record<string, unknown>): number | undefined => {
 
 function fromCode(code: string, x: object, options: ClassifyOptions): FailureVerdict | undefined {
   if (CONNECT_FAILURE_CODES.has(code)) return CONNECT;
-  if (CONNECTION_LOST_CODES.has(code))
-    return (x as Record<symbol, unknown>)[RESPONSE_STARTED] ? LOST_LATE : LOST;
+  if (CONNECTION_LOST_CODES.has(code)) return responseStarted(x) ? LOST_LATE : LOST;
   if (RESPONSE_TIMEOUT_CODES.has(code)) return timeoutVerdict('response-timeout', options);
   if (BODY_TIMEOUT_CODES.has(code)) return timeoutVerdict('body-timeout', options);
   return undefined;
@@ -143,15 +158,23 @@ function fromPrazo(error: PrazoError, options: ClassifyOptions): FailureVerdict 
   }
 }
 
+/**
+ * An AggregateError is retried when all its members are, at once when all are connect failures, and
+ * never sooner than the longest `Retry-After` (or pushback wait) any of them asked for (SPEC R3):
+ * `Promise.any` over replicas that all answered 429 is told to wait by each of them.
+ */
 function fromAggregate(errors: readonly unknown[], options: ClassifyOptions, depth: number): FailureVerdict {
   if (errors.length === 0) return NO;
   let immediate = true;
+  let wait: number | undefined;
   for (const inner of errors.slice(0, MAX_AGGREGATE_ERRORS)) {
     const v = classify(inner, options, depth + 1);
     if (!v.retryable) return NO;
     immediate &&= v.immediate;
+    if (v.retryAfterMs !== undefined && (wait === undefined || v.retryAfterMs > wait)) wait = v.retryAfterMs;
   }
-  return immediate ? CONNECT : LOST;
+  if (wait === undefined) return immediate ? CONNECT : LOST;
+  return Object.freeze({ ...LOST, retryAfterMs: wait });
 }
 
 function classify(failure: unknown, options: ClassifyOptions, depth: number): FailureVerdict {
@@ -194,11 +217,24 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
  */
 export function classifyFailure(failure: unknown, options: ClassifyOptions = {}): FailureVerdict {
   checkCallOptions('classifyFailure', CLASSIFY_OPTIONS, options);
-  return classify(failure, options, 0);
+  return classifyReadable(failure, options);
 }
 
 /** True when {@link classifyFailure} says another attempt is worth it (SPEC R2). */
 export function isRetryable(errorOrResponse: unknown, options: ClassifyOptions = {}): boolean {
   checkCallOptions('isRetryable', CLASSIFY_OPTIONS, options);
-  return classify(errorOrResponse, options, 0).retryable;
+  return classifyReadable(errorOrResponse, options).retryable;
+}
+
+/**
+ * A failure that cannot be read (a revoked Proxy, a getter that throws on `status`, `cause`,
+ * `headers`...) is one nobody recognises: not retried, rather than a classifier that throws in the
+ * middle of a call's failure path.
+ */
+function classifyReadable(failure: unknown, options: ClassifyOptions): FailureVerdict {
+  try {
+    return classify(failure, options, 0);
+  } catch {
+    return NO;
+  }
 }

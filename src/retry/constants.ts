@@ -68,6 +68,13 @@ export const MAX_AGGREGATE_ERRORS = 8;
  */
 export const MAX_RETRY_AFTER_LENGTH = 64;
 
+/**
+ * The farthest instant from 1970 an epoch time can name, in ms (ECMAScript's time range, ±100 million
+ * days; year 275760). A "now" past it is no clock's reading: an HTTP-date read against it would be
+ * arithmetic on numbers that have lost their milliseconds (1e308 − a date is 1e308).
+ */
+export const MAX_EPOCH_MS = 8.64e15;
+
 /** The longest wait a `Retry-After` can ask for, in ms (what a timer can hold, about 24.8 days). */
 export const MAX_RETRY_AFTER_MS = MAX_TIMER_DELAY_MS;
 

@@ -50,16 +50,23 @@ export function isValidIdempotencyKey(key: unknown): key is string {
 
 /**
  * True when a request may be sent more than once: an idempotent method, or a valid
- * `Idempotency-Key` header (fetch `Headers` or a lower-cased header record).
+ * `Idempotency-Key` header (fetch `Headers`, a header record in any case, or `[name, value]` pairs).
+ * Anything that is not a readable request (`null`, a getter that throws) is not known to be
+ * idempotent: `false`, sent once.
  */
 export function isIdempotentRequest(request: {
   readonly method: string;
   readonly headers?: unknown;
 }): boolean {
-  return (
-    isIdempotentMethod(request.method) ||
-    isValidIdempotencyKey(readHeader(request.headers, IDEMPOTENCY_KEY_HEADER))
-  );
+  if (request === null || typeof request !== 'object') return false;
+  try {
+    return (
+      isIdempotentMethod(request.method) ||
+      isValidIdempotencyKey(readHeader(request.headers, IDEMPOTENCY_KEY_HEADER))
+    );
+  } catch {
+    return false;
+  }
 }
 
 /** A fresh idempotency key (a random UUID), for a POST the caller wants to make retryable. */

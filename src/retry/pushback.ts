@@ -10,6 +10,7 @@ import {
   PUSHBACK_HEADER,
   RESPONSE_TIMEOUT_CODES,
 } from './constants.js';
+import { headerValue } from './retry-after.js';
 
 /**
  * Pushback (SPEC X6): the server's own word on whether its caller may retry, in gRPC's terms
@@ -59,20 +60,19 @@ export function parsePushback(value: unknown): Pushback | undefined {
 /**
  * The first `grpc-retry-pushback-ms` of a response's headers or a gRPC status' metadata: an undici /
  * Node header record (string or list), a fetch `Headers` (its comma-joined list is one value, so a
- * repeated header reads as "do not retry"), or grpc-js `Metadata` (whose `get` returns a list).
+ * repeated header reads as "do not retry"), or grpc-js `Metadata` (whose `get` returns a list); the
+ * forms and cases {@link headerValue} reads. Headers that cannot be read (a `get` that throws, a
+ * revoked Proxy) carry no pushback: `undefined`, never a throw.
  */
 export function readPushback(headers: unknown): Pushback | undefined {
-  if (headers === null || typeof headers !== 'object') return undefined;
-  let value: unknown;
-  const get = (headers as { get?: unknown }).get;
-  if (typeof get === 'function') {
-    value = get.call(headers, PUSHBACK_HEADER);
-  } else {
-    value = (headers as Record<string, unknown>)[PUSHBACK_HEADER];
-  }
+  let value = headerValue(headers, PUSHBACK_HEADER);
   if (Array.isArray(value)) {
-    if (value.length === 0) return undefined;
-    value = value[0];
+    try {
+      if (value.length === 0) return undefined;
+      value = value[0];
+    } catch {
+      return undefined; // a list that cannot be read (a Proxy): no value
+    }
     if (Buffer.isBuffer(value)) return STOP; // a binary metadata value is not an ASCII integer
   }
   return parsePushback(value ?? undefined);

@@ -1,4 +1,4 @@
-import { MAX_RETRY_AFTER_LENGTH, MAX_RETRY_AFTER_MS, RETRY_AFTER_STATUS } from './constants.js';
+import { MAX_EPOCH_MS, MAX_RETRY_AFTER_LENGTH, MAX_RETRY_AFTER_MS, RETRY_AFTER_STATUS } from './constants.js';
 import { parseHttpDate } from './http-date.js';
 
 /**
@@ -29,7 +29,8 @@ function delaySecondsMs(text: string): number | undefined {
 /**
  * The wait a `Retry-After` value asks for, in ms, or `undefined` when the value is malformed (then
  * the client falls back to its own backoff). A date is read against `nowEpochMs` (the clock's
- * `epochNow()`); a date in the past means 0. Surrounding spaces and tabs are allowed. Bounded: a
+ * `epochNow()`); a date in the past means 0, and a `nowEpochMs` that is no epoch time (NaN, or past
+ * ECMAScript's ±8.64e15) reads no date at all. Surrounding spaces and tabs are allowed. Bounded: a
  * value over 64 characters is refused unless it is delay-seconds, which a run of digits is at any
  * length (read in one pass), and waits are capped at 2^31 − 1 ms, longer than any deadline.
  */
@@ -39,23 +40,56 @@ export function parseRetryAfter(value: unknown, nowEpochMs: number): number | un
   const seconds = delaySecondsMs(text);
   if (seconds !== undefined) return seconds;
   if (value.length > MAX_RETRY_AFTER_LENGTH) return undefined;
+  if (!(Math.abs(nowEpochMs) <= MAX_EPOCH_MS)) return undefined;
   const at = parseHttpDate(text, nowEpochMs);
-  if (at === undefined || !Number.isFinite(nowEpochMs)) return undefined;
+  if (at === undefined) return undefined;
   const wait = at - nowEpochMs;
   return wait > 0 ? Math.min(wait, MAX_RETRY_AFTER_MS) : 0;
 }
 
-/** Reads one header from a fetch `Headers`, a Node/undici header record, or a `[name, value]` list. */
-export function readHeader(headers: unknown, name: string): string | undefined {
+/**
+ * One header's value as given, unread: from a fetch `Headers` or anything with `get(name)` (a `Map`,
+ * grpc-js `Metadata`), a header record (Node's and undici's, lower-cased; a fetch init's, in any case:
+ * an exact own key first, then one equal ignoring case), or a fetch init's list of `[name, value]`
+ * pairs (names in any case). `name` is lower-case. Own keys only: a `retry-after` planted on
+ * `Object.prototype` is no response's header. Never throws: headers that cannot be read (a `get` or
+ * getter that throws, a revoked Proxy) have no value.
+ */
+export function headerValue(headers: unknown, name: string): unknown {
   if (headers === null || typeof headers !== 'object') return undefined;
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    const v = (headers as { get(n: string): unknown }).get(name);
-    return typeof v === 'string' ? v : undefined;
+  try {
+    const get = (headers as { get?: unknown }).get;
+    if (typeof get === 'function') return get.call(headers, name);
+    if (Array.isArray(headers)) {
+      for (const pair of headers) {
+        if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0].toLowerCase() === name)
+          return pair[1];
+      }
+      return undefined;
+    }
+    const record = headers as Record<string, unknown>;
+    if (Object.hasOwn(record, name)) return record[name];
+    for (const key of Object.keys(record)) if (key.toLowerCase() === name) return record[key];
+  } catch {
+    // unreadable headers: none
   }
-  const v = (headers as Record<string, unknown>)[name];
-  if (typeof v === 'string') return v;
-  if (Array.isArray(v) && typeof v[0] === 'string') return v[0];
   return undefined;
+}
+
+/**
+ * One header as a string (see {@link headerValue} for the forms read); a list of values (undici's
+ * record for a repeated header, `Metadata`) is its first, as Node keeps the first of a repeated
+ * `Retry-After`.
+ */
+export function readHeader(headers: unknown, name: string): string | undefined {
+  const v = headerValue(headers, name);
+  if (typeof v === 'string') return v;
+  try {
+    const first: unknown = Array.isArray(v) ? v[0] : undefined;
+    return typeof first === 'string' ? first : undefined;
+  } catch {
+    return undefined; // a list that cannot be read (a Proxy): no value
+  }
 }
 
 /**
