@@ -7,6 +7,18 @@ import type { MeshPolicy, MeshProblem } from './policy.js';
  * overwrite each other, is policy silently lost, so it is refused with the reason at the config key.
  */
 
+/**
+ * The path as the target matches it. A Gateway API `PathPrefix` (Gateway API, and Linkerd, which
+ * reads HTTPRoutes) matches path elements and ignores a trailing `/`: `/read/` and `/read` are one
+ * match, and of two rules with one match the first wins, so the second dependency's policy would
+ * never apply. Istio's and Envoy's `prefix` is a plain string prefix: `/read/` and `/read` differ
+ * (the longer goes first).
+ */
+function matchedPath(path: string, target: RoutedTarget): string {
+  if (target !== 'gateway-api' && target !== 'linkerd') return path;
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}
+
 /** The targets whose resources are keyed by the Service and routed by path. */
 export type RoutedTarget = 'gateway-api' | 'istio' | 'linkerd' | 'envoy';
 
@@ -75,7 +87,7 @@ export function targetProblems(policies: readonly MeshPolicy[], target: RoutedTa
         (q) =>
           routing(q, target) === 'path' &&
           routing(p, target) === 'path' &&
-          q.placement.path === p.placement.path,
+          matchedPath(q.placement.path, target) === matchedPath(p.placement.path, target),
       );
       const pathless = earlier.find(
         (q) => routing(q, target) === 'pathless' && routing(p, target) === 'pathless',
@@ -90,7 +102,7 @@ export function targetProblems(policies: readonly MeshPolicy[], target: RoutedTa
         problems.push({
           dependency: p.dependency,
           path: at(p, 'mesh'),
-          message: `\`${same.dependency}\` and \`${p.dependency}\` both route ${service} path \`${p.placement.path}\`: a proxy cannot tell their calls apart; give each its own \`mesh.path\`, or \`mesh: false\` to one`,
+          message: `\`${same.dependency}\` and \`${p.dependency}\` both route ${service} path \`${p.placement.path}\`${same.placement.path === p.placement.path ? '' : ` (as \`${same.placement.path}\`: a PathPrefix ignores a trailing \`/\`)`}: a proxy cannot tell their calls apart; give each its own \`mesh.path\`, or \`mesh: false\` to one`,
         });
       } else if (pathless !== undefined) {
         problems.push({

@@ -26,7 +26,8 @@ export function renderEnvoy(policies: readonly MeshPolicy[]): MeshRendering {
     "route timeout is a fixed deadline; prazo uses what is left of the caller's (Envoy follows a per-request one with the router's respect_expected_rq_timeout and prazo's headerFormat: { envoy: true })",
     'the retry budget limits retries in flight (a share of active requests), not retries per request over a window',
   ];
-  const virtualHosts = mergeVirtualHosts(policies.map((policy) => virtualHost(policy, notes)));
+  const shared = sharedServiceNames(policies, notes);
+  const virtualHosts = mergeVirtualHosts(policies.map((policy) => virtualHost(policy, notes, shared)));
   const clusters = policies.map(cluster);
   const filters = admissionFilters(policies, notes);
   return {
@@ -48,6 +49,29 @@ export function renderEnvoy(policies: readonly MeshPolicy[]): MeshRendering {
     ],
     notes,
   };
+}
+
+/**
+ * Service names found in more than one namespace. A virtual host's short domains (`inventory`,
+ * `inventory:8080`) name the Service as seen from its own namespace, so two namespaces' Services of
+ * one name would both claim them, and Envoy refuses a RouteConfiguration that gives a domain twice.
+ * Which one a bare name means depends on where the caller runs, which the export does not know: those
+ * hosts keep only their namespaced domains (`inventory.shop`, the cluster FQDN), and a note says so.
+ */
+function sharedServiceNames(policies: readonly MeshPolicy[], notes: string[]): ReadonlySet<string> {
+  const namespaces = new Map<string, Set<string>>();
+  for (const { placement } of policies) {
+    const seen = namespaces.get(placement.service) ?? new Set<string>();
+    seen.add(placement.namespace);
+    namespaces.set(placement.service, seen);
+  }
+  const shared = new Set([...namespaces].filter(([, ns]) => ns.size > 1).map(([service]) => service));
+  for (const service of shared) {
+    notes.push(
+      `Service ${service} is in namespaces ${[...namespaces.get(service)!].join(', ')}: its virtual hosts match \`${service}.<namespace>\` and the cluster FQDN, not the bare \`${service}\` (Envoy refuses a domain given twice)`,
+    );
+  }
+  return shared;
 }
 
 /** The name of a dependency's `admission_control` filter: the key its route enables it by. */
@@ -168,7 +192,11 @@ function retryOn(policy: MeshPolicy): string {
   return on.join(',');
 }
 
-function virtualHost(policy: MeshPolicy, notes: string[]): Record<string, unknown> {
+function virtualHost(
+  policy: MeshPolicy,
+  notes: string[],
+  shared: ReadonlySet<string>,
+): Record<string, unknown> {
   const { placement } = policy;
   const name = policy.dependency;
   const attemptMs = Math.min(policy.attemptTimeoutMs, policy.deadlineMs);
@@ -209,8 +237,7 @@ function virtualHost(policy: MeshPolicy, notes: string[]): Record<string, unknow
     domains: [
       placement.host,
       `${placement.host}:${placement.port}`,
-      placement.service,
-      `${placement.service}:${placement.port}`,
+      ...(shared.has(placement.service) ? [] : [placement.service, `${placement.service}:${placement.port}`]),
       `${placement.service}.${placement.namespace}`,
       `${placement.service}.${placement.namespace}:${placement.port}`,
     ],

@@ -30,9 +30,12 @@ const SUFFIXES = ['retryable', 'once'] as const;
  * than one (undefined for a dependency alone: its names stay what they were). The dependency's name
  * as a DNS label part (lowercase, runs of anything else as one `-`, at most 40 characters), unless two
  * would give one name — `a` and `A`, or `a`'s `a-retryable` and a dependency named `a-retryable` —
- * then `d<index in the file>` for the whole group.
+ * then `d<index in the file>` for the whole group (or when `indexed`: see {@link routeNamesClash}).
  */
-export function groupLabels(group: readonly MeshPolicy[]): Map<MeshPolicy, string | undefined> {
+export function groupLabels(
+  group: readonly MeshPolicy[],
+  indexed = false,
+): Map<MeshPolicy, string | undefined> {
   if (group.length === 1) return new Map([[group[0]!, undefined]]);
   const slug = (name: string): string =>
     name
@@ -42,8 +45,23 @@ export function groupLabels(group: readonly MeshPolicy[]): Map<MeshPolicy, strin
       .replace(/^-+|-+$/g, '');
   const wanted = group.map((p) => slug(p.dependency));
   const names = wanted.flatMap((l) => [l, ...SUFFIXES.map((s) => `${l}-${s}`)]);
-  const clash = wanted.some((l) => l === '') || new Set(names).size !== names.length;
+  const clash = indexed || wanted.some((l) => l === '') || new Set(names).size !== names.length;
   return new Map(group.map((p, i) => [p, clash ? `d${p.index}` : wanted[i]!]));
+}
+
+/**
+ * Whether two objects of these, of one kind, would share a name in one namespace. Names built from a
+ * Service and a label can meet across Services: Service `a`'s dependency `x-prazo` gives the route
+ * `a-prazo-x-prazo`, and so does Service `a-prazo-x`'s only dependency; `kubectl apply` keeps the
+ * last. Indexed labels cannot meet: `<service>-prazo-d<n>[-retryable]` splits one way only, and the
+ * routes of a dependency alone end in `-prazo` or `-prazo-retryable`.
+ */
+export function routeNamesClash(objects: readonly Readonly<Record<string, unknown>>[]): boolean {
+  const keys = objects.map((o) => {
+    const { name, namespace } = o.metadata as { name: string; namespace: string };
+    return `${o.kind as string}/${namespace}/${name}`;
+  });
+  return new Set(keys).size !== keys.length;
 }
 
 /** `base` for a dependency alone, `<base>-<label>` (then `-<suffix>`) for one of several. */

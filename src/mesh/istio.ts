@@ -127,8 +127,18 @@ const percentOf = (policy: MeshPolicy): number => Math.min(100, policy.budget.ma
  * at that rate, each lasting at most one attempt timeout, are `rate × timeout` in flight.
  */
 export function minConcurrency(policy: MeshPolicy): number {
-  return Math.max(1, Math.ceil((policy.budget.minPerSecond * policy.attemptTimeoutMs) / 1000));
+  return Math.min(
+    UINT32_MAX,
+    Math.max(1, Math.ceil((policy.budget.minPerSecond * policy.attemptTimeoutMs) / 1000)),
+  );
 }
+
+/**
+ * Envoy's `min_retry_concurrency` and Istio's `minRetryConcurrency` are uint32: a floor of 10^6
+ * retries/s over an attempt of hours is more, and a number past 2^32 − 1 makes Envoy refuse the
+ * cluster. A floor that large is no floor at all; the largest value stands for it.
+ */
+export const UINT32_MAX = 4_294_967_295;
 
 /**
  * The DestinationRule of one host. Its traffic policy is the host's, not a path's, so the
@@ -144,7 +154,10 @@ function destinationRule(group: readonly MeshPolicy[], notes: string[]): Kuberne
       ? undefined
       : {
           percent: Math.max(...retrying.map(percentOf)),
-          minRetryConcurrency: retrying.reduce((n, p) => n + minConcurrency(p), 0),
+          minRetryConcurrency: Math.min(
+            UINT32_MAX,
+            retrying.reduce((n, p) => n + minConcurrency(p), 0),
+          ),
         };
   if (group.length > 1) {
     notes.push(

@@ -1,5 +1,5 @@
 import { linkerdDuration } from './duration.js';
-import { byService, groupLabels, labelled } from './group.js';
+import { byService, groupLabels, labelled, routeNamesClash } from './group.js';
 import { type KubernetesObject, metadataFor, retries, retryableHttpMatches } from './kubernetes.js';
 import type { MeshPolicy, MeshRendering } from './policy.js';
 
@@ -37,20 +37,24 @@ export const LINKERD = Object.freeze({
 const GRPC_CONDITION: Readonly<Record<number, string>> = Object.freeze({ 14: 'unavailable' });
 
 export function renderLinkerd(policies: readonly MeshPolicy[]): MeshRendering {
-  const routes: KubernetesObject[] = [];
   const services: KubernetesObject[] = [];
   const notes: string[] = [
     "timeout.linkerd.io/request is a fixed deadline per route; prazo uses what is left of each caller's deadline",
     'Linkerd has no retry budget for annotation retries: a failing route can be retried up to its limit on every request',
     'Linkerd has no hedging',
   ];
-  for (const group of byService(policies)) {
-    // One route (or two) per dependency: a route's annotations are its whole policy, so two
-    // dependencies cannot share one; their names tell them apart. One Service, annotated once.
-    const labels = groupLabels(group);
-    for (const policy of group) routes.push(...routesOf(policy, labels.get(policy)));
-    services.push(serviceAccrual(group[0]!));
-  }
+  // One route (or two) per dependency: a route's annotations are its whole policy, so two
+  // dependencies cannot share one; their names tell them apart, within a Service and across them.
+  const groups = byService(policies);
+  const routesWith = (indexed: boolean): KubernetesObject[] =>
+    groups.flatMap((group) => {
+      const labels = groupLabels(group, indexed);
+      return group.flatMap((policy) => routesOf(policy, labels.get(policy)));
+    });
+  const named = routesWith(false);
+  const routes = routeNamesClash(named) ? routesWith(true) : named;
+  // One Service, annotated once.
+  for (const group of groups) services.push(serviceAccrual(group[0]!));
   for (const policy of policies) {
     const name = policy.dependency;
     if (retries(policy) && !policy.retryResponseTimeout) {
