@@ -22,6 +22,13 @@ const GRPC_STATUS_NAME: Readonly<Record<number, string>> = Object.freeze({ 14: '
 /** gRPC's bounds on `retryThrottling.maxTokens`: (0, 1000]. */
 const MAX_TOKENS = 1000;
 
+/**
+ * gRPC (A6) treats a `maxAttempts` above 5 as 5, without a word: grpc-go and grpc-java always,
+ * grpc-js unless the channel option `grpc-node.retry_max_attempts_limit` is raised. The config
+ * written says what prazo means; the note says what a client will do with it.
+ */
+const GRPC_MAX_ATTEMPTS = 5;
+
 export function grpcServiceConfig(policy: MeshPolicy, notes: string[] = []): Record<string, unknown> {
   const name = policy.dependency;
   const codes = policy.retryGrpcCodes.map((c) => GRPC_STATUS_NAME[c]!);
@@ -60,6 +67,11 @@ export function grpcServiceConfig(policy: MeshPolicy, notes: string[] = []): Rec
   } else if (policy.hedge !== undefined) {
     notes.push(
       `${name}: one attempt fits the deadline: gRPC's hedging needs maxAttempts >= 2, so there is none`,
+    );
+  }
+  if (policy.attempts > GRPC_MAX_ATTEMPTS && (method.retryPolicy ?? method.hedgingPolicy) !== undefined) {
+    notes.push(
+      `${name}: maxAttempts ${policy.attempts} is more than gRPC makes: clients cap it at ${GRPC_MAX_ATTEMPTS} (grpc-js: raise the channel option grpc-node.retry_max_attempts_limit to ${policy.attempts})`,
     );
   }
   const config: Record<string, unknown> = { methodConfig: [method] };

@@ -1,3 +1,4 @@
+import { status } from '@grpc/grpc-js';
 import { GRPCRoute } from '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1/GRPCRoute';
 import { HTTPRoute } from '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1/HTTPRoute';
 import { XBackendTrafficPolicy } from '@kubernetes-models/gateway-api/gateway.networking.x-k8s.io/v1alpha1/XBackendTrafficPolicy';
@@ -7,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { checkConfigText, type PrazoConfig } from '../../../src/config/load.js';
+import { echoClient, startEcho } from '../../../src/grpc/grpc.test-helpers.js';
 import { exportMesh, MESH_TARGETS, type MeshExport, type MeshTarget } from '../../../src/mesh/export.js';
 import { envoyProblems, gatewayDurationMs, linkerdDurationMs } from '../../../src/mesh/mesh.test-helpers.js';
 
@@ -472,6 +474,45 @@ describe('prazo export: numbers at the edges of the config (SPEC X10, C1-C3)', (
           ]);
         } else expect(docs).toEqual([]);
       }
+    }
+  });
+
+  it('Was a defect: ten attempts in a gRPC service config are said to be five to a gRPC client (its cap)', async () => {
+    // A real grpc-js client and server on loopback: the first 6 calls answer UNAVAILABLE.
+    const config = configOf({
+      name: 'ten',
+      p99Ms: 10,
+      attempts: 10,
+      defaultDeadlineMs: 5_000,
+      backoff: { baseMs: 1, capMs: 2 },
+    });
+    const result = exportMesh(config, { target: 'grpc' });
+    expect(result.notes).toContainEqual(expect.stringMatching(/^ten: maxAttempts 10 .* cap it at 5/));
+    let calls = 0;
+    const echo = await startEcho({
+      say(_call: unknown, callback: (e: { code: number } | null, v?: unknown) => void) {
+        calls += 1;
+        if (calls <= 6) callback({ code: status.UNAVAILABLE });
+        else callback(null, { text: 'ok', remainingMs: -1, deadlineEpochMs: 0 });
+      },
+    });
+    const call = (options: Record<string, unknown>) => {
+      const client = echoClient(echo.address, { 'grpc.service_config': result.files[0]!.text, ...options });
+      return new Promise<number | undefined>((resolve) =>
+        client.say({ text: 'x' }, (error) => {
+          client.close();
+          resolve(error?.code);
+        }),
+      ).finally(() => client.close());
+    };
+    try {
+      expect(await call({})).toBe(status.UNAVAILABLE); // 5 attempts, as the note says
+      expect(calls).toBe(5);
+      calls = 0;
+      expect(await call({ 'grpc-node.retry_max_attempts_limit': 10 })).toBeUndefined(); // the note's remedy
+      expect(calls).toBe(7);
+    } finally {
+      await echo.stop();
     }
   });
 });
