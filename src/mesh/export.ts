@@ -59,6 +59,17 @@ export function exportMesh(config: PrazoConfig, options: ExportOptions): MeshExp
     path: ['dependencies'],
     message: `no dependency named \`${name}\``,
   }));
+  // Asked for by name, a `mesh: false` dependency would otherwise leave an empty export and no word.
+  [...config.dependencies.values()].forEach((dependency, index) => {
+    const name = dependency.options.name;
+    if (dependency.mesh === false && wanted?.includes(name)) {
+      missing.push({
+        dependency: name,
+        path: ['dependencies', index, 'mesh'],
+        message: `\`${name}\` is \`mesh: false\` (not behind a proxy): there is nothing to export for it`,
+      });
+    }
+  });
   const relevant = problems.filter((p) => wanted === undefined || wanted.includes(p.dependency ?? ''));
   const blocking = [...missing, ...relevant];
   // What the target's cluster or proxy would refuse, or apply as something else (#24).

@@ -460,6 +460,20 @@ describe('prazo export: numbers at the edges of the config (SPEC X10, C1-C3)', (
     expect((docs.grpc[1] as Any).methodConfig[0].retryPolicy.maxAttempts).toBe(10);
   });
 
+  it('Was a defect: asking for a `mesh: false` dependency by name is refused at its key, not an empty export', () => {
+    const config = configOf({ name: 'a', p99Ms: 10 }, { name: 'db', p99Ms: 5, mesh: false });
+    for (const target of MESH_TARGETS) {
+      const result = exportMesh(config, { target, dependencies: ['db'] });
+      expect(result.files).toEqual([]);
+      expect(result.problems).toEqual([
+        expect.objectContaining({ dependency: 'db', path: ['dependencies', 1, 'mesh'] }),
+      ]);
+      // Asked for with others, or not asked for: nothing to say.
+      expect(exportMesh(config, { target, dependencies: ['a'] }).problems).toEqual([]);
+      expect(exportMesh(config, { target }).problems).toEqual([]);
+    }
+  });
+
   it('empty inputs: no dependency, or every one `mesh: false`, gives files that parse to nothing to apply', () => {
     for (const config of [fromText('dependencies: []\n'), configOf({ name: 'db', p99Ms: 5, mesh: false })]) {
       for (const target of MESH_TARGETS) {
