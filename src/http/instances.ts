@@ -1,4 +1,5 @@
-import type { LookupFunction } from 'node:net';
+import type { LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
 import { addressOrigin, DnsDiscovery } from '../balance/discovery.js';
 import type { EjectionSettings, EjectionVerdict } from '../balance/ejection.js';
 import {
@@ -11,7 +12,7 @@ import { QUANTILES } from '../calibrate/sources/types.js';
 import type { Clock } from '../clock/clock.js';
 import type { ExecutorPlan } from '../dependency/transport.js';
 import type { DependencyEvent } from '../dependency/types.js';
-import { NoInstanceError } from '../errors/capacity.js';
+import { discoveryError, NoInstanceError } from '../errors/capacity.js';
 import type { Dispatch } from './handler.js';
 
 /**
@@ -122,6 +123,12 @@ export class RouteInstances {
     const url = new URL(origin);
     this.host = url.host;
     this.hostname = url.hostname.replace(/^\[|\]$/g, '');
+    const failed = (error: Error): void => {
+      emit({ type: 'discovery-failed', dependency: name, hostname: this.hostname!, error });
+      if (this.set.size > 0) return; // the instances there were stay
+      this.#failure = new NoInstanceError({ dependency: name, hostname: this.hostname, cause: error });
+      this.#wake(this.#failure);
+    };
     this.#discovery = new DnsDiscovery({
       hostname: this.hostname,
       intervalMs: discovery.intervalMs,
@@ -129,15 +136,15 @@ export class RouteInstances {
       clock,
       lookup: discovery.lookup,
       onAddresses: (addresses) => {
+        const origins = instanceOrigins(url.protocol, addresses, url.port);
+        if (origins.length === 0) {
+          failed(discoveryError('ENODATA', `${this.hostname} resolves to no IP address`));
+          return;
+        }
         this.#failure = undefined;
-        this.#update(addresses.map((a) => addressOrigin(url.protocol, a, url.port)));
+        this.#update(origins);
       },
-      onError: (error) => {
-        emit({ type: 'discovery-failed', dependency: name, hostname: this.hostname!, error });
-        if (this.set.size > 0) return; // the instances there were stay
-        this.#failure = new NoInstanceError({ dependency: name, hostname: this.hostname, cause: error });
-        this.#wake(this.#failure);
-      },
+      onError: (error) => failed(error),
     });
     this.#discovery.start();
   }
@@ -209,6 +216,31 @@ export class RouteInstances {
     this.#waiting = [];
     for (const ready of waiting) ready(error);
   }
+}
+
+/**
+ * The instances a lookup's addresses are: each address's origin in one spelling (WHATWG URL's:
+ * `0:0:0:0:0:0:0:1`, `::0001` and `::1` are one `[::1]`; `::ffff:10.0.0.5` is `10.0.0.5`), each once.
+ * A custom `lookup` may answer anything. What is not an IP address (a name, `host:port`, an address a
+ * URL cannot carry such as a scoped `fe80::1%eth0`) is not an instance: its pool could not be made
+ * (undici's constructor throws, here inside discovery's callback, where nothing catches it), and
+ * the other addresses of the answer must still be taken. One server under several spellings is one
+ * instance: counted as several, a retry or a hedge "to another instance" goes back to it (SPEC X5).
+ */
+function instanceOrigins(protocol: string, addresses: readonly LookupAddress[], port: string): string[] {
+  const out = new Set<string>();
+  for (const given of addresses) {
+    // An IPv4-mapped IPv6 address (`::ffff:10.0.0.5`, a resolver's V4MAPPED answer) is that IPv4 host.
+    const address = given.address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+    const family = isIP(address);
+    if (family === 0) continue;
+    try {
+      out.add(new URL(addressOrigin(protocol, { address, family }, port)).origin);
+    } catch {
+      // Not an address a request can go to.
+    }
+  }
+  return [...out];
 }
 
 export type { Instance };
