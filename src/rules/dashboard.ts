@@ -17,6 +17,29 @@ export type { GrafanaDashboard } from './grafana.js';
 // biome-ignore lint/suspicious/noTemplateCurlyInString: a Grafana variable reference, literally.
 const DS = { type: 'prometheus', uid: '${datasource}' };
 
+/**
+ * A query's refId as Grafana's own editor names them: A to Z, then AA, AB… (a 27th target must not
+ * be `[`, nor a 60th a backtick: a panel of the fleet p99 has a target per dependency).
+ */
+function refId(index: number): string {
+  const letter = String.fromCharCode(65 + (index % 26));
+  return index < 26 ? letter : refId(Math.floor(index / 26) - 1) + letter;
+}
+
+/**
+ * A query as Grafana must send it. Grafana replaces `$name`, `${name}` and `[[name]]` anywhere in a
+ * query before sending it, string literals included, with no escape for them: a dependency named
+ * `pay$__range`, or a selector value `"[[dependency]]"`, would reach Prometheus rewritten. PromQL
+ * spells the same characters `\x24` and `\x5b` in a string, which Grafana leaves alone; the one
+ * literal meant for Grafana, the dependency matcher's `=~"$dependency"`, is kept (a dependency named
+ * `$dependency` is a `label_replace` argument or an `=` matcher, never after `=~`).
+ */
+function grafanaQuery(expr: string): string {
+  return expr.replace(/(=~)?"(?:[^"\\]|\\.)*"/g, (literal) =>
+    literal === '=~"$dependency"' ? literal : literal.replace(/\$/g, '\\x24').replace(/\[/g, '\\x5b'),
+  );
+}
+
 function panel(spec: PanelSpec, id: number, x: number, y: number): TimeseriesPanel {
   return {
     id,
@@ -34,9 +57,9 @@ function panel(spec: PanelSpec, id: number, x: number, y: number): TimeseriesPan
       tooltip: { mode: 'multi', sort: 'desc' },
     },
     targets: spec.targets.map((t, i) => ({
-      refId: String.fromCharCode(65 + i),
+      refId: refId(i),
       datasource: DS,
-      expr: t.expr,
+      expr: grafanaQuery(t.expr),
       legendFormat: t.legendFormat,
       range: true,
     })),

@@ -3,7 +3,7 @@ import type { FleetSeries } from '../calibrate/fleet.js';
 import { CALIBRATE_TIMEOUT_OPTIONS, PROMETHEUS_SERIES_OPTIONS } from '../calibrate/options.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
-import { latencySeries, NAMING_SCHEMES, type NamingScheme } from './names.js';
+import { latencySeries, NAMING_SCHEMES, type NamingScheme, PRINTABLE_NAME } from './names.js';
 
 /**
  * What the generators need from `prazo.config.yaml`: the dependencies with their retry budget, and
@@ -12,14 +12,14 @@ import { latencySeries, NAMING_SCHEMES, type NamingScheme } from './names.js';
  */
 
 const names = option.matching<readonly string[]>(
-  'a non-empty list of component names',
-  (v) => Array.isArray(v) && v.length > 0 && v.every((c) => typeof c === 'string' && c.length > 0),
+  `a non-empty list of component names, each ${PRINTABLE_NAME.describe}`,
+  (v) => Array.isArray(v) && v.length > 0 && v.every(PRINTABLE_NAME.test),
 );
 
 /** One dependency the rules watch: its retry budget (the budget's own declarations), attempts, hedging. */
 export const RULES_DEPENDENCY = defineOptions({
-  /** The dependency's name, as in its metrics. Required. */
-  name: option.string({ required: true }),
+  /** The dependency's name, as in its metrics. Required; printable, 1 to 200 characters. */
+  name: option.string({ required: true, pattern: PRINTABLE_NAME }),
   /** The retry budget's ratio: extra attempts allowed per original request. Default 0.1; [0, 10]. */
   maxRatio: RETRY_BUDGET_OPTIONS.specs.maxRatio,
   /** The budget's floor, extra attempts per second. Default 3; [0, 1000000]. */
@@ -56,8 +56,8 @@ export type RulesDependency = OptionsOf<typeof RULES_DEPENDENCY>;
 
 /** One endpoint and the components (slices) of its latency budget (SPEC B1). */
 export const RULES_ENDPOINT = defineOptions({
-  /** The endpoint, e.g. `POST /pedidos`. Required. */
-  name: option.string({ required: true }),
+  /** The endpoint, e.g. `POST /pedidos`. Required; printable, 1 to 200 characters. */
+  name: option.string({ required: true, pattern: PRINTABLE_NAME }),
   /** Names of the components (slices) of the endpoint's latency budget. Required, non-empty. */
   components: option.required(names),
 });
@@ -107,9 +107,10 @@ export interface ResolvedInput {
   readonly naming: NamingScheme;
 }
 
-function unique(v: OptionsValidator, what: string, names: readonly string[]): void {
+function unique(v: OptionsValidator, what: string, names: readonly (string | undefined)[]): void {
   const seen = new Set<string>();
   for (const n of names) {
+    if (n === undefined) continue; // a missing or invalid name, already reported
     if (seen.has(n)) v.problem(`${what} ${JSON.stringify(n)} appears twice`);
     seen.add(n);
   }

@@ -29,6 +29,37 @@ const UNIT_WORDS: Readonly<Record<string, string>> = Object.freeze({
   '1': '',
 });
 
+/**
+ * Characters a name from the config cannot carry into a rule file: control characters (Go's YAML
+ * reader refuses DEL and C1 raw, and the `yaml` writer leaves them raw even in quotes; a tab or a line
+ * break in a name is a typo, not a dependency),
+ * U+2028/U+2029 and NEL (line breaks to Go's YAML reader, which would split a plain scalar), the BOM
+ * and U+FFFE/U+FFFF (not printable to it), and unpaired surrogates (no UTF-8 spelling at all: YAML's
+ * `\ud800` escape and PromQL's are both refused).
+ */
+export const UNPRINTABLE = /[\p{Cc}\p{Cs}\u2028\u2029\ufeff\ufffe\uffff]/u;
+
+/** The longest dependency, endpoint or component name the generators take. */
+export const MAX_NAME_LENGTH = 200;
+
+/** A name that becomes a label value, a PromQL string and YAML text: printable, 1 to 200 characters. */
+export const PRINTABLE_NAME = Object.freeze({
+  describe: `printable text of 1 to ${MAX_NAME_LENGTH} characters (no control characters, line breaks, byte-order mark or unpaired surrogates: a rule file cannot carry them)`,
+  test: (v: unknown): boolean =>
+    typeof v === 'string' && v.length > 0 && v.length <= MAX_NAME_LENGTH && !UNPRINTABLE.test(v),
+});
+
+/**
+ * Text from the config as it is written into a rule's labels and annotations, which Prometheus expands
+ * as Go templates: a `{{` in a name would open an action (`a{{b` fails to load; a dependency named
+ * `{{ $value }}` would be labelled with the alert's value). Each `{` of a run of two or more is written
+ * as the action `{{ "{" }}`, which prints it, so the expanded text is the name as given; a lone `{`
+ * (`GET /items/{id}`) is plain text to the template and stays as it reads.
+ */
+export function templateText(text: string): string {
+  return text.replace(/\{\{+/g, (run) => '{{ "{" }}'.repeat(run.length));
+}
+
 /** An attribute name as a Prometheus label name. */
 export function labelName(attribute: string): string {
   return attribute.replace(/[^a-zA-Z0-9_]/g, '_').replace(/_{2,}/g, '_');

@@ -146,10 +146,13 @@ export function dashboardRows(input: ResolvedInput): RowSpec[] {
   const N = familyNames(input.naming);
   const byDep = (extra: string[] = []) => [L.dep, ...extra];
   // One flat line per dependency at its budget's ratio, from the config: the alert's own threshold.
+  // The name is label_replace's replacement, where `$1`/`${x}` are capture groups: `$$` writes a `$`.
+  const labelled = (expr: string, name: string): string =>
+    `label_replace(${expr}, ${quote(L.dep)}, ${quote(name.replace(/\$/g, () => '$$'))}, "", "")`;
   const budgetLines = input.dependencies
     .filter((d) => d.maxRatio > 0)
     .map((d) => ({
-      expr: `label_replace(vector(${num(d.maxRatio)}), ${quote(L.dep)}, ${quote(d.name)}, "", "")`,
+      expr: labelled(`vector(${num(d.maxRatio)})`, d.name),
       legendFormat: `budget {{${L.dep}}}`,
     }));
   const attempts = sumBy(byDep(), rate(N.attempts, [dep], W));
@@ -213,7 +216,7 @@ export function dashboardRows(input: ResolvedInput): RowSpec[] {
           { expr: selector(N.latencyP99, [dep]), legendFormat: `p99 {{${L.dep}}} {{instance}}` },
           // The fleet's p99 (every instance's buckets), the number the timeout alert judges (SPEC X8).
           ...input.dependencies.map((d) => ({
-            expr: `label_replace(${fleetP99Seconds(d, W)}, ${quote(L.dep)}, ${quote(d.name)}, "", "")`,
+            expr: labelled(fleetP99Seconds(d, W), d.name),
             legendFormat: `fleet p99 {{${L.dep}}}`,
           })),
         ],

@@ -12,7 +12,7 @@ import {
 import { ATTR, CALIBRATED_PHASES } from '../otel/constants.js';
 import { ALERTS, RULE_DEFAULTS as R } from './constants.js';
 import type { ResolvedDependency } from './input.js';
-import { familyNames, labelName, type NamingScheme } from './names.js';
+import { familyNames, labelName, type NamingScheme, templateText } from './names.js';
 import type { AlertRule } from './types.js';
 
 /**
@@ -56,7 +56,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
   const N = familyNames(naming);
   const d: Matcher = [L.dependency, '=', dep.name];
   // The dependency as a rule label too: the same alert name per dependency stays a distinct rule.
-  const own = { [L.dependency]: dep.name };
+  // Labels and annotations are Go templates to Prometheus: the name goes in as text that prints itself.
+  const name = templateText(dep.name);
+  const own = { [L.dependency]: name };
   const rules: AlertRule[] = [];
   const hedges = dep.hedging ? ' Hedges spend the same budget (SPEC H3): check the hedge panel too.' : '';
 
@@ -73,9 +75,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       for: R.warnFor,
       labels: { severity: 'warning', ...own },
       annotations: {
-        summary: `Retries to ${dep.name} are above ${pct(warn)} of original requests`,
-        description: `The retry ratio of ${dep.name} is {{ $value | humanizePercentage }} (budget ${pct(dep.maxRatio)}). Retries are masking a degradation: the error rate follows in about a minute (SPEC R7).${hedges}`,
-        runbook: `Look at ${dep.name}'s timeouts by phase and error rate now, before users see failures; if it is degrading, shed load or fail over before the budget runs out.`,
+        summary: `Retries to ${name} are above ${pct(warn)} of original requests`,
+        description: `The retry ratio of ${name} is {{ $value | humanizePercentage }} (budget ${pct(dep.maxRatio)}). Retries are masking a degradation: the error rate follows in about a minute (SPEC R7).${hedges}`,
+        runbook: `Look at ${name}'s timeouts by phase and error rate now, before users see failures; if it is degrading, shed load or fail over before the budget runs out.`,
       },
     });
     const exhausted = dep.maxRatio * R.exhaustedFraction;
@@ -85,9 +87,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       for: R.exhaustedFor,
       labels: { severity: 'critical', ...own },
       annotations: {
-        summary: `The retry budget of ${dep.name} is spent (ratio at its ${pct(dep.maxRatio)} cap)`,
-        description: `The retry ratio of ${dep.name} is {{ $value | humanizePercentage }}, at the budget's cap: further failures are no longer retried and reach callers as errors, by design (SPEC R1).${hedges}`,
-        runbook: `Treat ${dep.name} as down: check its health and its own dependencies; do not raise the budget ratio, that only multiplies load on a failing service.`,
+        summary: `The retry budget of ${name} is spent (ratio at its ${pct(dep.maxRatio)} cap)`,
+        description: `The retry ratio of ${name} is {{ $value | humanizePercentage }}, at the budget's cap: further failures are no longer retried and reach callers as errors, by design (SPEC R1).${hedges}`,
+        runbook: `Treat ${name} as down: check its health and its own dependencies; do not raise the budget ratio, that only multiplies load on a failing service.`,
       },
     });
   }
@@ -102,9 +104,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       for: R.refusalsFor,
       labels: { severity: 'warning', ...own },
       annotations: {
-        summary: `The retry budget of ${dep.name} is refusing more and more extra attempts`,
-        description: `{{ $value | humanize }} refusals/s for ${dep.name}, over ${num(R.refusalsClimbFactor)}× its hourly rate: failures now exceed what the budget retries (SPEC R1, H3).`,
-        runbook: `Check ${dep.name}'s error rate and timeouts by phase; refusals are the budget protecting it, so fix the cause rather than the budget.`,
+        summary: `The retry budget of ${name} is refusing more and more extra attempts`,
+        description: `{{ $value | humanize }} refusals/s for ${name}, over ${num(R.refusalsClimbFactor)}× its hourly rate: failures now exceed what the budget retries (SPEC R1, H3).`,
+        runbook: `Check ${name}'s error rate and timeouts by phase; refusals are the budget protecting it, so fix the cause rather than the budget.`,
       },
     });
 
@@ -115,9 +117,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
     for: R.timeoutFor,
     labels: { severity: 'warning', ...own },
     annotations: {
-      summary: `The response timeout of ${dep.name} is below (or within ${pct(R.timeoutHeadroom - 1)} of) its fleet p99`,
-      description: `Configured response timeout {{ $value | humanizeDuration }} for ${dep.name} no longer clears the p99 of ${dep.series.metric} summed over the fleet: healthy calls are being cut (SPEC C5, V1, X8).`,
-      runbook: `Recalibrate ${dep.name} from the fleet's healthy windows (prazo calibrate --prometheus URL --write), or find why its p99 grew (deploy, volume, a missing index).`,
+      summary: `The response timeout of ${name} is below (or within ${pct(R.timeoutHeadroom - 1)} of) its fleet p99`,
+      description: `Configured response timeout {{ $value | humanizeDuration }} for ${name} no longer clears the p99 of ${dep.series.metric} summed over the fleet: healthy calls are being cut (SPEC C5, V1, X8).`,
+      runbook: `Recalibrate ${name} from the fleet's healthy windows (prazo calibrate --prometheus URL --write), or find why its p99 grew (deploy, volume, a missing index).`,
     },
   });
 
@@ -136,9 +138,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
     for: R.abandonmentFor,
     labels: { severity: 'warning', ...own },
     annotations: {
-      summary: `Over ${pct(R.abandonmentRatio)} of attempts to a healthy ${dep.name} end in a timeout`,
-      description: `{{ $value | humanizePercentage }} of attempts to ${dep.name} hit the response/body timeout while its error rate is low: the timeout is too tight (SPEC C5).`,
-      runbook: `Compare ${dep.name}'s configured timeout with its p99 panel and recalibrate; if p99 is stable and low, look for a few slow instances instead.`,
+      summary: `Over ${pct(R.abandonmentRatio)} of attempts to a healthy ${name} end in a timeout`,
+      description: `{{ $value | humanizePercentage }} of attempts to ${name} hit the response/body timeout while its error rate is low: the timeout is too tight (SPEC C5).`,
+      runbook: `Compare ${name}'s configured timeout with its p99 panel and recalibrate; if p99 is stable and low, look for a few slow instances instead.`,
     },
   });
 
@@ -150,8 +152,8 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
     for: R.instanceFor,
     labels: { severity: 'warning', ...own },
     annotations: {
-      summary: `An instance of ${dep.name} keeps being ejected`,
-      description: `{{ $labels.prazo_instance }} of ${dep.name} was ejected {{ $value | humanize }} times in ${R.instanceWindow}: it fails again after each return on probation. Callers are kept off it (SPEC X5), at the cost of the capacity it should give.`,
+      summary: `An instance of ${name} keeps being ejected`,
+      description: `{{ $labels.prazo_instance }} of ${name} was ejected {{ $value | humanize }} times in ${R.instanceWindow}: it fails again after each return on probation. Callers are kept off it (SPEC X5), at the cost of the capacity it should give.`,
       runbook: `Look at {{ $labels.prazo_instance }} itself (its logs, its host, its own dependencies) and replace or drain it; the Load per instance panel shows how little traffic it gets now.`,
     },
   });
@@ -165,9 +167,9 @@ export function dependencyRules(dep: ResolvedDependency, naming: NamingScheme): 
       for: R.throttledFor,
       labels: { severity: 'warning', ...own },
       annotations: {
-        summary: `Over ${pct(R.throttledShare)} of calls to ${dep.name} are refused by its adaptive throttle`,
-        description: `{{ $value | humanizePercentage }} of calls to ${dep.name} failed at once with THROTTLED over ${R.rateWindow}: most attempts it was sent were not accepted (timeouts, connect failures, 5xx), so the client sends only a share of calls and fails the rest without touching a socket (docs/throttling.md, SPEC V2).`,
-        runbook: `Treat ${dep.name} as down or browning out: check its health, errors and timeouts by phase; the throttle lets calls through again by itself within about two seconds of its recovery, so do not switch it off.`,
+        summary: `Over ${pct(R.throttledShare)} of calls to ${name} are refused by its adaptive throttle`,
+        description: `{{ $value | humanizePercentage }} of calls to ${name} failed at once with THROTTLED over ${R.rateWindow}: most attempts it was sent were not accepted (timeouts, connect failures, 5xx), so the client sends only a share of calls and fails the rest without touching a socket (docs/throttling.md, SPEC V2).`,
+        runbook: `Treat ${name} as down or browning out: check its health, errors and timeouts by phase; the throttle lets calls through again by itself within about two seconds of its recovery, so do not switch it off.`,
       },
     });
   }

@@ -1,5 +1,7 @@
 import { type CalibrateTimeoutInput, calibrateTimeout } from '../calibrate/timeout.js';
 import { isInvalidOptions } from '../errors/guards.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import { budgetShapeProblem } from './parse.js';
 import type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget } from './types.js';
 
 /**
@@ -39,6 +41,18 @@ export function deriveTimeouts(
   /** Dependencies declared but invalid (their own errors are reported elsewhere): not derived, not "unknown". */
   invalid: ReadonlySet<string> = new Set(),
 ): DerivedTimeouts {
+  const wrong = [
+    budgetShapeProblem(budget),
+    typeof (dependencies as Partial<ReadonlyMap<string, unknown>>)?.get === 'function'
+      ? undefined
+      : 'must be a Map of dependency name to its profile',
+    typeof (invalid as Partial<ReadonlySet<string>>)?.has === 'function'
+      ? undefined
+      : 'must be a Set of dependency names',
+  ];
+  const named = ['budget', 'dependencies', 'invalid'];
+  const shape = wrong.flatMap((p, i) => (p === undefined ? [] : [`${named[i]} ${p}`]));
+  if (shape.length > 0) throw new InvalidOptionsError('deriveTimeouts', shape);
   const problems: BudgetProblem[] = [];
   const components = budget.components.map((c, i) => {
     const path = [...at, 'components', i];

@@ -1,6 +1,7 @@
 import { systemClock } from '../clock/system.js';
 import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { readOptions } from '../options/validator.js';
+import { budgetShapeProblem } from './parse.js';
 import type { LatencyBudget } from './types.js';
 
 /**
@@ -9,12 +10,15 @@ import type { LatencyBudget } from './types.js';
  * window is a ring of 10 buckets advanced lazily on the clock (no timer), so an observation is O(1).
  */
 
-const isBudget = (value: unknown): value is LatencyBudget =>
-  value !== null && typeof value === 'object' && Array.isArray((value as LatencyBudget).components);
-
-/** A parsed latency budget (`parseBudget(...).budget`), the one option both runners require. */
+/**
+ * A parsed latency budget (`parseBudget(...).budget`), the one option both runners require: checked
+ * whole, since a hand-built one with a NaN slice would run with a NaN deadline and never overrun.
+ */
 export const BUDGET_OPTION = option.required(
-  option.value<LatencyBudget>('a parsed LatencyBudget (from parseBudget)', isBudget),
+  option.value<LatencyBudget>(
+    'a parsed LatencyBudget (from parseBudget: endpoint, totalSloMs, components of distinct name, kind, sliceMs)',
+    (value) => budgetShapeProblem(value) === undefined,
+  ),
 );
 
 /** Options of {@link createOverrunTracker}, declared once. */
@@ -101,6 +105,11 @@ export function createOverrunTracker(options: OverrunTrackerOptions): OverrunTra
     });
   };
 
+  const report = (): ComponentOverrun[] => {
+    advance();
+    return components.map((_, i) => entry(i));
+  };
+
   return {
     observe(component, elapsedMs) {
       const i = index.get(component);
@@ -115,16 +124,21 @@ export function createOverrunTracker(options: OverrunTrackerOptions): OverrunTra
         totalOverruns[i]! += 1;
       }
       const alarm = isAlarm(i);
-      if (alarm && !alarmed[i]) onAlarm?.(entry(i));
+      const entering = alarm && !alarmed[i];
       alarmed[i] = alarm;
+      // Once per entry, and never into the caller: the slice runner observes in a `finally`, where a
+      // throw would replace the component's own result.
+      if (entering && onAlarm !== undefined) {
+        try {
+          onAlarm(entry(i));
+        } catch (error) {
+          process.emitWarning(`prazo overrun tracker: onAlarm threw: ${String(error)}`, 'PrazoWarning');
+        }
+      }
       return over;
     },
-    report() {
-      advance();
-      return components.map((_, i) => entry(i));
-    },
-    alarms() {
-      return this.report().filter((e) => e.alarm);
-    },
+    report,
+    // Not `this.report()`: a method taken off the tracker (`const { alarms } = tracker`) still works.
+    alarms: () => report().filter((e) => e.alarm),
   };
 }

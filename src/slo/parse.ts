@@ -47,6 +47,43 @@ function unknownKeys(
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A duration of the budget (the SLO or a slice), in ms: finite, in (0, maxTotalSloMs]. */
+const validMs = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= LATENCY_BUDGET_LIMITS.maxTotalSloMs;
+
+const validName = (v: unknown): v is string =>
+  typeof v === 'string' && v.trim() !== '' && v.length <= LATENCY_BUDGET_LIMITS.maxNameLength;
+
+/**
+ * Why `value` is not a budget `parseBudget` could have returned, or undefined when it is one. The
+ * functions that take a parsed budget (`validateBudget`, `deriveTimeouts`, the runners) check it
+ * first: a hand-built budget with a NaN slice would otherwise pass validation (NaN compares false)
+ * and run with a NaN deadline, and a wrong shape would fail as a TypeError deep inside.
+ */
+export function budgetShapeProblem(value: unknown): string | undefined {
+  if (!isRecord(value)) return 'must be a parsed LatencyBudget (from parseBudget)';
+  if (!validName(value.endpoint)) return '`endpoint` must be a non-empty string';
+  if (!validMs(value.totalSloMs))
+    return `\`totalSloMs\` must be a number of ms in (0, ${LATENCY_BUDGET_LIMITS.maxTotalSloMs}]`;
+  const list = value.components;
+  if (!Array.isArray(list) || list.length === 0 || list.length > LATENCY_BUDGET_LIMITS.maxComponents)
+    return `\`components\` must be a list of 1 to ${LATENCY_BUDGET_LIMITS.maxComponents} slices`;
+  const seen = new Set<string>();
+  for (const [i, c] of list.entries()) {
+    const at = `\`components[${i}]\``;
+    if (!isRecord(c)) return `${at} must be { name, kind, sliceMs }`;
+    if (!validName(c.name)) return `${at}.name must be a non-empty string`;
+    if (seen.has(c.name)) return `${at}.name ${JSON.stringify(c.name)} appears twice`;
+    seen.add(c.name);
+    if (c.kind !== 'remote' && c.kind !== 'local') return `${at}.kind must be remote or local`;
+    if (!validMs(c.sliceMs))
+      return `${at}.sliceMs must be a number of ms in (0, ${LATENCY_BUDGET_LIMITS.maxTotalSloMs}]`;
+    if (c.dependency !== undefined && (typeof c.dependency !== 'string' || c.dependency === ''))
+      return `${at}.dependency must name a configured dependency`;
+  }
+  return undefined;
+}
+
 /** First of the spellings present in `o`, with its key. */
 function field(o: Record<string, unknown>, ...names: string[]): [string, unknown] {
   for (const n of names) if (Object.hasOwn(o, n)) return [n, o[n]];
@@ -75,9 +112,7 @@ export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
     error([...at, endpointKey], `\`${endpointKey}\` must be a non-empty string (e.g. "POST /pedidos")`);
   }
   const [sloKey, slo] = field(raw, 'total_slo_ms', 'totalSloMs');
-  const sloOk =
-    typeof slo === 'number' && Number.isFinite(slo) && slo > 0 && slo <= LATENCY_BUDGET_LIMITS.maxTotalSloMs;
-  if (!sloOk)
+  if (!validMs(slo))
     error(
       [...at, sloKey],
       `\`${sloKey}\` must be a number of ms in (0, ${LATENCY_BUDGET_LIMITS.maxTotalSloMs}]`,
@@ -128,6 +163,12 @@ function parseComponent(item: unknown, path: Path, problems: BudgetProblem[]): B
   const [sliceKey, slice] = field(item, 'slice_ms', 'sliceMs');
   if (!(typeof slice === 'number' && Number.isFinite(slice) && slice > 0)) {
     error([...path, sliceKey], `\`${sliceKey}\` must be a number of ms > 0`);
+  } else if (!validMs(slice)) {
+    // Bounded like the SLO it is a part of: slices of 1e308 ms would add up to Infinity.
+    error(
+      [...path, sliceKey],
+      `\`${sliceKey}\` must be at most ${LATENCY_BUDGET_LIMITS.maxTotalSloMs} ms (the longest SLO)`,
+    );
   }
   const dependency = item.dependency;
   if (dependency !== undefined && (typeof dependency !== 'string' || dependency === '')) {

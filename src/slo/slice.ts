@@ -48,6 +48,11 @@ export function createSliceRunner(options: SliceRunnerOptions): SliceRunner {
     sliceMs: (component) => slices.get(component),
     async run<T>(component: string, fn: () => Promise<T> | T): Promise<T> {
       const slice = slices.get(component);
+      if (typeof fn !== 'function') {
+        throw new InvalidOptionsError('SliceRunner.run', [
+          `the work of \`${String(component)}\` must be a function, got ${typeof fn}`,
+        ]);
+      }
       if (slice === undefined) {
         const problem = `latency budget of ${budget.endpoint} has no component \`${component}\`${didYouMean(String(component), slices.keys())}`;
         throw new InvalidOptionsError('SliceRunner.run', [problem]);
