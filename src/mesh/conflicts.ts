@@ -58,8 +58,15 @@ function routing(policy: MeshPolicy, target: RoutedTarget): 'path' | 'pathless' 
   return 'path'; // Istio and Envoy route gRPC by its path prefix too
 }
 
-/** The problems `target` would have with these policies (those selected for export). */
-export function targetProblems(policies: readonly MeshPolicy[], target: RoutedTarget): MeshProblem[] {
+/**
+ * The problems `target` would have with these policies (those selected for export). `gateway`: the
+ * Gateway the HTTPRoutes attach to (`mesh.gateway`), when they do not attach to their Services.
+ */
+export function targetProblems(
+  policies: readonly MeshPolicy[],
+  target: RoutedTarget,
+  gateway?: string,
+): MeshProblem[] {
   const problems: MeshProblem[] = [];
   const at = (p: MeshPolicy, ...key: string[]) => ['dependencies', p.index, ...key];
   if (target === 'gateway-api' || target === 'linkerd') {
@@ -111,6 +118,38 @@ export function targetProblems(policies: readonly MeshPolicy[], target: RoutedTa
           message: `\`${pathless.dependency}\` and \`${p.dependency}\` are both gRPC on ${service}: Linkerd's GRPCRoute annotations hold for every method of the Service, so only one policy can apply; export them separately (--dependency), or \`mesh: false\` to one`,
         });
       }
+    }
+  }
+  if (target === 'gateway-api' && gateway !== undefined)
+    problems.push(...sharedGatewayProblems(policies, gateway));
+  return problems;
+}
+
+/**
+ * HTTPRoutes attached to one Gateway (`mesh.gateway`) carry no hostnames, so each matches every host
+ * the Gateway serves: two Services' routes with one path match the same calls, and the Gateway sends
+ * them all to the older route's Service (GEP-1742's tie-break across routes). The other dependency's
+ * calls would reach the wrong backend, silently. Within one Service the check above already holds.
+ */
+function sharedGatewayProblems(policies: readonly MeshPolicy[], gateway: string): MeshProblem[] {
+  const routed = policies.filter((p) => routing(p, 'gateway-api') === 'path');
+  const problems: MeshProblem[] = [];
+  for (const [i, p] of routed.entries()) {
+    const path = matchedPath(p.placement.path, 'gateway-api');
+    const other = routed
+      .slice(0, i)
+      .find(
+        (q) =>
+          `${q.placement.namespace}/${q.placement.service}` !==
+            `${p.placement.namespace}/${p.placement.service}` &&
+          matchedPath(q.placement.path, 'gateway-api') === path,
+      );
+    if (other !== undefined) {
+      problems.push({
+        dependency: p.dependency,
+        path: ['dependencies', p.index, 'mesh'],
+        message: `\`${other.dependency}\` (Service \`${other.placement.service}\`) and \`${p.dependency}\` (Service \`${p.placement.service}\`) both route path \`${p.placement.path}\` through Gateway \`${gateway}\`: a route attached to a Gateway matches every host it serves, so the Gateway would send both dependencies' calls to one Service; give each its own \`mesh.path\``,
+      });
     }
   }
   return problems;

@@ -367,6 +367,52 @@ describe('prazo export: objects, domains and files one name apart (SPEC X10, #24
     exportEverywhere(distinct);
   });
 
+  it('Was a defect: through one Gateway (mesh.gateway), two Services on one path are refused, not misrouted', () => {
+    // The HTTPRoutes carry no hostnames: both matched `/api` for every host of the Gateway, and the
+    // older route's Service took the other's calls.
+    const config = fromText(
+      JSON.stringify({
+        mesh: { gateway: { name: 'edge', namespace: 'infra' } },
+        dependencies: [
+          { name: 'a', p99Ms: 10, mesh: { service: 'orders', path: '/api' } },
+          { name: 'b', p99Ms: 10, mesh: { service: 'stock', path: '/api/' } },
+          { name: 'c', p99Ms: 10, mesh: { service: 'users', path: '/users' } },
+        ],
+      }),
+    );
+    const result = exportMesh(config, { target: 'gateway-api' });
+    expect(result.files).toEqual([]);
+    expect(result.problems).toEqual([
+      expect.objectContaining({
+        dependency: 'b',
+        path: ['dependencies', 1, 'mesh'],
+        message: expect.stringContaining('through Gateway `edge`'),
+      }),
+    ]);
+    // Attached to their Services (GAMMA), or for the other targets, the same paths are fine.
+    const gamma = configOf(
+      { name: 'a', p99Ms: 10, mesh: { service: 'orders', path: '/api' } },
+      { name: 'b', p99Ms: 10, mesh: { service: 'stock', path: '/api' } },
+    );
+    expect(exportMesh(gamma, { target: 'gateway-api' }).problems).toEqual([]);
+    for (const target of ['istio', 'linkerd', 'envoy'] as const)
+      expect(exportMesh(config, { target }).problems).toEqual([]);
+    // Distinct paths through the Gateway: written, and each route parented to it.
+    const distinct = fromText(
+      JSON.stringify({
+        mesh: { gateway: { name: 'edge' } },
+        dependencies: [
+          { name: 'a', p99Ms: 10, mesh: { service: 'orders', path: '/orders' } },
+          { name: 'b', p99Ms: 10, mesh: { service: 'stock', path: '/stock' } },
+        ],
+      }),
+    );
+    const routes = exportEverywhere(distinct, ['gateway-api'])['gateway-api'].filter(
+      (d) => d.kind === 'HTTPRoute',
+    ) as Any[];
+    expect(routes.map((r) => r.spec.parentRefs)).toEqual([[{ name: 'edge' }], [{ name: 'edge' }]]);
+  });
+
   it('Was a defect: gRPC service configs of `A` and `a` are two files on a case-insensitive file system', () => {
     const config = configOf(
       { name: 'A', p99Ms: 10, mesh: { service: 'x' } },
