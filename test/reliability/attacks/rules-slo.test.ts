@@ -72,6 +72,9 @@ const bare = (file: RuleFile): RuleFile => ({
  * the generator may use around a name: `{{ "{" }}` prints `{`; any other `{{` is an action.
  */
 const expandedText = (text: string): string => text.replaceAll('{{ "{" }}', '{');
+/** What Grafana sends for a panel query: its variables replaced (all dependencies, a 1m rate window). */
+const grafana = (expr: string): string =>
+  expr.replaceAll('$__rate_interval', '1m').replaceAll('=~"$dependency"', '=~".*"');
 const allRules = (file: RuleFile) => file.groups.flatMap((g) => g.rules);
 
 const thrown = (f: () => unknown): unknown => {
@@ -117,6 +120,20 @@ const HOSTILE = [
   '>fold',
   "'",
   '"',
+  // YAML 1.1 words and numbers (Go's reader knows some): a label value must stay the text it is
+  'yes',
+  'No',
+  'on',
+  'y',
+  '=',
+  '<<',
+  '1:20',
+  '0o17',
+  '0b101',
+  '1_000',
+  '.inf',
+  '.NaN',
+  '2001-12-14',
   ' lead and trail ',
   'null',
   'true',
@@ -208,7 +225,7 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
     }
   });
 
-  it('refuses what is not input, every problem together: duplicates, empty names, wrong types, unknown keys', () => {
+  it('Was a defect (an invalid name was reported again as `dependency undefined appears twice`): refuses what is not input, every problem together', () => {
     const error = thrown(() =>
       generateAlertRules({
         dependencies: [
@@ -358,33 +375,58 @@ describe.skipIf(!promtool)(
           },
         ],
       };
-      writeFileSync(join(dir, 'hostile-tests.yaml'), stringify(tests, { lineWidth: 0 }));
+      // as JSON (YAML too): the expected labels are quoted strings, never read as another type
+      writeFileSync(join(dir, 'hostile-tests.yaml'), JSON.stringify(tests));
       expect(run(['test', 'rules', 'hostile-tests.yaml'])).toContain('SUCCESS');
     });
 
-    it('Was a defect: the dashboard’s `\\x24`/`\\x5b` spellings read back as `$` and `[` (a budget line per hostile name)', () => {
+    it('Was a defect: the dashboard’s queries read every hostile name back (label_replace took `$x` for a capture group)', () => {
+      // A budget line per dependency: label_replace's replacement expands `$1`/`${x}`, so `pay$__range`
+      // was labelled `pay`. And the slice-overrun panel's endpoint regex matches each endpoint exactly.
       const dashboard = generateDashboard(input);
-      const retry = dashboard.panels.find((p) => p.title === 'Retry ratio (extra attempts / originals)');
-      const lines = retry !== undefined && 'targets' in retry ? retry.targets.slice(1) : [];
+      const targets = (title: string) => {
+        const panel = dashboard.panels.find((p) => p.title === title);
+        return panel !== undefined && 'targets' in panel ? panel.targets : [];
+      };
+      const lines = targets('Retry ratio (extra attempts / originals)').slice(1);
       const withRatio = input.dependencies.filter((d) => d.maxRatio! > 0);
       expect(lines).toHaveLength(withRatio.length);
+      const [overrun] = targets('Slice overrun rate by component');
+      const endpoint = (name: string) => ({ prazo_endpoint: name, prazo_component: 'b' });
+      const seriesText = (metric: string, labels: Record<string, string>) =>
+        `${metric}{${Object.entries(labels)
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+          .join(',')}}`;
       const tests = {
         evaluation_interval: '1m',
         tests: [
           {
             interval: '1m',
-            input_series: [],
-            promql_expr_test: lines.map((t, i) => ({
-              expr: t.expr,
-              eval_time: '1m',
-              exp_samples: [
-                { labels: `{prazo_dependency=${JSON.stringify(withRatio[i]!.name)}}`, value: 0.1 },
-              ],
-            })),
+            input_series: HOSTILE.flatMap((name) => [
+              {
+                series: seriesText('prazo_endpoint_slice_observations_total', endpoint(name)),
+                values: '0+60x10',
+              },
+              { series: seriesText('prazo_endpoint_slice_overruns_total', endpoint(name)), values: '0+6x10' },
+            ]),
+            promql_expr_test: [
+              ...lines.map((t, i) => ({
+                expr: grafana(t.expr),
+                eval_time: '1m',
+                exp_samples: [
+                  { labels: seriesText('', { prazo_dependency: withRatio[i]!.name }), value: 0.1 },
+                ],
+              })),
+              {
+                expr: grafana(overrun!.expr),
+                eval_time: '8m',
+                exp_samples: HOSTILE.map((name) => ({ labels: seriesText('', endpoint(name)), value: 0.1 })),
+              },
+            ],
           },
         ],
       };
-      writeFileSync(join(dir, 'dashboard-tests.yaml'), stringify(tests, { lineWidth: 0 }));
+      writeFileSync(join(dir, 'dashboard-tests.yaml'), JSON.stringify(tests));
       expect(run(['test', 'rules', 'dashboard-tests.yaml'])).toContain('SUCCESS');
     });
   },
