@@ -1,7 +1,7 @@
 import type { LatencySnapshot } from '../latency/types.js';
 import { readOptions } from '../options/validator.js';
 import { type DriftResult, judge } from './drift.js';
-import { DRIFT_MONITOR_OPTIONS, type DriftMonitorOptions } from './options.js';
+import { checkWindow, DRIFT_MONITOR_OPTIONS, type DriftMonitorOptions } from './options.js';
 
 export type { DriftMonitorOptions } from './options.js';
 
@@ -27,6 +27,7 @@ export function createDriftMonitor(options: DriftMonitorOptions): DriftMonitor {
   let judged: DriftResult | undefined; // the last verdict with enough data: what a change is measured from
   return {
     observe(window) {
+      checkWindow('DriftMonitor.observe', window);
       const result = judge(timeoutMs, window, previousP99, thresholds);
       latest = result;
       if (result.status === 'insufficient-data') return result;

@@ -7,6 +7,7 @@ import {
   type DriftResult,
   type DriftStatus,
   type DriftThresholds,
+  measuredP99,
   type WindowStats,
 } from './options.js';
 import { slackedTimeoutMs } from './timeout.js';
@@ -58,7 +59,7 @@ export function judge(
   const count = Number.isFinite(window.count) && window.count > 0 ? window.count : 0;
   const timeouts = Number.isFinite(window.timeouts) && window.timeouts > 0 ? window.timeouts : 0;
   const abandonRate = count > 0 ? Math.min(1, timeouts / count) : 0;
-  const p99Ms = window.p99 !== undefined && Number.isFinite(window.p99) ? window.p99 : undefined;
+  const p99Ms = measuredP99(window.p99);
   const result = (status: DriftStatus, reason: string): DriftResult => {
     const suggest =
       (status === 'too-tight' || status === 'idle-margin') && p99Ms !== undefined && p99Ms <= P99.max!;
@@ -86,11 +87,16 @@ export function judge(
   if (abandonRate <= t.idleAbandonRate && stable && timeoutMs > p99Ms * t.idleMarginFactor) {
     return result(
       'idle-margin',
-      `timeout ${timeoutMs} ms is ${(timeoutMs / p99Ms).toFixed(1)}x a stable p99 of ${round(p99Ms)} ms ` +
+      `timeout ${timeoutMs} ms is ${times(timeoutMs, p99Ms)} a stable p99 of ${round(p99Ms)} ms ` +
         `with ${pct(abandonRate)} abandoned: the margin can go back to the budget`,
     );
   }
   return result('ok', '');
 }
 
-const round = (ms: number): number => Math.round(ms * 10) / 10;
+/** One decimal; a number too large to scale by 10 is shown as it is (never "Infinity ms"). */
+const round = (ms: number): number => (Math.abs(ms) < 1e300 ? Math.round(ms * 10) / 10 : ms);
+
+/** "5.0x", or "far above" when the p99 is 0 (a ratio would read "Infinityx"). */
+const times = (timeoutMs: number, p99Ms: number): string =>
+  p99Ms > 0 ? `${(timeoutMs / p99Ms).toFixed(1)}x` : 'far above';

@@ -10,7 +10,11 @@ import {
   type WindowVerdict,
 } from './health.js';
 import { baselineP99Of } from './health-tracker.js';
-import { FLEET_WINDOW_OPTIONS, type FleetWindowOptions } from './options.js';
+import {
+  CALIBRATE_FROM_DISTRIBUTION_OPTIONS,
+  FLEET_WINDOW_OPTIONS,
+  type FleetWindowOptions,
+} from './options.js';
 import { formatDuration, increase, type Matcher, selector, successMatcher, sumBy } from './promql.js';
 import {
   type Bucket,
@@ -169,10 +173,18 @@ function bucketsBySlot(m: Matrix, r: Range, toMs: number): Bucket[][] {
         `a bucket series has no valid \`le\` label (${JSON.stringify(raw ?? null)})`,
       );
     }
+    const leMs = le === Number.POSITIVE_INFINITY ? le : le * toMs;
+    // A finite bound that overflows in ms would merge into +Inf and count its calls twice.
+    if (leMs === Number.POSITIVE_INFINITY && le !== leMs) {
+      throw new PrometheusQueryError(
+        'body',
+        `a bucket bound le=${raw!.slice(0, 40)} is too large to be a latency`,
+      );
+    }
     for (const [t, v] of s.points) {
       if (!Number.isFinite(v) || v < 0) nonFinite(`the bucket le=${raw}`, v, t);
       const k = slotOf(t, r);
-      if (k >= 0) slots[k]!.push({ le: le === Number.POSITIVE_INFINITY ? le : le * toMs, count: v });
+      if (k >= 0) slots[k]!.push({ le: leMs, count: v });
     }
   }
   return slots;
@@ -227,7 +239,10 @@ function callsBySlot(m: Matrix, r: Range, label: string | undefined, notes: stri
   return slots;
 }
 
-const round = (x: number): number => Math.round(x * 10) / 10;
+/** One decimal; a number too large to scale by 10 is shown as it is (never "Infinity ms"). */
+const round = (x: number): number => (Math.abs(x) < 1e300 ? Math.round(x * 10) / 10 : x);
+
+const MAX_BASELINE_MS = CALIBRATE_FROM_DISTRIBUTION_OPTIONS.specs.baselineP99Ms.max!;
 
 /** The guard's verdict, with a p99 the buckets cannot bound made a reason of its own. */
 function judge(
@@ -390,11 +405,14 @@ async function calibrateOne(
     `fleet histogram ${label} (le in ${dep.series.unit}): ${healthy.length} of ${windows.length} sub-window(s) of ${formatDuration(r.stepMs)} healthy`,
     notes,
   );
-  const calibrated = calibrateFromDistribution(measured, {
-    ...dep.timeout,
-    ...t,
-    ...(baselineP99Ms === undefined ? {} : { baselineP99Ms }),
-  });
+  // The sub-windows were judged against the baseline already; it goes on to the merge's check only
+  // when it is one that option takes. A median of 0 ms (every call in an le="0" bucket) or past a day
+  // (buckets in the days) made `calibrateFromDistribution` throw, and that rejected the whole fleet.
+  const jumpBaseline =
+    baselineP99Ms !== undefined && baselineP99Ms > 0 && baselineP99Ms <= MAX_BASELINE_MS
+      ? { baselineP99Ms }
+      : {};
+  const calibrated = calibrateFromDistribution(measured, { ...dep.timeout, ...t, ...jumpBaseline });
   const drift =
     measured.p99 === undefined
       ? undefined

@@ -1,6 +1,11 @@
 import { readOptions } from '../options/validator.js';
 import { assessWindow, type WindowStats, type WindowVerdict } from './health.js';
-import { HEALTHY_WINDOW_TRACKER_OPTIONS, type HealthyWindowTrackerOptions } from './options.js';
+import {
+  checkWindow,
+  HEALTHY_WINDOW_TRACKER_OPTIONS,
+  type HealthyWindowTrackerOptions,
+  measuredP99,
+} from './options.js';
 
 export type { HealthyWindowTrackerOptions } from './options.js';
 
@@ -46,10 +51,13 @@ export function createHealthyWindowTracker<W extends WindowStats>(
 
   return {
     observe(window: W): WindowVerdict {
+      checkWindow('HealthyWindowTracker.observe', window);
       const verdict = assessWindow(window, baselineP99(), thresholds);
-      if (verdict.health === 'healthy' && window.p99 !== undefined) {
+      // Only a p99 the guard read as one enters the baseline: a -5 there made the median 0 (no baseline).
+      const p99 = measuredP99(window.p99);
+      if (verdict.health === 'healthy' && p99 !== undefined) {
         healthy = window;
-        p99s.push(window.p99);
+        p99s.push(p99);
         if (p99s.length > size) p99s.shift();
       }
       return verdict;

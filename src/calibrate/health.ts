@@ -1,5 +1,12 @@
-import { readOptions } from '../options/validator.js';
-import { HEALTH_THRESHOLD_OPTIONS, type HealthThresholds, type WindowStats } from './options.js';
+import { isOptionsObject } from '../options/declare.js';
+import { checkCallOptions, readOptions } from '../options/validator.js';
+import {
+  checkWindow,
+  HEALTH_THRESHOLD_OPTIONS,
+  type HealthThresholds,
+  measuredP99,
+  type WindowStats,
+} from './options.js';
 
 export type { HealthThresholds, WindowStats } from './options.js';
 
@@ -33,23 +40,40 @@ export function resolveHealthThresholds(
   return Object.freeze(readOptions(context, HEALTH_THRESHOLD_OPTIONS, t));
 }
 
+/**
+ * The thresholds `assessWindow` was given, checked: resolved ones (every key there, each valid) pass
+ * without allocating; a partial or hand-made object is validated and completed with the defaults.
+ * Read as they came, `{}` compared every rate with `undefined` and judged any window healthy.
+ */
+function thresholdsOf(t: unknown): ResolvedHealthThresholds {
+  if (isOptionsObject(t) && HEALTH_THRESHOLD_OPTIONS.keys.every((k) => t[k] !== undefined)) {
+    checkCallOptions('assessWindow', HEALTH_THRESHOLD_OPTIONS, t);
+    return t as ResolvedHealthThresholds;
+  }
+  return readOptions('assessWindow', HEALTH_THRESHOLD_OPTIONS, t);
+}
+
 const pct = (x: number): string => `${(x * 100).toFixed(x < 0.01 ? 2 : 1)}%`;
 const rate = (part: number, whole: number): number => (whole > 0 && part > 0 ? Math.min(1, part / whole) : 0);
 const finite = (x: number): number => (Number.isFinite(x) && x > 0 ? x : 0);
 
 /**
  * Judges one window. `baselineP99Ms` is the p99 of known-healthy windows (omit it when there is none
- * yet: only the rates are checked). Never throws on odd numbers: NaN and negatives count as 0.
+ * yet: only the rates are checked). Never throws on odd numbers: NaN and negative counts count as 0, a
+ * p99 that is not a finite number ≥ 0 as none. Throws `InvalidOptionsError` when `window` is not an
+ * object or a threshold is invalid (missing ones take their defaults).
  */
 export function assessWindow(
   window: WindowStats,
   baselineP99Ms: number | undefined,
-  thresholds: ResolvedHealthThresholds,
+  given: ResolvedHealthThresholds,
 ): WindowVerdict {
+  checkWindow('assessWindow', window);
+  const thresholds = thresholdsOf(given);
   const count = finite(window.count);
   const errorRate = rate(finite(window.errors), count);
   const timeoutRate = rate(finite(window.timeouts), count);
-  const p99 = window.p99 !== undefined && Number.isFinite(window.p99) ? window.p99 : undefined;
+  const p99 = measuredP99(window.p99);
   const base =
     baselineP99Ms !== undefined && baselineP99Ms > 0 && Number.isFinite(baselineP99Ms)
       ? baselineP99Ms
@@ -80,4 +104,5 @@ export function assessWindow(
   return Object.freeze({ health, reasons: Object.freeze(reasons), errorRate, timeoutRate, p99Jump });
 }
 
-const round = (ms: number): number => Math.round(ms * 10) / 10;
+/** One decimal; a number too large to scale by 10 is shown as it is (never "Infinity ms"). */
+const round = (ms: number): number => (Math.abs(ms) < 1e300 ? Math.round(ms * 10) / 10 : ms);

@@ -29,6 +29,9 @@
  * or the entry says `unusualP99: true`.
  */
 
+import { InvalidOptionsError } from '../errors/options.js';
+import { didYouMean } from '../options/suggest.js';
+
 /** The kinds of call, from the nearest to the farthest. */
 export const DEPENDENCY_KINDS = Object.freeze([
   'in-process',
@@ -116,8 +119,23 @@ export const KIND_PROFILES: Readonly<Record<DependencyKind, KindProfile>> = Obje
   },
 });
 
+/**
+ * The profile of `kind`, or `InvalidOptionsError` naming the kinds: looked up raw, `'__proto__'` gave
+ * Object.prototype (a starting p99 of `undefined`) and a typo a TypeError.
+ */
+function profileOf(context: string, kind: unknown): KindProfile {
+  if (typeof kind === 'string' && Object.hasOwn(KIND_PROFILES, kind)) {
+    return KIND_PROFILES[kind as DependencyKind];
+  }
+  const shown = typeof kind === 'string' ? JSON.stringify(kind.slice(0, 40)) : String(kind);
+  const hint = typeof kind === 'string' ? didYouMean(kind, DEPENDENCY_KINDS) : '';
+  throw new InvalidOptionsError(context, [
+    `\`kind\` must be one of ${DEPENDENCY_KINDS.join(', ')}, got ${shown}${hint}`,
+  ]);
+}
+
 /** The p99 a dependency of `kind` starts from before it is measured, in ms. */
-export const startingP99Ms = (kind: DependencyKind): number => KIND_PROFILES[kind].startingP99Ms;
+export const startingP99Ms = (kind: DependencyKind): number => profileOf('startingP99Ms', kind).startingP99Ms;
 
 /** How a way out is named: the config's keys, or the CLI's flags. */
 export type DeclaredIn = 'config' | 'flags';
@@ -133,13 +151,18 @@ export function implausibleP99(
   kind: DependencyKind | undefined,
   declaredIn: DeclaredIn = 'config',
 ): string | undefined {
-  const min = kind === undefined ? NETWORK_MIN_P99_MS : KIND_PROFILES[kind].minP99Ms;
+  const min = kind === undefined ? NETWORK_MIN_P99_MS : profileOf('implausibleP99', kind).minP99Ms;
   const cfg = declaredIn === 'config';
   const unusual = cfg ? '`unusualP99: true`' : '--unusual-p99';
   const kindIs = (k: DependencyKind): string => (cfg ? `\`kind: ${k}\`` : `--kind ${k}`);
   const unit = cfg
     ? 'the unit (`histogram.unit`, a column named *_ms or *_seconds)'
     : 'the unit (--unit s|ms|us)';
+  // Compared as they came, NaN passed both bounds: "plausible".
+  if (typeof p99Ms !== 'number' || Number.isNaN(p99Ms)) {
+    const got = typeof p99Ms === 'number' ? 'NaN' : `of type ${typeof p99Ms}`;
+    return `p99 ${got} is not a number of ms: nothing was measured`;
+  }
   const shown = Number(p99Ms.toPrecision(3));
   if (p99Ms < min) {
     const what = kind === undefined ? 'a call over a network' : `a ${kind} call`;

@@ -1,5 +1,13 @@
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { type Check, defineOptions, type OptionsOf, option, pickOptions } from '../options/declare.js';
+import { InvalidOptionsError } from '../errors/options.js';
+import {
+  type Check,
+  defineOptions,
+  isOptionsObject,
+  type OptionsOf,
+  option,
+  pickOptions,
+} from '../options/declare.js';
 import { LABEL_NAME, METRIC_NAME, parseSelector } from './promql.js';
 import { unitFromName } from './sources/prometheus.js';
 import type { LatencyUnit } from './sources/types.js';
@@ -137,6 +145,27 @@ export interface WindowStats {
   readonly p99: number | undefined;
 }
 
+const WINDOW_SHAPE = 'window stats ({ count, errors, timeouts, p99 })';
+
+/**
+ * Throws `InvalidOptionsError` unless `window` is an object: the guard, the drift check and their
+ * trackers read its fields, and `null` or a number there is a caller's mistake, not a window.
+ */
+export function checkWindow(context: string, window: unknown): asserts window is WindowStats {
+  if (!isOptionsObject(window)) {
+    const got = window === null ? 'null' : Array.isArray(window) ? 'an array' : `a ${typeof window}`;
+    throw new InvalidOptionsError(context, [`\`window\` must be ${WINDOW_SHAPE}, got ${got}`]);
+  }
+}
+
+/**
+ * A window's p99 when it is one: a finite number ≥ 0. NaN, ±Infinity and a negative number (a
+ * subtraction gone wrong upstream) measure nothing: the window has no p99, rather than one that
+ * turns into a "-20x margin", a 1 ms suggestion or a baseline of -5 ms.
+ */
+export const measuredP99 = (p99: unknown): number | undefined =>
+  typeof p99 === 'number' && Number.isFinite(p99) && p99 >= 0 ? p99 : undefined;
+
 /** The configured per-attempt response timeout a drift check judges. Required; (0, 2^31-1]. */
 const TIMEOUT_MS = option.number({
   required: true,
@@ -153,12 +182,7 @@ export const CHECK_DRIFT_OPTIONS = defineOptions(
     /** The configured per-attempt response timeout, in ms. Required; (0, 2^31-1]. */
     timeoutMs: TIMEOUT_MS,
     /** The current window (a recorder's `lastWindow()`). Required. */
-    window: option.required(
-      option.matching<WindowStats>(
-        'window stats ({ count, errors, timeouts, p99 })',
-        (w) => w !== null && typeof w === 'object',
-      ),
-    ),
+    window: option.required(option.matching<WindowStats>(WINDOW_SHAPE, (w) => isOptionsObject(w))),
     /** p99 of the window before, in ms, to judge stability. Default: stability is not required. */
     previousP99Ms: option.number({ unit: 'ms', min: 0 }),
   },

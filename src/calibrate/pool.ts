@@ -21,7 +21,9 @@ export interface PoolCheckResult {
 
 export function checkPool(input: PoolCheckInput): PoolCheckResult {
   const { poolSize, rps, timeoutMs } = readOptions('checkPool', POOL_CHECK_OPTIONS, input);
-  const maxLatencyMs = (poolSize / rps) * 1000;
+  // A rate near 0 (5e-324 req/s passes `rps > 0`) tolerates any latency: the largest number says so,
+  // where N / λ overflowed to Infinity, which JSON writes as null.
+  const maxLatencyMs = Math.min(Number.MAX_VALUE, (poolSize / rps) * 1000);
   if (timeoutMs <= maxLatencyMs) return Object.freeze({ maxLatencyMs, ok: true, warning: null });
   const warning =
     `timeout of ${timeoutMs} ms exceeds the ${round(maxLatencyMs)} ms a pool of ${poolSize} tolerates ` +
@@ -29,7 +31,7 @@ export function checkPool(input: PoolCheckInput): PoolCheckResult {
   return Object.freeze({ maxLatencyMs, ok: false, warning });
 }
 
-const round = (ms: number): number => Math.round(ms * 10) / 10;
+const round = (ms: number): number => (Math.abs(ms) < 1e300 ? Math.round(ms * 10) / 10 : ms);
 
 /**
  * Room a fixed concurrency limit keeps above the in-flight count at p99 (SPEC C6, X7): bursts, and

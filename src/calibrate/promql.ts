@@ -9,9 +9,26 @@ import { isNamedOutcomeKey, OUTCOME_WORDS } from './sources/types.js';
 export type MatchOp = '=' | '!=' | '=~' | '!~';
 export type Matcher = readonly [label: string, op: MatchOp, value: string];
 
+/**
+ * A lone UTF-16 surrogate: JSON writes it `\ud800`, which Prometheus refuses ("escape sequence is an
+ * invalid Unicode code point") — the whole query or rule file with it. No series holds one either: an
+ * exporter writing UTF-8 puts U+FFFD in its place, so that is what a matcher must say.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Characters JSON leaves raw that Prometheus cannot read raw: DEL, the C1 controls, BOM, U+FFFE/U+FFFF
+ * (its YAML reader refuses a rule file holding one: "control characters are not allowed"), U+2028/
+ * U+2029 (line breaks to that YAML 1.1 reader, which then cuts the expression), and U+FFFD itself (the
+ * PromQL lexer reads it as a decoding error: "invalid UTF-8 rune"). Escaped, PromQL reads the same
+ * character.
+ */
+const NOT_PRINTABLE = /[\u007f-\u009f\u2028\u2029\ufeff\ufffd-\uffff]/g;
+const escapeUnicode = (ch: string): string => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 /** A PromQL string literal (double-quoted, Go escapes; JSON's escapes are a subset PromQL accepts). */
 export function quote(value: string): string {
-  return JSON.stringify(value);
+  return JSON.stringify(value.replace(LONE_SURROGATE, '\ufffd')).replace(NOT_PRINTABLE, escapeUnicode);
 }
 
 /** An RE2 pattern matching exactly one of `values` (each escaped). */

@@ -87,7 +87,7 @@ export function bucketDistribution(
   const merged = normalizeBuckets(buckets).buckets;
   const at = (q: number) => bucketQuantile(q, merged);
   const p99 = at(QUANTILES.p99);
-  const round = (x: number): number => Math.round(x * 10) / 10;
+  const round = (x: number): number => (Math.abs(x) < 1e300 ? Math.round(x * 10) / 10 : x);
   if (p99?.bounded) {
     notes.push(
       `p99 interpolated in bucket (${round(p99.lower)}, ${round(p99.upper)}] ms, like histogram_quantile`,
@@ -95,6 +95,11 @@ export function bucketDistribution(
   } else if (p99 !== undefined) {
     notes.push(`p99 lies beyond the largest finite bucket (le=${round(p99.lower)} ms): only a lower bound`);
   }
+  // Calls in the +Inf bucket alone: every quantile lies beyond a finite bound the histogram lacks, so
+  // the p99 is unbounded, not "bounded and absent" (read as "no successful call").
+  const top = merged[merged.length - 1];
+  const onlyInf = p99 === undefined && top?.le === Number.POSITIVE_INFINITY && top.count > 0;
+  if (onlyInf) notes.push('no finite bucket holds a call: the histogram cannot place any quantile');
   return Object.freeze({
     format: 'prometheus' as const,
     count: calls.count,
@@ -105,7 +110,7 @@ export function bucketDistribution(
     p95: at(QUANTILES.p95)?.value,
     p99: p99?.value,
     p999: at(QUANTILES.p999)?.value,
-    p99Bounded: p99?.bounded ?? true,
+    p99Bounded: p99?.bounded ?? !onlyInf,
     p99Bucket: p99 === undefined ? undefined : { lowerMs: p99.lower, upperMs: p99.upper },
     notes: Object.freeze(notes),
   });

@@ -3,7 +3,13 @@ import { readOptions } from '../../options/validator.js';
 import { type CsvOptions, parseCsv } from './csv.js';
 import { type PrometheusOptions, parsePrometheus } from './prometheus.js';
 import { parseSampleList } from './samples.js';
-import { type LatencyDistribution, SOURCE_OPTIONS, SourceError, type SourceFormat } from './types.js';
+import {
+  checkText,
+  type LatencyDistribution,
+  SOURCE_OPTIONS,
+  SourceError,
+  type SourceFormat,
+} from './types.js';
 
 export type ReadSourceOptions = OptionsOf<typeof SOURCE_OPTIONS>;
 
@@ -35,6 +41,7 @@ export function detectFormat(text: string): SourceFormat {
  */
 export function readLatencySource(text: string, options: ReadSourceOptions = {}): LatencyDistribution {
   readOptions('readLatencySource', SOURCE_OPTIONS, options);
+  checkText(text);
   const format = options.format ?? detectFormat(text);
   if (format === 'prometheus') {
     const o: PrometheusOptions = { metric: options.metric, unit: options.unit };

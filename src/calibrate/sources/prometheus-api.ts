@@ -139,6 +139,19 @@ const oneLine = (text: string): string => cut(text.replace(/\s+/g, ' ').trim());
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/**
+ * A URL's percent-encoded user or password, decoded; as written when it is not valid percent-encoding
+ * (`%zz`, a cut UTF-8 sequence), which the URL parser keeps and `decodeURIComponent` throws a URIError
+ * on — from inside option validation, where the user was owed an `InvalidOptionsError`.
+ */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 /** The URL without credentials, query or fragment, or undefined when it is not http(s). */
 export function parseBaseUrl(
   raw: string,
@@ -153,7 +166,7 @@ export function parseBaseUrl(
   if (url.hostname === '') return undefined;
   const auth =
     url.username !== '' || url.password !== ''
-      ? { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
+      ? { username: decoded(url.username), password: decoded(url.password) }
       : undefined;
   url.username = '';
   url.password = '';

@@ -67,8 +67,26 @@ export const SOURCE_LIMITS = Object.freeze({
 
 export const QUANTILES = Object.freeze({ p50: 0.5, p95: 0.95, p99: 0.99, p999: 0.999 });
 
+/**
+ * Throws `SourceError` unless the source is text: a Buffer (`readFileSync` without an encoding), a
+ * number or `undefined` would otherwise fail as a TypeError deep in a parser.
+ */
+export function checkText(text: unknown): asserts text is string {
+  if (typeof text === 'string') return;
+  const got =
+    text === null
+      ? 'null'
+      : text instanceof Uint8Array
+        ? 'bytes (decode them first: readFileSync(path, "utf8"))'
+        : Array.isArray(text)
+          ? 'an array'
+          : `a ${typeof text}`;
+  throw new SourceError(0, `a latency source must be text (a string), got ${got}`);
+}
+
 /** Splits text into lines (LF or CRLF) after checking the size bounds. */
 export function toLines(text: string): string[] {
+  checkText(text);
   if (text.length > SOURCE_LIMITS.maxBytes) {
     throw new SourceError(0, `input is larger than ${SOURCE_LIMITS.maxBytes} bytes`);
   }
