@@ -70,7 +70,10 @@ export function exportMesh(config: PrazoConfig, options: ExportOptions): MeshExp
       });
     }
   });
-  const relevant = problems.filter((p) => wanted === undefined || wanted.includes(p.dependency ?? ''));
+  // A problem of no one dependency (the cluster domain) is every export's.
+  const relevant = problems.filter(
+    (p) => wanted === undefined || p.dependency === undefined || wanted.includes(p.dependency),
+  );
   const blocking = [...missing, ...relevant];
   // What the target's cluster or proxy would refuse, or apply as something else (#24).
   if (blocking.length === 0 && options.target !== 'grpc')

@@ -141,6 +141,14 @@ export const SERVICE_NAME = /^(?=.{1,63}$)[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const SERVICE_NAME_RULE =
   "an RFC 1035 label: starts with a letter a-z, then a-z, 0-9 or '-', ends with a letter or digit, at most 63 characters";
 
+/**
+ * A Service's host, `service.namespace.svc.<clusterDomain>`, is a DNS name: at most 253 characters,
+ * each label at most 63 (RFC 1035; Istio validates a VirtualService's and a DestinationRule's host
+ * so). A 63-character Service in a 63-character namespace leaves 120 for the cluster domain.
+ */
+const DNS_NAME_MAX = 253;
+const DNS_LABEL_MAX = 63;
+
 /** Every dependency's mesh policy, or the problems that keep one from being exported. */
 export function meshPolicies(config: PrazoConfig): {
   readonly policies: readonly MeshPolicy[];
@@ -151,6 +159,14 @@ export function meshPolicies(config: PrazoConfig): {
   const clusterDomain = defaults.clusterDomain ?? MESH_DEFAULTS_IN_FILE.defaults.clusterDomain;
   const policies: MeshPolicy[] = [];
   const problems: MeshProblem[] = [];
+  const longLabel = clusterDomain.split('.').find((label) => label.length > DNS_LABEL_MAX);
+  if (longLabel !== undefined) {
+    // The file's check is the domain's characters; a label of a DNS name is at most 63 of them.
+    problems.push({
+      path: ['mesh', 'clusterDomain'],
+      message: `\`${longLabel.slice(0, 20)}…\` (${longLabel.length} characters) is longer than a DNS label may be (${DNS_LABEL_MAX}): no Service host ends in it`,
+    });
+  }
   let index = 0;
   for (const dependency of config.dependencies.values()) {
     const at = ['dependencies', index];
@@ -179,7 +195,15 @@ export function meshPolicies(config: PrazoConfig): {
         message: 'names a gRPC service, but the dependency is not `protocol: grpc`',
       });
     } else {
-      policies.push(policyOf(dependency, index, { namespace, clusterDomain }));
+      const policy = policyOf(dependency, index, { namespace, clusterDomain });
+      const { host } = policy.placement;
+      if (host.length > DNS_NAME_MAX) {
+        problems.push({
+          dependency: name,
+          path: [...at, 'mesh'],
+          message: `its host \`${host.slice(0, 40)}…\` is ${host.length} characters, more than a DNS name may have (${DNS_NAME_MAX}): Istio refuses it and Envoy cannot resolve it; shorten the Service, namespace or \`mesh.clusterDomain\``,
+        });
+      } else policies.push(policy);
     }
     index += 1;
   }

@@ -428,6 +428,37 @@ describe('prazo export: objects, domains and files one name apart (SPEC X10, #24
 });
 
 describe('prazo export: numbers at the edges of the config (SPEC X10, C1-C3)', () => {
+  it('Was a defect: a host longer than a DNS name (or a cluster domain label over 63) is refused, not written', () => {
+    const label = (n: number, c: string) => c.repeat(n);
+    const long = (clusterDomain: string, dependencies: string[] = []) =>
+      exportMesh(
+        fromText(
+          JSON.stringify({
+            mesh: { clusterDomain, namespace: label(63, 'n') },
+            dependencies: [{ name: 'a', p99Ms: 10, mesh: { service: label(63, 's') } }],
+          }),
+        ),
+        { target: 'istio', dependencies: dependencies.length === 0 ? undefined : dependencies },
+      );
+    // 63 + 63 + `svc` + 130 and the dots: a 262-character host, which Istio's validation of `hosts` refuses.
+    const domain = `${label(60, 'a')}.${label(60, 'b')}.${label(8, 'c')}`;
+    expect(long(domain).problems).toEqual([
+      expect.objectContaining({
+        dependency: 'a',
+        path: ['dependencies', 0, 'mesh'],
+        message: expect.stringContaining('262 characters'),
+      }),
+    ]);
+    const tooLongLabel = long(`${label(64, 'x')}.local`, ['a']);
+    expect(tooLongLabel.files).toEqual([]);
+    expect(tooLongLabel.problems).toEqual([expect.objectContaining({ path: ['mesh', 'clusterDomain'] })]);
+    // At the limit: a 253-character host is written.
+    const fits = long(`${label(60, 'a')}.${label(60, 'b')}`);
+    expect(fits.problems).toEqual([]);
+    const vs = documentsOf(fits).find((d) => d.kind === 'VirtualService') as Any;
+    expect(vs.spec.hosts[0]).toHaveLength(253);
+  });
+
   it('Was a defect: a retry floor past 2^32 - 1 in flight is written as uint32 max, never a number Envoy refuses', () => {
     // 10^6 retries/s over a 7,000,000 ms attempt: 7 × 10^9 concurrent retries, past uint32.
     const big = {
