@@ -99,6 +99,9 @@ export function targetProblems(
       const pathless = earlier.find(
         (q) => routing(q, target) === 'pathless' && routing(p, target) === 'pathless',
       );
+      // Linkerd serves a Service either its GRPCRoutes or its HTTPRoutes, the older kind's (GEP-1016's
+      // cross-serving, linkerd2#12761): the other dependency's routes would be dropped without a word.
+      const mixed = earlier.find((q) => target === 'linkerd' && routing(q, target) !== routing(p, target));
       if (port !== undefined) {
         problems.push({
           dependency: p.dependency,
@@ -116,6 +119,12 @@ export function targetProblems(
           dependency: p.dependency,
           path: at(p, 'mesh'),
           message: `\`${pathless.dependency}\` and \`${p.dependency}\` are both gRPC on ${service}: Linkerd's GRPCRoute annotations hold for every method of the Service, so only one policy can apply; export them separately (--dependency), or \`mesh: false\` to one`,
+        });
+      } else if (mixed !== undefined) {
+        problems.push({
+          dependency: p.dependency,
+          path: at(p, 'mesh', 'protocol'),
+          message: `\`${mixed.dependency}\` is ${mixed.placement.protocol} and \`${p.dependency}\` ${p.placement.protocol} on ${service}: Linkerd applies only one kind of route to a Service (its GRPCRoutes or its HTTPRoutes, whichever is older), so one policy would be dropped; \`mesh: false\` to one`,
         });
       }
     }

@@ -413,6 +413,22 @@ describe('prazo export: objects, domains and files one name apart (SPEC X10, #24
     expect(routes.map((r) => r.spec.parentRefs)).toEqual([[{ name: 'edge' }], [{ name: 'edge' }]]);
   });
 
+  it('Was a defect: Linkerd refuses an HTTP and a gRPC dependency on one Service (it serves one route kind)', () => {
+    // linkerd2#12761: a Service with both GRPCRoutes and HTTPRoutes gets only the older kind's.
+    const config = configOf(
+      { name: 'rest', p99Ms: 10, mesh: { service: 's', path: '/v1' } },
+      { name: 'rpc', p99Ms: 10, mesh: { service: 's', protocol: 'grpc' } },
+    );
+    const result = exportMesh(config, { target: 'linkerd' });
+    expect(result.files).toEqual([]);
+    expect(result.problems).toEqual([
+      expect.objectContaining({ dependency: 'rpc', path: ['dependencies', 1, 'mesh', 'protocol'] }),
+    ]);
+    // The other targets route both by path (or write no GRPCRoute): both written.
+    for (const target of ['gateway-api', 'istio', 'envoy'] as const)
+      expect(exportMesh(config, { target }).problems).toEqual([]);
+  });
+
   it('Was a defect: gRPC service configs of `A` and `a` are two files on a case-insensitive file system', () => {
     const config = configOf(
       { name: 'A', p99Ms: 10, mesh: { service: 'x' } },
