@@ -290,7 +290,7 @@ export const SPAN_NAMES = Object.freeze({
  */
 export const SPAN_ATTR = Object.freeze({
   dependency: ATTR.dependency,
-  /** The deadline's time left when the call (or the attempt) started, in ms. */
+  /** The deadline's time left when the call (or the attempt) started, in ms; absent when endless. */
   timeLeft: 'prazo.deadline.time_left_ms',
   /** The attempt's number: 1 for the original, 2.. for retries and the hedge in start order. */
   attempt: 'prazo.attempt',

@@ -65,7 +65,7 @@ export function recordDependencyEvents(
   const attrsOf = (name: string): DependencyAttributes => (name === dependency.name ? own : others.get(name));
   const instances = new InstanceAttributeCache(OTEL_LIMITS.attributeCacheSize);
   const I = instruments;
-  return dependency.on((event) => {
+  const record = (event: DependencyEvent): void => {
     const a = attrsOf(event.dependency);
     switch (event.type) {
       case 'attempt':
@@ -104,6 +104,14 @@ export function recordDependencyEvents(
       default:
         // 'retry-after' and event types added later: not metrics (yet). Never throw in a listener.
         return;
+    }
+  };
+  return dependency.on((event) => {
+    try {
+      record(event);
+    } catch {
+      // The application's meter threw (a broken SDK): the metric is lost, not the event. Thrown on,
+      // it reached the emitter: a client's relay stopped there and its other listeners missed it.
     }
   });
 }

@@ -73,7 +73,11 @@ export class DependencyGauges implements Disposable {
     this.#entries.clear();
     this.#versions.clear();
     this.#assumed.clear();
-    this.#meter.removeBatchObservableCallback(this.#callback, this.#gauges());
+    try {
+      this.#meter.removeBatchObservableCallback(this.#callback, this.#gauges());
+    } catch {
+      // A meter that cannot remove it: the callback, with no entries left, observes nothing.
+    }
   }
 
   #versionAttributes(
@@ -123,7 +127,9 @@ export class DependencyGauges implements Disposable {
         // No p99 until the recorder has a full window with enough samples: no point rather than a guess.
         const p99 = dependency.recorder?.quantile(0.99);
         if (isGaugeValue(p99)) result.observe(I.latencyP99, p99 / MS_PER_S, a.base);
-        // Only the version in force: the previous hash's series stops at once (no stale point).
+        // Only the version in force is observed. (The JS SDK 2.x, under cumulative temporality, still
+        // exports an attribute set no callback observes any more, at its last value: the previous
+        // hash's series then stays beside the new one; the API has no way to withdraw it.)
         const version = dependency.configVersion;
         if (version !== undefined && isGaugeValue(version.generation) && typeof version.hash === 'string') {
           result.observe(

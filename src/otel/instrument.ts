@@ -14,7 +14,7 @@ import {
 } from './server.js';
 import { countingTracker, type OverrunObserver } from './slices.js';
 import { activeTracerProvider, OtelCallTracer } from './traces.js';
-import { type InstrumentPrazoOptions, validateOptions } from './validate.js';
+import { type InstrumentPrazoOptions, validateAdded, validateOptions } from './validate.js';
 
 export type { InstrumentPrazoOptions } from './validate.js';
 
@@ -55,19 +55,56 @@ const hasObserve = (value: unknown): value is OverrunObserver =>
   typeof (value as OverrunObserver | null)?.observe === 'function';
 
 const asServer = (server: InstrumentableServer | ServerEventSource): InstrumentableServer =>
-  'events' in server ? server : { events: server };
+  typeof (server as ServerEventSource).onServerEvent === 'function'
+    ? { events: server as ServerEventSource }
+    : (server as InstrumentableServer);
+
+/**
+ * Runs a step of the set-up that asks the application's meter or tracer provider for something: one
+ * that throws (a broken or half-shut SDK, a wrong object) is named as the option it came from, with
+ * its own message, rather than escaping as an anonymous error from inside prazo.
+ */
+function fromProvider<T>(option: string, step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    throw new InvalidOptionsError('instrumentPrazo', [
+      `\`${option}\` threw while prazo set up its instruments: ${error instanceof Error ? error.message : String(error)}`,
+    ]);
+  }
+}
 
 export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInstrumentation {
   const resolved = validateOptions(options);
-  const meter = resolved.meter ?? (resolved.meterProvider ?? metrics.getMeterProvider()).getMeter(METER_NAME);
+  const meterOption = resolved.meter !== undefined ? 'meter' : 'meterProvider';
+  const meter = fromProvider(
+    meterOption,
+    () => resolved.meter ?? (resolved.meterProvider ?? metrics.getMeterProvider()).getMeter(METER_NAME),
+  );
   const active = meter !== createNoopMeter();
-  const instruments = createInstruments(meter);
-  const gauges = active ? new DependencyGauges(meter, instruments) : undefined;
+  const instruments = fromProvider(meterOption, () => createInstruments(meter));
+  const gauges = active
+    ? fromProvider(meterOption, () => new DependencyGauges(meter, instruments))
+    : undefined;
   const tracerProvider = resolved.traces ? activeTracerProvider(resolved.tracerProvider) : undefined;
-  const tracer = tracerProvider?.getTracer(TRACER_NAME);
+  const tracer = fromProvider('tracerProvider', () => tracerProvider?.getTracer(TRACER_NAME));
   const live = new Set<Disposable>();
   const names = new Set<string>();
+  const serverNames = new Set<string>();
   let disposed = false;
+
+  /** Builds the parts of one source; if one throws, those built are undone and its name is free again. */
+  const build = (name: string, taken: Set<string>, make: (parts: Disposable[]) => void): Disposable => {
+    taken.add(name);
+    const parts: Disposable[] = [{ dispose: () => void taken.delete(name) }];
+    try {
+      make(parts);
+    } catch (error) {
+      for (const part of parts) part.dispose();
+      throw error;
+    }
+    return track(...parts);
+  };
 
   const track = (...parts: Disposable[]): Disposable => {
     if (disposed) {
@@ -89,25 +126,31 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
     active,
     tracing: tracer !== undefined,
     addDependency: (dependency) => {
-      const name = dependency.name;
+      const name = validateAdded('dependency', dependency);
       if (names.has(name)) {
         throw new InvalidOptionsError('instrumentPrazo.addDependency', [
           `dependency ${JSON.stringify(name)} is already instrumented: names must be unique`,
         ]);
       }
-      names.add(name);
-      const forget = { dispose: () => void names.delete(name) };
-      const parts: Disposable[] = [forget];
-      if (tracer !== undefined) parts.push(traceDependency(dependency, new OtelCallTracer(tracer, name)));
-      if (gauges === undefined) return track(...parts);
-      return track(recordDependencyEvents(instruments, dependency), gauges.add(dependency), ...parts);
+      return build(name, names, (parts) => {
+        if (tracer !== undefined) parts.push(traceDependency(dependency, new OtelCallTracer(tracer, name)));
+        if (gauges === undefined) return;
+        parts.push(recordDependencyEvents(instruments, dependency));
+        parts.push(gauges.add(dependency));
+      });
     },
     addServer: (server) => {
-      const parts: Disposable[] = [];
+      const name = validateAdded('server', server);
+      if (serverNames.has(name)) {
+        throw new InvalidOptionsError('instrumentPrazo.addServer', [
+          `server ${JSON.stringify(name)} is already instrumented: names must be unique`,
+        ]);
+      }
       const resolvedServer = asServer(server);
-      if (active) parts.push(recordServerEvents(instruments, resolvedServer));
-      if (tracer !== undefined) parts.push(traceServer(resolvedServer.events));
-      return track(...parts);
+      return build(name, serverNames, (parts) => {
+        if (active) parts.push(recordServerEvents(instruments, resolvedServer));
+        if (tracer !== undefined) parts.push(traceServer(resolvedServer.events));
+      });
     },
     trackSlices: (tracker, endpoint) => {
       if (!hasObserve(tracker) || typeof endpoint !== 'string' || endpoint.length === 0) {
@@ -131,17 +174,32 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
 }
 
 /**
+ * The tracers prazo/otel installed on each executor's listener list, oldest first: the newest one
+ * traces (one span per call, never two), and when it is removed the one before it takes over again.
+ * With one slot and no memory, an instrumentation disposed while an older one of the same dependency
+ * lived switched the older one's tracing off for good.
+ */
+const installed = new WeakMap<object, OtelCallTracer[]>();
+
+/**
  * Installs `tracer` on the executor `dependency` runs through (its own, or a client's `dependency`):
- * disposing removes it, unless another tracer replaced it meanwhile. An object that is not an
- * executor of this copy of prazo (a user's own event source) is not traced: nothing to hook.
+ * disposing removes it and hands tracing back to the tracer installed before it, unless a tracer of
+ * another origin replaced it meanwhile. An object that is not an executor of this copy of prazo (a
+ * user's own event source) is not traced: nothing to hook.
  */
 function traceDependency(dependency: InstrumentableDependency, tracer: OtelCallTracer): Disposable {
   const events = (executorOf(dependency.dependency) ?? executorOf(dependency))?.plan.events;
   if (events === undefined) return { dispose: () => {} };
+  const tracers = installed.get(events) ?? [];
+  installed.set(events, tracers);
+  tracers.push(tracer);
   events.tracer = tracer;
   return {
     dispose: () => {
-      if (events.tracer === tracer) events.tracer = undefined;
+      const at = tracers.indexOf(tracer);
+      if (at < 0) return;
+      tracers.splice(at, 1);
+      if (events.tracer === tracer) events.tracer = tracers.at(-1);
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Disposable } from '../dependency/types.js';
 import { setAdmittedHook } from '../server/admitted.js';
 import { ATTR, MS_PER_S, SPAN_ATTR } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
+import { setTimeLeft } from './traces.js';
 
 /**
  * Server-side metrics (SPEC D2, D7): requests refused because they arrived expired (work correctly
@@ -36,14 +37,18 @@ export function recordServerEvents(instruments: PrazoInstruments, server: Instru
   const attributes: Attributes = Object.freeze({ [ATTR.server]: server.name ?? DEFAULT_SERVER_NAME });
   const I = instruments;
   return server.events.onServerEvent((event) => {
-    if (event.type === 'wasted-work') {
-      I.wastedWork.add(1, attributes);
-      const elapsed = event.elapsedMs;
-      if (typeof elapsed === 'number' && elapsed >= 0 && Number.isFinite(elapsed)) {
-        I.wastedWorkTime.add(elapsed / MS_PER_S, attributes);
+    try {
+      if (event.type === 'wasted-work') {
+        I.wastedWork.add(1, attributes);
+        const elapsed = event.elapsedMs;
+        if (typeof elapsed === 'number' && elapsed >= 0 && Number.isFinite(elapsed)) {
+          I.wastedWorkTime.add(elapsed / MS_PER_S, attributes);
+        }
+      } else if (event.type === 'rejected-expired') {
+        I.rejectedExpired.add(1, attributes);
       }
-    } else if (event.type === 'rejected-expired') {
-      I.rejectedExpired.add(1, attributes);
+    } catch {
+      // A meter that throws loses the metric, never the request (nor a warning per request).
     }
   });
 }
@@ -58,11 +63,12 @@ export function traceServer(events: ServerEventSource): Disposable {
   setAdmittedHook(events, (incoming: IncomingDeadline, remainingMs: number) => {
     const span = trace.getActiveSpan();
     if (span === undefined || !span.isRecording()) return;
-    span.setAttributes({
+    const attributes: Attributes = {
       [SPAN_ATTR.serverSource]: incoming.source,
-      [SPAN_ATTR.timeLeft]: Math.round(remainingMs),
       [SPAN_ATTR.serverCapped]: incoming.capped,
-    });
+    };
+    setTimeLeft(attributes, remainingMs);
+    span.setAttributes(attributes);
   });
   return { dispose: () => setAdmittedHook(events, undefined) };
 }

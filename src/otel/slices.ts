@@ -44,9 +44,13 @@ export function countingTracker<T extends OverrunObserver>(
     // The tracker ignores names outside its budget and NaN times: so do the metrics (bounded labels).
     const counted = known === undefined ? typeof component === 'string' : known.has(component);
     if (live() && counted && !Number.isNaN(elapsedMs)) {
-      const attributes = attributesOf(component);
-      instruments.sliceObservations.add(1, attributes);
-      if (over) instruments.sliceOverruns.add(1, attributes);
+      try {
+        const attributes = attributesOf(component);
+        instruments.sliceObservations.add(1, attributes);
+        if (over) instruments.sliceOverruns.add(1, attributes);
+      } catch {
+        // A meter that throws loses the count; the tracker has recorded the run and answers as always.
+      }
     }
     return over;
   };

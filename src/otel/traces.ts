@@ -37,6 +37,13 @@ import { SPAN_ATTR, SPAN_EVENTS, SPAN_NAMES } from './constants.js';
  *
  * The executor's decisions become events on the call span (budget refused, deadline insufficient,
  * pushback, Retry-After, throttled, hedge skipped, limited).
+ *
+ * The tracer is the application's (an SDK, a vendor's wrapper, a test double): everything asked of
+ * it here is guarded, because the executor calls this seam on its own path: a `startSpan` that threw
+ * failed the call with the tracer's error, and a `span.end()` that threw left the call unanswered for
+ * ever (its end is handed over right after). A tracer that throws costs the trace, never the call:
+ * a call whose span cannot start is not traced, an attempt whose span cannot start still runs (once),
+ * and an end whose span throws still ends.
  */
 
 /** The API's no-op provider: what a ProxyTracerProvider with no SDK behind it delegates to. */
@@ -67,30 +74,71 @@ function errorType(ok: boolean, value: unknown, attributes: TraceAttributes | un
   return '_OTHER';
 }
 
+/**
+ * The deadline's time left as a span attribute: whole ms, or none for an endless deadline (an
+ * `Infinity` attribute is `null` in OTLP/JSON and a string in Zipkin: not a number any backend reads).
+ */
+export function setTimeLeft(attributes: Attributes, remainingMs: number): void {
+  if (Number.isFinite(remainingMs)) attributes[SPAN_ATTR.timeLeft] = Math.round(remainingMs);
+}
+
 const KIND_ATTRS: Record<AttemptKind, string> = { original: 'original', retry: 'retry', hedge: 'hedge' };
 
+/**
+ * Runs `fn` once inside `within`: if the context manager throws before running it, outside. An error
+ * of `fn` itself is its caller's, rethrown as it is.
+ */
+function runWithin(within: Context, fn: () => void): void {
+  let ran = false;
+  try {
+    context.with(within, () => {
+      ran = true;
+      fn();
+    });
+  } catch (error) {
+    if (ran) throw error;
+    fn();
+  }
+}
+
+/** Ends `span` whatever its other methods do: `describe` sets its last attributes, guarded apart. */
+function endSpan(span: Span, describe: (span: Span) => void): void {
+  try {
+    describe(span);
+  } catch {
+    // A span that refuses attributes is still ended below.
+  }
+  try {
+    span.end();
+  } catch {
+    // The tracer's own failure: the call goes on.
+  }
+}
+
 class OtelAttemptTrace implements AttemptTrace {
-  readonly #span: Span;
+  readonly #span: Span | undefined;
   readonly #context: Context;
 
-  constructor(span: Span, within: Context) {
+  constructor(span: Span | undefined, within: Context) {
     this.#span = span;
     this.#context = within;
   }
 
   resume(fn: () => void): void {
-    context.with(this.#context, fn);
+    runWithin(this.#context, fn);
   }
 
   end(outcome: TraceOutcome, ok: boolean, value: unknown, attributes: TraceAttributes | undefined): void {
     const span = this.#span;
-    if (attributes !== undefined) span.setAttributes(attributes);
-    span.setAttribute(SPAN_ATTR.outcome, outcome);
-    if (outcome === 'error' || outcome === 'timeout') {
-      span.setAttribute(SPAN_ATTR.errorType, errorType(ok, value, attributes));
-      span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    span.end();
+    if (span === undefined) return;
+    endSpan(span, (s) => {
+      if (attributes !== undefined) s.setAttributes(attributes);
+      s.setAttribute(SPAN_ATTR.outcome, outcome);
+      if (outcome === 'error' || outcome === 'timeout') {
+        s.setAttribute(SPAN_ATTR.errorType, errorType(ok, value, attributes));
+        s.setStatus({ code: SpanStatusCode.ERROR });
+      }
+    });
   }
 }
 
@@ -130,38 +178,48 @@ class OtelCallTrace implements CallTrace {
       [SPAN_ATTR.dependency]: this.#dependency,
       [SPAN_ATTR.attempt]: attempt,
       [SPAN_ATTR.attemptKind]: KIND_ATTRS[kind],
-      [SPAN_ATTR.timeLeft]: Math.round(remainingMs),
       [SPAN_ATTR.attemptTimeout]: timeoutMs,
     };
+    setTimeLeft(attributes, remainingMs);
     if (attempt > 1) attributes[SPAN_ATTR.resendCount] = attempt - 1;
     if (instance !== undefined) {
       attributes[SPAN_ATTR.instance] = instance;
       setServer(attributes, instance);
     }
-    const span = this.#tracer.startSpan(
-      `${SPAN_NAMES.attempt} ${this.#dependency}`,
-      { kind: SpanKind.CLIENT, attributes },
-      this.#context,
-    );
-    const within = trace.setSpan(this.#context, span);
-    context.with(within, run);
+    let span: Span | undefined;
+    let within = this.#context;
+    try {
+      span = this.#tracer.startSpan(
+        `${SPAN_NAMES.attempt} ${this.#dependency}`,
+        { kind: SpanKind.CLIENT, attributes },
+        this.#context,
+      );
+      within = trace.setSpan(this.#context, span);
+    } catch {
+      // No attempt span: the attempt runs in the call's context, untraced.
+    }
+    runWithin(within, run);
     return new OtelAttemptTrace(span, within);
   }
 
   event(name: TraceEventName, attributes: TraceAttributes): void {
-    this.#span.addEvent(SPAN_EVENTS[name], attributes);
+    try {
+      this.#span.addEvent(SPAN_EVENTS[name], attributes);
+    } catch {
+      // The tracer's failure: the decision stands, only its event is lost.
+    }
   }
 
   end(ok: boolean, value: unknown, attributes: TraceAttributes | undefined): void {
-    const span = this.#span;
-    if (attributes !== undefined) span.setAttributes(attributes);
-    span.setAttribute(SPAN_ATTR.attempts, this.#attempts);
-    const status = attributes?.['http.response.status_code'];
-    if (!ok || (typeof status === 'number' && status >= 500)) {
-      span.setAttribute(SPAN_ATTR.errorType, errorType(ok, value, attributes));
-      span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    span.end();
+    endSpan(this.#span, (span) => {
+      if (attributes !== undefined) span.setAttributes(attributes);
+      span.setAttribute(SPAN_ATTR.attempts, this.#attempts);
+      const status = attributes?.['http.response.status_code'];
+      if (!ok || (typeof status === 'number' && status >= 500)) {
+        span.setAttribute(SPAN_ATTR.errorType, errorType(ok, value, attributes));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+    });
   }
 }
 
@@ -199,17 +257,31 @@ export class OtelCallTracer implements CallTracer {
     remainingMs: number,
     request: TraceAttributes | undefined,
   ): CallTrace | undefined {
-    const parent = context.active();
+    let parent: Context;
+    let span: Span;
     // Attributes are set once the span is known to record: a no-op or sampled-out span costs no object.
     const spanName = dependency === this.#name ? this.#spanName : `${SPAN_NAMES.call} ${dependency}`;
-    const span = this.#tracer.startSpan(spanName, CALL_OPTIONS, parent);
-    if (!span.isRecording()) {
-      span.end();
+    try {
+      parent = context.active();
+      span = this.#tracer.startSpan(spanName, CALL_OPTIONS, parent);
+    } catch {
+      return undefined; // the tracer cannot start a span: this call is not traced
+    }
+    let recording = false;
+    try {
+      recording = span.isRecording();
+      if (recording) {
+        if (request !== undefined) span.setAttributes(request);
+        span.setAttribute(SPAN_ATTR.dependency, dependency);
+        if (Number.isFinite(remainingMs)) span.setAttribute(SPAN_ATTR.timeLeft, Math.round(remainingMs));
+      }
+    } catch {
+      recording = false;
+    }
+    if (!recording) {
+      endSpan(span, () => {});
       return undefined;
     }
-    if (request !== undefined) span.setAttributes(request);
-    span.setAttribute(SPAN_ATTR.dependency, dependency);
-    span.setAttribute(SPAN_ATTR.timeLeft, Math.round(remainingMs));
     let server: Attributes | undefined;
     if (request !== undefined) {
       server = {};

@@ -29,19 +29,35 @@ function unique(v: OptionsValidator, what: string, names: readonly string[]): vo
   }
 }
 
+/** Checks one dependency (`where` names it in the problems); returns its name. */
+function checkDependency(v: OptionsValidator, item: unknown, where: string): string {
+  const name = (item as { name?: unknown } | null)?.name;
+  if (typeof name !== 'string' || name.length === 0)
+    v.problem(`\`${where}.name\` must be a non-empty string`);
+  if (!hasMethod(item, 'on'))
+    v.problem(`\`${where}\` must have an \`on(listener)\` method (createDependency's)`);
+  return String(name);
+}
+
+/** Checks one server (a hub, or `{ name, events }`); returns its name. */
+function checkServer(v: OptionsValidator, item: unknown, where: string): string {
+  if (hasMethod(item, 'onServerEvent')) return DEFAULT_SERVER_NAME;
+  const server = item as Partial<InstrumentableServer> | null;
+  if (!hasMethod(server?.events, 'onServerEvent')) {
+    v.problem(`\`${where}\` must be a server event hub or \`{ name, events: hub }\``);
+  }
+  const name = server?.name ?? DEFAULT_SERVER_NAME;
+  if (typeof name !== 'string' || name.length === 0)
+    v.problem(`\`${where}.name\` must be a non-empty string`);
+  return String(name);
+}
+
 function dependencies(v: OptionsValidator, value: Iterable<unknown> | undefined): InstrumentableDependency[] {
   const items = list(value);
-  items.forEach((item, i) => {
-    const name = (item as { name?: unknown } | null)?.name;
-    if (typeof name !== 'string' || name.length === 0)
-      v.problem(`\`dependencies[${i}].name\` must be a non-empty string`);
-    if (!hasMethod(item, 'on'))
-      v.problem(`\`dependencies[${i}]\` must have an \`on(listener)\` method (createDependency's)`);
-  });
   unique(
     v,
     'dependency',
-    items.map((d) => String((d as { name?: unknown } | null)?.name)),
+    items.map((item, i) => checkDependency(v, item, `dependencies[${i}]`)),
   );
   return items as InstrumentableDependency[];
 }
@@ -51,23 +67,26 @@ function servers(
   value: Iterable<unknown> | undefined,
 ): (InstrumentableServer | ServerEventSource)[] {
   const items = list(value);
-  const names: string[] = [];
-  items.forEach((item, i) => {
-    if (hasMethod(item, 'onServerEvent')) {
-      names.push(DEFAULT_SERVER_NAME);
-      return;
-    }
-    const server = item as Partial<InstrumentableServer> | null;
-    if (!hasMethod(server?.events, 'onServerEvent')) {
-      v.problem(`\`servers[${i}]\` must be a server event hub or \`{ name, events: hub }\``);
-    }
-    const name = server?.name ?? DEFAULT_SERVER_NAME;
-    if (typeof name !== 'string' || name.length === 0)
-      v.problem(`\`servers[${i}].name\` must be a non-empty string`);
-    names.push(String(name));
-  });
-  unique(v, 'server', names);
+  unique(
+    v,
+    'server',
+    items.map((item, i) => checkServer(v, item, `servers[${i}]`)),
+  );
   return items as (InstrumentableServer | ServerEventSource)[];
+}
+
+/**
+ * `addDependency`'s and `addServer`'s argument, checked as the options' lists are (a plain TypeError
+ * from deep inside, or a number for a name, was what a wrong argument got): the name it goes by.
+ */
+export function validateAdded(kind: 'dependency' | 'server', item: unknown): string {
+  const v = new OptionsValidator(
+    kind === 'dependency' ? 'instrumentPrazo.addDependency' : 'instrumentPrazo.addServer',
+  );
+  const name =
+    kind === 'dependency' ? checkDependency(v, item, 'dependency') : checkServer(v, item, 'server');
+  v.done();
+  return name;
 }
 
 const iterable = <T>(what: string) =>
