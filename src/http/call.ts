@@ -363,8 +363,12 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
 
   deliver(ok: boolean, value: unknown): void {
     if (ok) {
-      this.#winner = value as HttpAttempt;
-      (value as HttpAttempt).win();
+      const winner = value as HttpAttempt;
+      this.#winner = winner;
+      // Paused by its caller before there was an answer (during the race): the answer starts paused,
+      // as undici holds a body paused from `onRequestStart` until it is resumed. A held one still is.
+      if (this.#paused && !winner.held) winner.pauseRequest();
+      winner.win();
     } else {
       this.forwardError(value as Error);
     }

@@ -1,7 +1,14 @@
-import { Agent, type Dispatcher } from 'undici';
+import http from 'node:http';
+import type net from 'node:net';
+import zlib from 'node:zlib';
+import { Agent, type Dispatcher, interceptors, request, upgrade as undiciUpgrade } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
+import { createDependency } from '../../../src/dependency/dependency.js';
+import type { DependencyEvent } from '../../../src/dependency/types.js';
+import { isPrazoError } from '../../../src/errors/base.js';
 import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
+import { interceptor } from '../../../src/http/interceptor.js';
 import type { HttpClientOptions } from '../../../src/http/options.js';
 import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
 import { createLatencyRecorder } from '../../../src/latency/recorder.js';
@@ -52,7 +59,7 @@ function client(options: Partial<HttpClientOptions> & Record<string, unknown>): 
   return made;
 }
 
-function _agentWith(...stack: Dispatcher.DispatcherComposeInterceptor[]): Dispatcher {
+function agentWith(...stack: Dispatcher.DispatcherComposeInterceptor[]): Dispatcher {
   const agent = new Agent().compose(...stack);
   cleanup.push(() => agent.destroy());
   return agent;
@@ -69,7 +76,7 @@ async function outcome(promise: Promise<Dispatcher.ResponseData>): Promise<strin
 }
 
 /** A recorder whose live p95 stays 5 ms (its clock never moves): every hedge is due at `minDelayMs`. */
-function _fixedRecorder() {
+function fixedRecorder() {
   const stopped = new FakeClock();
   const recorder = createLatencyRecorder({ clock: stopped, windowMs: 500, minSamples: 20 });
   for (let i = 0; i < 20; i += 1) recorder.record(5, 'success');
@@ -234,5 +241,617 @@ describe('http-combos attacks: DNS discovery that fails, finds nothing, or finds
     // Each call that met the 503 was retried on the other server: every call answered.
     expect(got).toEqual(Array(12).fill('200 ok'));
     expect(healthy.seen).toHaveLength(12);
+  });
+});
+
+// ── the caller's pause while a hedge decides ────────────────────────────────────────────────────
+
+describe('http-combos attacks: the body paused and resumed while a hedge decides (SPEC H1)', () => {
+  /** Dispatches GET / on `agent` with a current-API handler that pauses at its start and resumes after `resumeAfterMs`. */
+  function pausedAtStart(agent: Dispatcher, origin: string, resumeAfterMs: number): Promise<string[]> {
+    const log: string[] = [];
+    return new Promise((resolve) => {
+      agent.dispatch({ origin, path: '/', method: 'GET' }, {
+        onRequestStart(controller: Dispatcher.DispatchController) {
+          controller.pause();
+          setTimeout(() => {
+            log.push('resume');
+            controller.resume();
+          }, resumeAfterMs);
+        },
+        onResponseStart(_c: unknown, status: number) {
+          log.push(`head ${status}`);
+        },
+        onResponseData(_c: unknown, chunk: Buffer) {
+          log.push(`data ${chunk.length}`);
+        },
+        onResponseEnd() {
+          log.push('end');
+          resolve(log);
+        },
+        onResponseError(_c: unknown, error: Error) {
+          log.push(`error ${error.message}`);
+          resolve(log);
+        },
+      } as Dispatcher.DispatchHandler);
+    });
+  }
+
+  // Was a defect (fixed): a handler that pauses its controller before the answer (in
+  // `onRequestStart`: a consumer already full, a stream not ready) gets no body until it resumes on
+  // a bare undici Agent: `head 200, resume, data, data, end`. Through prazo's interceptor the pause
+  // was recorded on the call but no attempt had won yet, and the winner was never told: the body
+  // flowed into the paused handler (`head 200, data, data, end, resume`), with or without a hedge
+  // race deciding the winner. Expected: the same order as on bare undici.
+  it('Was a defect: a pause given before the answer holds the winner’s body until resume, as on bare undici', async () => {
+    const handler: Handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('a'.repeat(100));
+      setTimeout(() => res.end('b'.repeat(100)), 20);
+    };
+    const fast = await serve(handler);
+    const slow = await serve((req, res) => setTimeout(() => handler(req, res, 0), 200));
+    const bare = await pausedAtStart(agentWith(), fast.origin, 150);
+    expect(bare.slice(0, 2)).toEqual(['head 200', 'resume']);
+    const single = agentWith(interceptor({ dependencies: { [fast.origin]: { name: 'fast', p99Ms: 300 } } }));
+    expect(await pausedAtStart(single, fast.origin, 150)).toEqual(bare);
+    // A hedge race: the original goes to the slow instance or the fast one; the answer is paused either way.
+    const hedged = agentWith(
+      interceptor({
+        dependencies: {
+          [slow.origin]: {
+            name: 'hedged',
+            p99Ms: 400,
+            origins: [slow.origin, fast.origin],
+            hedge: { minDelayMs: 20, maxDelayMs: 200 },
+            recorder: fixedRecorder(),
+          },
+        },
+      }),
+    );
+    for (let i = 0; i < 3; i += 1) {
+      const log = await pausedAtStart(hedged, slow.origin, 350);
+      expect(log.slice(0, 2)).toEqual(['head 200', 'resume']);
+      expect(log.at(-1)).toBe('end');
+    }
+  });
+
+  it('a 503 held while its hedge runs, then delivered (the hedge fails too), streams whole to a reader that pauses', async () => {
+    const body = Buffer.alloc(256 * 1024, 'q');
+    const a = await serve((_req, res) => {
+      res.writeHead(503, { 'content-length': String(body.length) });
+      res.end(body);
+    });
+    const b = await serve((_req, res) =>
+      setTimeout(() => {
+        res.writeHead(502);
+        res.end('bad gateway');
+      }, 80),
+    );
+    const c = client({
+      origins: [a.origin, b.origin],
+      p99Ms: 400,
+      attempts: 1,
+      hedge: { minDelayMs: 10, maxDelayMs: 200 },
+      recorder: fixedRecorder(),
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    for (let i = 0; i < 3; i += 1) {
+      const res = await c.request('/', { highWaterMark: 1024 } as never);
+      await sleep(100); // not reading: the body waits, paused
+      let bytes = 0;
+      for await (const chunk of res.body) {
+        bytes += (chunk as Buffer).length;
+        if (bytes % 65_536 < 1024) await sleep(5);
+      }
+      expect(res.statusCode === 503 ? bytes : res.statusCode).toBe(
+        res.statusCode === 503 ? body.length : 502,
+      );
+    }
+  });
+});
+
+// ── hedging, several instances, a 503 and its Retry-After (SPEC H1, R3, X5) ─────────────────────
+
+describe('http-combos attacks: hedging over several instances meeting a 503 with Retry-After (SPEC H1, R3, X5)', () => {
+  it('one instance always 503 Retry-After: 0, two slow ones: every call answers, no call sends two copies to one server, at most attempts + 1 requests', async () => {
+    const bad = await serve((_req, res) => {
+      res.writeHead(503, { 'retry-after': '0' });
+      res.end('busy');
+    });
+    const slow = (name: string) => serve((_req, res) => setTimeout(() => res.end(name), 60));
+    const servers = [bad, await slow('b'), await slow('c')];
+    const c = client({
+      origins: servers.map((s) => s.origin),
+      p99Ms: 400,
+      attempts: 2,
+      hedge: { minDelayMs: 20, maxDelayMs: 200 },
+      recorder: fixedRecorder(),
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    const got: string[] = [];
+    for (let i = 0; i < 12; i += 1) got.push(await outcome(c.request(`/call-${i}`)));
+    expect(got.every((g) => g === '200 b' || g === '200 c')).toBe(true);
+    for (let i = 0; i < 12; i += 1) {
+      const copies = servers.map((s) => s.seen.filter((r) => r.url === `/call-${i}`).length);
+      expect(Math.max(...copies), `call ${i}: ${copies}`).toBeLessThanOrEqual(1);
+      expect(copies.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(3); // original, hedge, one retry
+    }
+    expect(c.instances().map((i) => i.inFlight)).toEqual([0, 0, 0]);
+  });
+
+  it('a Retry-After longer than the deadline on the hedge while the original runs: the original’s answer wins at once; on both copies: the 503 at once', async () => {
+    const busy = (delayMs: number) =>
+      serve((_req, res) =>
+        setTimeout(() => {
+          res.writeHead(503, { 'retry-after': '30' });
+          res.end('busy');
+        }, delayMs),
+      );
+    const a = await serve((_req, res) => setTimeout(() => res.end('a'), 120));
+    const b = await busy(0);
+    const c = client({
+      origins: [a.origin, b.origin],
+      p99Ms: 400,
+      attempts: 3,
+      hedge: { minDelayMs: 10, maxDelayMs: 200 },
+      recorder: fixedRecorder(),
+      ejection: false,
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    for (let i = 0; i < 6; i += 1) {
+      const started = performance.now();
+      const got = await outcome(c.request('/', { deadline: 3_000 }));
+      // b answers 503 at once: as the original, it is not retried (Retry-After past the deadline);
+      // as the hedge, the original on a is still running and answers.
+      expect(['200 a', '503 busy']).toContain(got);
+      expect(performance.now() - started).toBeLessThan(1_500);
+    }
+    const both = client({
+      origins: [(await busy(30)).origin, (await busy(30)).origin],
+      p99Ms: 400,
+      attempts: 3,
+      hedge: { minDelayMs: 10, maxDelayMs: 200 },
+      recorder: fixedRecorder(),
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    const started = performance.now();
+    expect(await outcome(both.request('/', { deadline: 3_000 }))).toBe('503 busy');
+    expect(performance.now() - started).toBeLessThan(1_500);
+  });
+
+  it('every instance refusing, ejection allowed for all: calls fail typed and at once, one instance stays in rotation, and traffic returns when they do', async () => {
+    const dead = await Promise.all([0, 1, 2].map(() => serve(() => {})));
+    const ports = dead.map((d) => d.port);
+    for (const d of dead) await d.close();
+    const events: DependencyEvent[] = [];
+    const c = client({
+      origins: ports.map((p) => `http://127.0.0.1:${p}`),
+      p99Ms: 200,
+      attempts: 3,
+      ejection: { consecutiveFailures: 1, maxEjectedShare: 1, baseEjectionMs: 300, latency: false },
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    c.on((e) => events.push(e));
+    for (let i = 0; i < 8; i += 1) {
+      const started = performance.now();
+      const error = await c.request('/').catch((e: unknown) => e);
+      expect((error as { code?: unknown }).code).toBe('ECONNREFUSED');
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(c.instances().filter((s) => s.state !== 'ejected').length).toBeGreaterThanOrEqual(1);
+    }
+    expect(events.some((e) => e.type === 'instance-ejected')).toBe(true);
+    const back = await Promise.all(ports.map((p) => serve((_req, res) => res.end('back'), '127.0.0.1', p)));
+    await sleep(400); // past the first ejection
+    const got: string[] = [];
+    for (let i = 0; i < 30; i += 1) got.push(await outcome(c.request('/')));
+    expect(got.slice(-10)).toEqual(Array(10).fill('200 back'));
+    expect(back.filter((s) => s.seen.length > 0).length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+// ── the caller gives up at every phase (connections counted at the server) ──────────────────────
+
+describe('http-combos attacks: a caller abort at every phase, the connections counted at the server', () => {
+  it('queued for a connection, written, head received, mid-body, a hedge race: each ends at once with the reason; the sockets it used close; close() leaves none', async () => {
+    const server = await serve((req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow'), 300);
+      else if (req.url === '/head') {
+        res.writeHead(200, { 'content-length': '100' });
+        res.flushHeaders();
+      } else if (req.url === '/mid') {
+        res.writeHead(200, { 'content-length': '100000' });
+        res.write('x'.repeat(1000));
+      } // '/silent': never answers
+    });
+    const c = client({ origin: server.origin, p99Ms: 500, connections: 2 });
+    const reason = new Error('the caller is gone');
+    const aborted = (path: string, signal: AbortSignal, via: HttpClient = c) =>
+      via.request(path, { signal }).then(
+        (res) =>
+          res.body.text().then(
+            () => 'read',
+            (e: Error) => `body: ${e.message}`,
+          ),
+        (e: Error) => `call: ${e.message}`,
+      );
+
+    // Queued: both connections busy.
+    const busy = [outcome(c.request('/slow')), outcome(c.request('/slow'))];
+    await eventually(() => server.seen.length === 2);
+    const queued = new AbortController();
+    const waiting = aborted('/queued', queued.signal);
+    await sleep(30);
+    queued.abort(reason);
+    expect(await waiting).toBe('call: the caller is gone');
+    expect(await Promise.all(busy)).toEqual(['200 slow', '200 slow']); // the busy connections were not cut
+    expect(server.seen.map((s) => s.url)).toEqual(['/slow', '/slow']); // never sent
+    expect(server.maxOpen).toBeLessThanOrEqual(2);
+
+    for (const path of ['/silent', '/head', '/mid']) {
+      const controller = new AbortController();
+      const at = server.seen.length;
+      const pending = aborted(path, controller.signal);
+      await eventually(() => server.seen.length > at);
+      await sleep(30); // the head (and the first chunk) reach the client
+      controller.abort(reason);
+      expect([path, await pending]).toEqual([
+        path,
+        path === '/silent' ? 'call: the caller is gone' : 'body: the caller is gone',
+      ]);
+      expect(await eventually(() => server.seen[at]!.socketClosed), path).toBe(true);
+      expect(server.open, path).toBeLessThanOrEqual(2);
+    }
+    await c.close();
+    expect(await eventually(() => server.open === 0)).toBe(true);
+
+    // A hedge race on two instances: both copies' sockets close.
+    const a = await serve(() => {});
+    const b = await serve(() => {});
+    const hedged = client({
+      origins: [a.origin, b.origin],
+      p99Ms: 500,
+      hedge: { minDelayMs: 10, maxDelayMs: 200 },
+      recorder: fixedRecorder(),
+    });
+    const controller = new AbortController();
+    const pending = aborted('/', controller.signal, hedged);
+    await eventually(() => a.seen.length + b.seen.length === 2);
+    controller.abort(reason);
+    expect(await pending).toBe('call: the caller is gone');
+    expect(await eventually(() => [...a.seen, ...b.seen].every((s) => s.socketClosed))).toBe(true);
+    expect(hedged.instances().map((i) => i.inFlight)).toEqual([0, 0]);
+    await hedged.close();
+    expect(await eventually(() => a.open + b.open === 0)).toBe(true);
+  });
+
+  it('an abort during a Retry-After wait on an instance: the call ends at once with the reason, no retry goes out to any instance', async () => {
+    const busy = () =>
+      serve((_req, res) => {
+        res.writeHead(503, { 'retry-after': '1' });
+        res.end('busy');
+      });
+    const [a, b] = [await busy(), await busy()];
+    const c = client({ origins: [a.origin, b.origin], p99Ms: 300, attempts: 2, throttle: false });
+    const controller = new AbortController();
+    const pending = outcome(c.request('/', { signal: controller.signal, deadline: 5_000 }));
+    await eventually(() => a.seen.length + b.seen.length === 1);
+    await sleep(100); // the 503 is in: the call waits out its Retry-After
+    const started = performance.now();
+    controller.abort(new Error('gone'));
+    expect(await pending).toContain('gone');
+    expect(performance.now() - started).toBeLessThan(500);
+    await sleep(1_100); // past the Retry-After
+    expect(a.seen.length + b.seen.length).toBe(1);
+    expect(c.instances().map((i) => i.inFlight)).toEqual([0, 0]);
+  });
+});
+
+// ── a loser's body, an upgrade, undici's interceptors around prazo's ────────────────────────────
+
+describe('http-combos attacks: what the losing copy, an upgrade and undici’s interceptors do to a hedged call', () => {
+  it('a held 503 with a body over the drain limit loses to its hedge: its socket closed, the winner’s 512 kB whole; under the limit: drained and kept', async () => {
+    for (const size of [1024 * 1024, 16 * 1024]) {
+      const big = Buffer.alloc(size, 'z');
+      const winner = Buffer.alloc(512 * 1024, 'w');
+      const server = await serve((_req, res, index) => {
+        if (index === 0)
+          setTimeout(() => {
+            res.writeHead(503, { 'content-length': String(big.length) });
+            res.end(big);
+          }, 30);
+        else
+          setTimeout(() => {
+            res.writeHead(200, { 'content-length': String(winner.length) });
+            res.end(winner);
+          }, 90);
+      });
+      const c = client({
+        origin: server.origin,
+        p99Ms: 400,
+        hedge: { minDelayMs: 10, maxDelayMs: 200 },
+        recorder: fixedRecorder(),
+        throttle: false,
+        retryBudget: { minPerSecond: 1_000 },
+      });
+      const res = await c.request('/', { highWaterMark: 1024 } as never);
+      await sleep(150); // the caller reads late: the winner waits paused, the loser is drained meanwhile
+      let bytes = 0;
+      for await (const chunk of res.body) bytes += (chunk as Buffer).length;
+      expect([size, res.statusCode, bytes]).toEqual([size, 200, winner.length]);
+      expect(server.seen).toHaveLength(2);
+      const closed = await eventually(() => server.seen[0]!.socketClosed, 500);
+      expect([size, closed]).toEqual([size, size > 128 * 1024]);
+    }
+  });
+
+  it('a 101 upgrade to a hedged dependency of two instances: one request, the socket reaches the caller and outlives the attempt; a 103 before it fails as on bare undici', async () => {
+    const sockets = new Set<net.Socket>();
+    const upgrading = async (early: boolean) => {
+      const server = http.createServer((_req, res) => res.end('plain'));
+      let upgrades = 0;
+      server.on('connection', (socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      server.on('upgrade', (_req, socket) => {
+        upgrades += 1;
+        setTimeout(() => {
+          if (early) socket.write('HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n');
+          socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: upgrade\r\n\r\n');
+          socket.on('data', (d: Buffer) => socket.write(d));
+        }, 60); // past the hedge's delay
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+      return { origin: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, upgrades: () => upgrades };
+    };
+    cleanup.push(() => {
+      for (const socket of sockets) socket.destroy();
+    });
+    for (const early of [false, true]) {
+      const [a, b] = [await upgrading(early), await upgrading(early)];
+      const prazo = interceptor({
+        dependencies: {
+          [a.origin]: {
+            name: 'tunnel',
+            p99Ms: 200,
+            origins: [a.origin, b.origin],
+            hedge: { minDelayMs: 10, maxDelayMs: 100 },
+            recorder: fixedRecorder(),
+          },
+        },
+      });
+      const events: DependencyEvent[] = [];
+      prazo.on((e) => events.push(e));
+      const agent = agentWith(prazo);
+      const bare = await undiciUpgrade(a.origin, { dispatcher: agentWith(), protocol: 'echo' }).then(
+        (up) => {
+          up.socket.destroy();
+          return 'upgraded';
+        },
+        (e: Error) => e.message,
+      );
+      let got: string;
+      try {
+        const up = await undiciUpgrade(a.origin, { dispatcher: agent, protocol: 'echo' });
+        await sleep(350); // past the attempt timeout ceil(200 × 1.4) = 280 ms
+        got = await new Promise<string>((resolve) => {
+          up.socket.once('data', (d: Buffer) => resolve(`echo ${d}`));
+          up.socket.write('ping');
+        });
+        up.socket.destroy();
+      } catch (error) {
+        got = (error as Error).message;
+      }
+      expect([early, got]).toEqual([early, bare === 'upgraded' ? 'echo ping' : bare]);
+      expect(events.filter((e) => e.type === 'attempt' && e.kind !== 'original')).toEqual([]); // never hedged
+      expect(a.upgrades() + b.upgrades()).toBe(2); // the bare one and prazo's one
+      expect(prazo.dependencies()[0]!.instances().map((i) => i.inFlight)).toEqual([0, 0]);
+    }
+  });
+
+  it('undici’s decompress, retry, redirect and dns above and below prazo, on a hedged dependency of two instances meeting a 503: decoded, answered, bounded', async () => {
+    const text = 'stock '.repeat(2_000);
+    const gz = zlib.gzipSync(Buffer.from(text));
+    const instance = () =>
+      serve((req, res, index) => {
+        if (req.url === '/moved') {
+          res.writeHead(302, { location: '/' });
+          res.end();
+        } else if (index % 3 === 0) {
+          res.writeHead(503, { 'retry-after': '0' });
+          res.end('busy');
+        } else
+          setTimeout(() => {
+            res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': String(gz.length) });
+            res.end(gz);
+          }, 20);
+      });
+    const [a, b] = [await instance(), await instance()];
+    const prazo = () =>
+      interceptor({
+        dependencies: {
+          [a.origin]: {
+            name: 'stock',
+            p99Ms: 400,
+            attempts: 3,
+            origins: [a.origin, b.origin],
+            hedge: { minDelayMs: 10, maxDelayMs: 200 },
+            recorder: fixedRecorder(),
+            throttle: false,
+            retryBudget: { minPerSecond: 1_000 },
+          },
+        },
+      });
+    const stacks: Record<string, () => Dispatcher.DispatcherComposeInterceptor[]> = {
+      'decompress above': () => [prazo(), interceptors.decompress()],
+      'decompress below': () => [interceptors.decompress(), prazo()],
+      'redirect above, dns below': () => [interceptors.dns(), prazo(), interceptors.redirect({ maxRedirections: 2 })],
+      'redirect below, dns above': () => [interceptors.redirect({ maxRedirections: 2 }), prazo(), interceptors.dns()],
+      'retry below': () => [interceptors.retry({ maxRetries: 1, minTimeout: 10 }), prazo()],
+    };
+    const warn = process.emitWarning;
+    process.emitWarning = () => {}; // decompress is experimental in undici 7: its warning is not the test's
+    cleanup.push(() => {
+      process.emitWarning = warn;
+    });
+    for (const [name, stack] of Object.entries(stacks)) {
+      const agent = agentWith(...stack());
+      const before = a.seen.length + b.seen.length;
+      for (const path of ['/', '/moved', '/']) {
+        const res = await request(`${a.origin}${path}`, { dispatcher: agent }).catch((e: unknown) => e);
+        expect(isPrazoError(res) || (res as Dispatcher.ResponseData).statusCode !== undefined, name).toBe(true);
+        const answered = res as Dispatcher.ResponseData;
+        const body = Buffer.from(await answered.body.arrayBuffer());
+        const decoded = answered.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(body).toString() : String(body);
+        if (path === '/moved' && !name.includes('redirect')) expect([name, answered.statusCode]).toEqual([name, 302]);
+        else expect([name, path, answered.statusCode, decoded === text]).toEqual([name, path, 200, true]);
+      }
+      // Three calls, a redirect among them: never more than attempts (3) + a hedge per call and hop,
+      // and undici's retry below adds at most one request per prazo attempt.
+      expect(a.seen.length + b.seen.length - before, name).toBeLessThanOrEqual(name === 'retry below' ? 24 : 16);
+    }
+  });
+});
+
+// ── the executor updated, the client closed, while calls run (SPEC X9) ─────────────────────────
+
+describe('http-combos attacks: update() and close() while calls run (SPEC X9)', () => {
+  it('update() mid-call: calls in flight keep their plan; later ones take the new one, its longer attempts past the pool’s own backstops', async () => {
+    const server = await serve((req, res) => setTimeout(() => res.end('ok'), Number(req.url!.slice(1)) || 0));
+    const dependency = createDependency({ name: 'inventory', p99Ms: 400, attempts: 2, defaultDeadlineMs: 5_000 });
+    const c = createHttpClient({ name: 'inventory', origin: server.origin, dependency });
+    cleanup.push(() => c.destroy());
+    const inFlight = [outcome(c.request('/300')), outcome(c.request('/300'))];
+    await eventually(() => server.seen.length === 2);
+    dependency.update({ p99Ms: 60 }); // attempt timeout 84 ms from now on
+    const later = outcome(c.request('/300'));
+    expect(await Promise.all(inFlight)).toEqual(['200 ok', '200 ok']);
+    expect(await later).toBe('RESPONSE_TIMEOUT');
+    // The pool was made for attempts of ceil(400 × 1.4) = 560 ms (undici's header backstop 1.56 s):
+    // a plan of 2 s attempts must not be cut by it.
+    dependency.update({ p99Ms: 1_500 });
+    expect(await outcome(c.request('/1800', { deadline: 4_000 }))).toBe('200 ok');
+    // A refused update changes nothing for the calls that follow.
+    expect(() => dependency.update({ p99Ms: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+    expect(await outcome(c.request('/10', { deadline: 4_000 }))).toBe('200 ok');
+  });
+
+  it('update() turning hedging on and attempts down while a hedged dependency of two instances is busy: no call lost, none hangs', async () => {
+    const a = await serve((_req, res) => setTimeout(() => res.end('a'), 40));
+    const b = await serve((_req, res) => setTimeout(() => res.end('b'), 40));
+    const dependency = createDependency({
+      name: 'inventory',
+      p99Ms: 300,
+      attempts: 3,
+      recorder: fixedRecorder(),
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+    });
+    const c = createHttpClient({ name: 'inventory', origins: [a.origin, b.origin], dependency });
+    cleanup.push(() => c.destroy());
+    const calls: Promise<string>[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      calls.push(outcome(c.request(`/${i}`)));
+      if (i === 5) dependency.update({ hedge: { minDelayMs: 10, maxDelayMs: 100 }, attempts: 1 });
+      if (i === 12) dependency.update({ hedge: undefined, attempts: 2 });
+      await sleep(5);
+    }
+    const got = await Promise.all(calls);
+    expect(got.every((g) => g === '200 a' || g === '200 b')).toBe(true);
+    expect(c.instances().map((i) => i.inFlight)).toEqual([0, 0]);
+  });
+
+  it('a client of several instances after close(): request() and fetch() fail typed at once; a call waiting out a Retry-After fails typed by its end; close() finishes', async () => {
+    const server = await serve((_req, res, index) => {
+      if (index === 0) {
+        res.writeHead(503, { 'retry-after': '1' });
+        res.end('busy');
+      } else res.end('ok');
+    });
+    const c = client({ origins: [server.origin], p99Ms: 200, attempts: 2 });
+    const started = performance.now();
+    const waiting = c.request('/', { deadline: 5_000 }).then(
+      (res) => `${res.statusCode}`,
+      (error: unknown) => error,
+    );
+    await eventually(() => server.seen.length === 1);
+    await c.close();
+    const ended = await waiting;
+    // The retry found no instance left: typed, by the end of the Retry-After.
+    expect(isPrazoError(ended)).toBe(true);
+    expect(performance.now() - started).toBeLessThan(2_500);
+    for (const call of [() => c.request('/'), () => c.fetch('/')]) {
+      const t = performance.now();
+      const error = await (call() as Promise<unknown>).catch((e: unknown) => e);
+      expect((error as { code?: unknown }).code).toBe('NO_INSTANCE');
+      expect(performance.now() - t).toBeLessThan(500);
+    }
+    expect(server.seen).toHaveLength(1);
+    expect(await eventually(() => server.open === 0)).toBe(true);
+  });
+
+  it('the interceptor’s discovery closed: its origin fails typed (NO_INSTANCE), other origins still pass through the same Agent', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const origin = `http://inventory.test:${server.port}`;
+    const prazo = interceptor({
+      dependencies: { [origin]: { name: 'inventory', p99Ms: 300, discovery: { lookup: lookupOf([{ address: '127.0.0.1', family: 4 }]) } } },
+    });
+    const agent = agentWith(prazo);
+    expect(await outcome(request(origin, { dispatcher: agent }))).toBe('200 ok');
+    await prazo.close();
+    expect(await outcome(request(origin, { dispatcher: agent }))).toBe('NO_INSTANCE');
+    expect(await outcome(request(server.origin, { dispatcher: agent }))).toBe('200 ok');
+  });
+});
+
+// ── malformed Retry-After and pushback on a hedged, balanced call (SPEC R3, X6) ─────────────────
+
+describe('http-combos attacks: malformed Retry-After and pushback headers on a hedged call over two instances (SPEC R3, X6)', () => {
+  it('repeated, listed, odd-digit and oversized values: each call ends with an answer, bounded in requests and time, no instance counted in flight', async () => {
+    const cases: Record<string, string | string[]>[] = [
+      { 'retry-after': ['0', '1'] },
+      { 'retry-after': '1, 0' },
+      { 'retry-after': '\u00a00' },
+      { 'retry-after': '0x10' },
+      { 'retry-after': '1e1' },
+      { 'retry-after': '9'.repeat(400) },
+      { 'grpc-retry-pushback-ms': ['0', '-1'] },
+      { 'grpc-retry-pushback-ms': ['-1', '0'] },
+      { 'grpc-retry-pushback-ms': '+5' },
+      { 'grpc-retry-pushback-ms': '1'.repeat(400) },
+      { 'retry-after': '0', 'grpc-retry-pushback-ms': '-1' },
+    ];
+    for (const headers of cases) {
+      const a = await serve((_req, res) => {
+        res.writeHead(503, headers);
+        res.end('busy');
+      });
+      const b = await serve((_req, res) => setTimeout(() => res.end('b'), 40));
+      const c = client({
+        origins: [a.origin, b.origin],
+        p99Ms: 300,
+        attempts: 2,
+        hedge: { minDelayMs: 10, maxDelayMs: 100 },
+        recorder: fixedRecorder(),
+        throttle: false,
+        retryBudget: { minPerSecond: 1_000 },
+      });
+      const label = JSON.stringify(headers).slice(0, 60);
+      const started = performance.now();
+      for (let i = 0; i < 4; i += 1) expect(['200 b', '503 busy'], label).toContain(await outcome(c.request('/')));
+      expect(performance.now() - started, label).toBeLessThan(2_000);
+      expect(a.seen.length + b.seen.length, label).toBeLessThanOrEqual(4 * 3);
+      expect(c.instances().map((i) => i.inFlight), label).toEqual([0, 0]);
+      await c.destroy();
+      await a.close();
+      await b.close();
+    }
   });
 });
