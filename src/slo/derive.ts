@@ -1,7 +1,7 @@
 import { type CalibrateTimeoutInput, calibrateTimeout } from '../calibrate/timeout.js';
 import { isInvalidOptions } from '../errors/guards.js';
 import { InvalidOptionsError } from '../errors/options.js';
-import { budgetShapeProblem } from './parse.js';
+import { budgetShapeProblem, checkPath } from './parse.js';
 import type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget } from './types.js';
 
 /**
@@ -53,6 +53,7 @@ export function deriveTimeouts(
   const named = ['budget', 'dependencies', 'invalid'];
   const shape = wrong.flatMap((p, i) => (p === undefined ? [] : [`${named[i]} ${p}`]));
   if (shape.length > 0) throw new InvalidOptionsError('deriveTimeouts', shape);
+  checkPath('deriveTimeouts', at);
   const problems: BudgetProblem[] = [];
   const components = budget.components.map((c, i) => {
     const path = [...at, 'components', i];

@@ -50,7 +50,7 @@ export interface ComponentOverrun {
 }
 
 export interface OverrunTracker {
-  /** Records one execution of `component`; returns true when it overran its slice. Unknown names: false. */
+  /** Records one execution of `component`; returns true when it overran its slice. Unknown names, and an elapsed time that is not a number (NaN included), are ignored: false. */
   observe(component: string, elapsedMs: number): boolean;
   report(): ComponentOverrun[];
   alarms(): ComponentOverrun[];
@@ -113,7 +113,8 @@ export function createOverrunTracker(options: OverrunTrackerOptions): OverrunTra
   return {
     observe(component, elapsedMs) {
       const i = index.get(component);
-      if (i === undefined || Number.isNaN(elapsedMs)) return false;
+      // NaN, or not a number at all ('5000' would compare as one): not a run, never an overrun
+      if (i === undefined || typeof elapsedMs !== 'number' || Number.isNaN(elapsedMs)) return false;
       advance();
       const slot = ((head % BUCKETS) + BUCKETS) % BUCKETS;
       const over = elapsedMs > components[i]!.sliceMs;

@@ -1,3 +1,4 @@
+import { InvalidOptionsError } from '../errors/options.js';
 import { didYouMean } from '../options/suggest.js';
 import { LATENCY_BUDGET_LIMITS } from './constants.js';
 import type { BudgetComponent, BudgetProblem, ComponentKind, LatencyBudget } from './types.js';
@@ -55,6 +56,16 @@ const validName = (v: unknown): v is string =>
   typeof v === 'string' && v.trim() !== '' && v.length <= LATENCY_BUDGET_LIMITS.maxNameLength;
 
 /**
+ * Refuses a problem path that is not a list of keys and indexes (`at` of parseBudget, validateBudget
+ * and deriveTimeouts): spread into every problem's path, a string would become its characters, and a
+ * number would throw a TypeError.
+ */
+export function checkPath(context: string, at: unknown): void {
+  if (Array.isArray(at) && at.every((k) => typeof k === 'string' || typeof k === 'number')) return;
+  throw new InvalidOptionsError(context, ['`at` must be a list of keys and indexes, e.g. ["endpoints", 0]']);
+}
+
+/**
  * Why `value` is not a budget `parseBudget` could have returned, or undefined when it is one. The
  * functions that take a parsed budget (`validateBudget`, `deriveTimeouts`, the runners) check it
  * first: a hand-built budget with a NaN slice would otherwise pass validation (NaN compares false)
@@ -97,6 +108,7 @@ export interface ParsedBudget {
 }
 
 export function parseBudget(raw: unknown, at: Path = []): ParsedBudget {
+  checkPath('parseBudget', at);
   const problems: BudgetProblem[] = [];
   const error = (path: Path, message: string) => problems.push({ path, message, severity: 'error' });
   if (!isRecord(raw)) {

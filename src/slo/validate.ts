@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '../errors/options.js';
-import { budgetShapeProblem } from './parse.js';
+import { budgetShapeProblem, checkPath } from './parse.js';
 import type { BudgetProblem, LatencyBudget } from './types.js';
 
 /**
@@ -14,6 +14,7 @@ export function validateBudget(
 ): BudgetProblem[] {
   const shape = budgetShapeProblem(budget);
   if (shape !== undefined) throw new InvalidOptionsError('validateBudget', [`budget ${shape}`]);
+  checkPath('validateBudget', at);
   const problems: BudgetProblem[] = [];
   const sum = budget.components.reduce((acc, c) => acc + c.sliceMs, 0);
   const names = budget.components.map((c) => `${c.name} ${c.sliceMs}`).join(' + ');

@@ -651,6 +651,23 @@ describe('latency budgets (prazo/calibrate: SPEC B1–B3)', () => {
     }
   });
 
+  it('Was a defect: a problem path that is not a list (`at`) threw a TypeError or was spread into characters', () => {
+    const b = budget(10, [10]).budget!;
+    for (const [i, at] of [5, 'endpoints', null, {}, [{}], [Symbol('x')]].entries()) {
+      expect(isInvalidOptions(thrown(() => parseBudget({}, at as never))), `#${i}`).toBe(true);
+      expect(isInvalidOptions(thrown(() => validateBudget(b, at as never))), `#${i}`).toBe(true);
+      expect(isInvalidOptions(thrown(() => deriveTimeouts(b, new Map(), at as never))), `#${i}`).toBe(true);
+    }
+    expect(parseBudget({}, ['endpoints', 3]).problems[0]!.path).toEqual(['endpoints', 3, 'endpoint']);
+  });
+
+  it('Was a defect: an elapsed time given as a string was compared as a number and counted as an overrun', () => {
+    const tracker = createOverrunTracker({ budget: budget(10, [10]).budget!, clock: new FakeClock() });
+    for (const elapsed of ['5000', null, undefined, 20n, {}, [50]])
+      expect(tracker.observe('c0', elapsed as never), String(elapsed)).toBe(false);
+    expect(tracker.report()[0]!.calls).toBe(0);
+  });
+
   it('Was a defect: SliceRunner.run with work that is not a function rejected with a TypeError', async () => {
     const runner = createSliceRunner({ budget: budget(10, [10]).budget!, clock: new FakeClock() });
     for (const fn of [undefined, null, 5, 'fn', {}]) {
