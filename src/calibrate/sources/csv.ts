@@ -57,25 +57,47 @@ class CsvRecords {
     return this.start !== 0;
   }
 
-  /** Feeds one line; returns the record's fields when the line completes it. */
+  /**
+   * Feeds one line; returns the record's fields when the line completes it. Text between quotes and
+   * separators is copied a run at a time: one character at a time, a 16 MB quoted field took seconds.
+   */
   feed(line: string, lineNo: number): string[] | undefined {
     if (this.start === 0) this.start = lineNo;
     else this.#field += '\n'; // the break was inside a quoted field
-    for (let i = 0; i < line.length; i += 1) {
-      const ch = line[i]!;
+    const n = line.length;
+    let i = 0;
+    while (i < n) {
       if (this.#quoted) {
-        if (ch === '"' && line[i + 1] === '"') {
+        const q = line.indexOf('"', i);
+        if (q < 0) {
+          this.#field += line.slice(i);
+          break;
+        }
+        this.#field += line.slice(i, q);
+        if (line[q + 1] === '"') {
           this.#field += '"';
-          i += 1;
-        } else if (ch === '"') this.#quoted = false;
-        else this.#field += ch;
-      } else if (ch === '"' && this.#field.trim() === '') {
+          i = q + 2;
+        } else {
+          this.#quoted = false;
+          i = q + 1;
+        }
+        continue;
+      }
+      let j = i;
+      while (j < n && line[j] !== '"' && line[j] !== this.#separator) j += 1;
+      if (j > i) {
+        this.#field += line.slice(i, j);
+        i = j;
+        continue;
+      }
+      if (line[i] === '"' && this.#field.trim() === '') {
         this.#quoted = true;
         this.#field = '';
-      } else if (ch === this.#separator) {
+      } else if (line[i] === this.#separator) {
         this.#fields.push(this.#field);
         this.#field = '';
-      } else this.#field += ch;
+      } else this.#field += '"'; // a quote inside an unquoted field is a character like any other
+      i += 1;
     }
     if (this.#quoted) return undefined;
     const fields = [...this.#fields, this.#field];

@@ -15,13 +15,18 @@ const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*/;
 const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\', '"': '"', n: '\n' };
 
-/** Prometheus float syntax: decimal/exponent, or ±Inf / NaN. */
+/**
+ * Prometheus float syntax: decimal/exponent, or ±Inf / NaN. A decimal past the largest float (`1e400`)
+ * is no number, as Go's ParseFloat says (ErrRange) and `histogram_quantile` skips such a bucket: read
+ * as Infinity, `le="1e400"` merged into the `+Inf` bucket and counted its calls twice.
+ */
 export function parsePromFloat(raw: string): number | undefined {
   const s = raw.trim();
   if (/^[+-]?inf$/i.test(s)) return s.startsWith('-') ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
   if (/^nan$/i.test(s)) return Number.NaN;
   if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s)) return undefined;
-  return Number(s);
+  const value = Number(s);
+  return Number.isFinite(value) ? value : undefined;
 }
 
 function readLabels(
