@@ -159,16 +159,28 @@ function fromPrazo(error: PrazoError, options: ClassifyOptions): FailureVerdict 
 }
 
 /**
+ * Verdicts of one classification, per object and depth: an aggregate listing one error (or one nested
+ * aggregate) several times, at each of several levels, reads it once per level instead of once per
+ * path to it (8⁴ paths for one shared leaf, each reading its headers).
+ */
+type Seen = Map<object, Array<FailureVerdict | undefined>>;
+
+/**
  * An AggregateError is retried when all its members are, at once when all are connect failures, and
  * never sooner than the longest `Retry-After` (or pushback wait) any of them asked for (SPEC R3):
  * `Promise.any` over replicas that all answered 429 is told to wait by each of them.
  */
-function fromAggregate(errors: readonly unknown[], options: ClassifyOptions, depth: number): FailureVerdict {
+function fromAggregate(
+  errors: readonly unknown[],
+  options: ClassifyOptions,
+  depth: number,
+  seen: Seen,
+): FailureVerdict {
   if (errors.length === 0) return NO;
   let immediate = true;
   let wait: number | undefined;
   for (const inner of errors.slice(0, MAX_AGGREGATE_ERRORS)) {
-    const v = classify(inner, options, depth + 1);
+    const v = classifyOnce(inner, options, depth + 1, seen);
     if (!v.retryable) return NO;
     immediate &&= v.immediate;
     if (v.retryAfterMs !== undefined && (wait === undefined || v.retryAfterMs > wait)) wait = v.retryAfterMs;
@@ -177,7 +189,21 @@ function fromAggregate(errors: readonly unknown[], options: ClassifyOptions, dep
   return Object.freeze({ ...LOST, retryAfterMs: wait });
 }
 
-function classify(failure: unknown, options: ClassifyOptions, depth: number): FailureVerdict {
+function classifyOnce(failure: unknown, options: ClassifyOptions, depth: number, seen: Seen): FailureVerdict {
+  if (failure === null || typeof failure !== 'object') return NO;
+  let known = seen.get(failure);
+  const verdict = known?.[depth];
+  if (verdict !== undefined) return verdict;
+  if (known === undefined) {
+    known = [];
+    seen.set(failure, known);
+  }
+  const fresh = classify(failure, options, depth, seen);
+  known[depth] = fresh;
+  return fresh;
+}
+
+function classify(failure: unknown, options: ClassifyOptions, depth: number, seen?: Seen): FailureVerdict {
   if (failure === null || typeof failure !== 'object' || depth > MAX_CAUSE_DEPTH) return NO;
   if (isPrazoError(failure)) return fromPrazo(failure, options);
   const x = failure as Record<string, unknown>;
@@ -198,8 +224,10 @@ function classify(failure: unknown, options: ClassifyOptions, depth: number): Fa
   } else if (x.code === GRPC_UNAVAILABLE && 'metadata' in x) {
     return pushedWait === undefined ? LOST : Object.freeze({ ...LOST, retryAfterMs: pushedWait });
   }
-  if (Array.isArray(x.errors)) return fromAggregate(x.errors, options, depth);
-  return classify(x.cause, options, depth + 1);
+  if (Array.isArray(x.errors)) return fromAggregate(x.errors, options, depth, seen ?? new Map());
+  return seen === undefined
+    ? classify(x.cause, options, depth + 1)
+    : classifyOnce(x.cause, options, depth + 1, seen);
 }
 
 /**

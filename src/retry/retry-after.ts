@@ -47,6 +47,10 @@ export function parseRetryAfter(value: unknown, nowEpochMs: number): number | un
   return wait > 0 ? Math.min(wait, MAX_RETRY_AFTER_MS) : 0;
 }
 
+/** A header name equal to lower-case `name` ignoring case (lengths first: most names differ in it). */
+const sameName = (key: unknown, name: string): boolean =>
+  typeof key === 'string' && key.length === name.length && key.toLowerCase() === name;
+
 /**
  * One header's value as given, unread: from a fetch `Headers` or anything with `get(name)` (a `Map`,
  * grpc-js `Metadata`), a header record (Node's and undici's, lower-cased; a fetch init's, in any case:
@@ -62,14 +66,13 @@ export function headerValue(headers: unknown, name: string): unknown {
     if (typeof get === 'function') return get.call(headers, name);
     if (Array.isArray(headers)) {
       for (const pair of headers) {
-        if (Array.isArray(pair) && typeof pair[0] === 'string' && pair[0].toLowerCase() === name)
-          return pair[1];
+        if (Array.isArray(pair) && sameName(pair[0], name)) return pair[1];
       }
       return undefined;
     }
     const record = headers as Record<string, unknown>;
     if (Object.hasOwn(record, name)) return record[name];
-    for (const key of Object.keys(record)) if (key.toLowerCase() === name) return record[key];
+    for (const key of Object.keys(record)) if (sameName(key, name)) return record[key];
   } catch {
     // unreadable headers: none
   }

@@ -500,6 +500,21 @@ describe('classifyFailure on what no server should send (SPEC R2-R4)', () => {
     expect(isRetryable(new AggregateError([r429('1'), { status: 400 }]), { nowEpochMs: NOW })).toBe(false);
   });
 
+  it('an aggregate sharing one member at every level reads it once per level, not once per path (8⁴ paths)', () => {
+    // Headers in any case are looked up by a scan of the record's keys: 5,000 of them on one shared
+    // 503, read along each of the 4,096 paths to it, would be 40 M comparisons for a 5,000-key input.
+    const headers = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`x-h${i}`, 'v']));
+    let level: unknown = { status: 503, headers };
+    for (let i = 0; i < 4; i += 1) level = new AggregateError(Array(8).fill(level));
+    const started = performance.now();
+    expect(classifyFailure(level, { nowEpochMs: NOW })).toMatchObject({ retryable: true });
+    expect(performance.now() - started).toBeLessThan(250); // ~2 ms once per level; per path: seconds
+    // A member shared at different depths is still cut off past the depth bound (4 levels).
+    let deep: unknown = { status: 503 };
+    for (let i = 0; i < 5; i += 1) deep = new AggregateError([deep, { status: 502 }]);
+    expect(isRetryable(deep)).toBe(false);
+  });
+
   it('option typos and wrong types: one InvalidOptionsError naming every problem, with "did you mean"', () => {
     const thrown = (options: unknown): Error => {
       try {
