@@ -2,7 +2,13 @@ import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { protoDuration } from './duration.js';
 import { mergeVirtualHosts } from './group.js';
 import { minConcurrency } from './istio.js';
-import type { MeshFile, MeshPolicy, MeshRendering, ThrottlePolicy } from './policy.js';
+import {
+  type MeshFile,
+  type MeshPolicy,
+  type MeshRendering,
+  percentileName,
+  type ThrottlePolicy,
+} from './policy.js';
 
 /**
  * Envoy v3 (SPEC X10), in the protos' own field names and protobuf-JSON units (durations as `"0.119s"`):
@@ -212,7 +218,7 @@ function virtualHost(
     if (policy.retries > 0) {
       route.hedge_policy = { hedge_on_per_try_timeout: true };
       notes.push(
-        `${name}: hedges at per_try_timeout ${attemptMs} ms and keeps the first attempt running, instead of hedging at the live p${Math.round(policy.hedge.percentile * 100)} (about ${policy.hedge.delayMs} ms from ${policy.hedge.from}); a fixed p95 would hedge every request once latency rises`,
+        `${name}: hedges at per_try_timeout ${attemptMs} ms and keeps the first attempt running, instead of hedging at the live ${percentileName(policy.hedge.percentile)} (about ${policy.hedge.delayMs} ms from ${policy.hedge.from}); a fixed p95 would hedge every request once latency rises`,
       );
     } else {
       notes.push(`${name}: one attempt: Envoy's hedge is a retry, so there is none`);

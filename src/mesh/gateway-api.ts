@@ -1,7 +1,7 @@
 import { gatewayDuration } from './duration.js';
 import { byService, groupLabels, labelled } from './group.js';
 import { type KubernetesObject, metadataFor, retries, retryableHttpMatches } from './kubernetes.js';
-import type { MeshPolicy, MeshProblem, MeshRendering } from './policy.js';
+import { type MeshPolicy, type MeshProblem, type MeshRendering, percentileName } from './policy.js';
 
 /**
  * Gateway API (SPEC X10): an `HTTPRoute` per Service with, for each dependency on it, rules with
@@ -99,12 +99,10 @@ function notesOf(policy: MeshPolicy, options: GatewayApiOptions, notes: string[]
   }
   if (policy.hedge !== undefined) {
     notes.push(
-      `${name}: Gateway API has no hedging; the hedge at the live p${pct(policy.hedge.percentile)} is not exported`,
+      `${name}: Gateway API has no hedging; the hedge at the live ${percentileName(policy.hedge.percentile)} is not exported`,
     );
   }
 }
-
-const pct = (q: number): string => String(Math.round(q * 10_000) / 100);
 
 function routeLimitProblem(group: readonly MeshPolicy[], route: KubernetesObject): MeshProblem | undefined {
   const rules = (route.spec as { rules: Array<{ matches: unknown[] }> }).rules;

@@ -1,5 +1,5 @@
 import { grpcDuration } from './duration.js';
-import type { MeshFile, MeshPolicy, MeshRendering } from './policy.js';
+import { type MeshFile, type MeshPolicy, type MeshRendering, percentileName } from './policy.js';
 
 /**
  * A gRPC service config per dependency (SPEC X10), for `grpc.service_config` of a channel (grpc-js,
@@ -46,7 +46,7 @@ export function grpcServiceConfig(policy: MeshPolicy, notes: string[] = []): Rec
       nonFatalStatusCodes: codes,
     };
     notes.push(
-      `${name}: hedgingDelay ${grpcDuration(policy.hedge.delayMs)} is ${policy.hedge.from}, fixed; prazo hedges at the live p${Math.round(policy.hedge.percentile * 100)}, and retryThrottling counts failures only, so a slow-but-answering dependency gets a hedge on every slow call`,
+      `${name}: hedgingDelay ${grpcDuration(policy.hedge.delayMs)} is ${policy.hedge.from}, fixed; prazo hedges at the live ${percentileName(policy.hedge.percentile)}, and retryThrottling counts failures only, so a slow-but-answering dependency gets a hedge on every slow call`,
     );
     notes.push(
       `${name}: gRPC has no per-attempt timeout: an attempt runs until the ${policy.deadlineMs} ms deadline (prazo cuts it at ${policy.attemptTimeoutMs} ms)`,

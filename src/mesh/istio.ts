@@ -2,7 +2,7 @@ import { IDEMPOTENCY_KEY_HEADER } from '../retry/constants.js';
 import { gatewayDuration } from './duration.js';
 import { byService, groupLabels, labelled } from './group.js';
 import { type KubernetesObject, metadataFor, retries } from './kubernetes.js';
-import type { MeshPolicy, MeshRendering } from './policy.js';
+import { type MeshPolicy, type MeshRendering, percentileName } from './policy.js';
 
 /**
  * Istio (SPEC X10): a `VirtualService` per host (the dependencies on one Service share it, #24) with,
@@ -40,7 +40,7 @@ export function renderIstio(policies: readonly MeshPolicy[]): MeshRendering {
     const name = policy.dependency;
     if (policy.hedge !== undefined) {
       notes.push(
-        `${name}: Istio has no hedging; the hedge at the live p${Math.round(policy.hedge.percentile * 100)} is not exported`,
+        `${name}: Istio has no hedging; the hedge at the live ${percentileName(policy.hedge.percentile)} is not exported`,
       );
     }
     if (retries(policy) && !policy.retryResponseTimeout) {

@@ -326,6 +326,12 @@ function hedgeOf(dependency: DependencyConfig): HedgeDelay | undefined {
   return Object.freeze({ delayMs, percentile, from });
 }
 
+/**
+ * A quantile as a percentile's name: 0.95 → `p95`, 0.995 → `p99.5`, 0.9999 → `p99.99` (rounding to
+ * whole percents would name 0.995 `p100`, a quantile that hedges nothing).
+ */
+export const percentileName = (q: number): string => `p${Math.round(q * 10_000) / 100}`;
+
 /** One output file of an export: its documents, written as YAML (multi-document) or JSON. */
 export interface MeshFile {
   readonly name: string;

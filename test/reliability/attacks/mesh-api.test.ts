@@ -536,6 +536,16 @@ describe('prazo export: numbers at the edges of the config (SPEC X10, C1-C3)', (
     for (const t of grpcTimeouts) expect(Number.parseFloat(t)).toBeGreaterThanOrEqual(0.001);
   });
 
+  it('Was a defect: a hedge at the p99.5 is named p99.5 in every note, not p100', () => {
+    const config = configOf({ name: 'h', p99Ms: 10, attempts: 2, hedge: { percentile: 0.995 } });
+    for (const target of ['gateway-api', 'istio', 'envoy', 'grpc'] as const) {
+      const { notes } = exportMesh(config, { target });
+      const hedging = notes.filter((n) => n.startsWith('h: ') && /hedg/.test(n) && / p\d/.test(n));
+      expect(hedging.length, target).toBeGreaterThan(0);
+      for (const note of hedging) expect(note, target).toContain('p99.5');
+    }
+  });
+
   it('one attempt (attempts: 1) retries nowhere; ten attempts are nine retries everywhere', () => {
     const config = configOf(
       { name: 'once', p99Ms: 10, attempts: 1 },
