@@ -15,6 +15,7 @@ import {
   validateBudget,
 } from '../../../src/calibrate/index.js';
 import { FakeClock } from '../../../src/clock/fake.js';
+import { checkConfigText } from '../../../src/config/load.js';
 import { isInvalidOptions } from '../../../src/errors/guards.js';
 import type { InvalidOptionsError } from '../../../src/errors/options.js';
 import {
@@ -23,6 +24,7 @@ import {
   type RuleFile,
   type RulesInput,
   renderAlertRules,
+  rulesInputFromConfig,
 } from '../../../src/rules/index.js';
 import { parsePromQL } from '../../../src/rules/promql.test-helpers.js';
 
@@ -267,6 +269,56 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
     expect(
       isInvalidOptions(thrown(() => generateDashboard({ dependencies: [] }, { naming: 'otel' as never }))),
     ).toBe(true);
+  });
+
+  it('Was a defect: rulesInputFromConfig given what is not a loaded config threw TypeErrors', () => {
+    for (const config of [
+      undefined,
+      null,
+      5,
+      {},
+      { dependencies: [], endpoints: [] },
+      { dependencies: new Map([['a', null]]), endpoints: new Map() },
+      { dependencies: new Map([['a', {}]]), endpoints: new Map() },
+      { dependencies: new Map(), endpoints: new Map([['e', { budget: { components: [null] } }]]) },
+    ]) {
+      const error = thrown(() => rulesInputFromConfig(config as never));
+      expect(isInvalidOptions(error), JSON.stringify(config)).toBe(true);
+    }
+    expect(rulesInputFromConfig({ dependencies: new Map(), endpoints: new Map() })).toEqual({
+      dependencies: [],
+      endpoints: [],
+    });
+  });
+
+  it('a config file’s hostile names go through the loader into rules Prometheus accepts, or a clear refusal', () => {
+    const yaml = (name: string) =>
+      [
+        'dependencies:',
+        `  - name: ${JSON.stringify(name)}`,
+        '    p99Ms: 50',
+        'endpoints:',
+        `  - endpoint: ${JSON.stringify(`GET /${name}`)}`,
+        '    total_slo_ms: 100',
+        '    components:',
+        `      - { name: ${JSON.stringify(name)}, kind: remote, slice_ms: 100, dependency: ${JSON.stringify(name)} }`,
+      ].join('\n');
+    for (const name of ['a{{b', 'pay$__range', '{{ $value }}', 'GET /{id}']) {
+      const { config, problems } = checkConfigText(yaml(name));
+      expect(
+        problems.filter((p) => p.severity === 'error'),
+        name,
+      ).toEqual([]);
+      const rules = generateAlertRules(rulesInputFromConfig(config!));
+      expect(
+        allRules(rules).every(
+          (r) => expandedText(r.labels.prazo_dependency ?? '') === name || r.labels.prazo_endpoint,
+        ),
+      ).toBe(true);
+    }
+    const { config } = checkConfigText(yaml('a\u2028b'));
+    if (config !== undefined)
+      expect(isInvalidOptions(thrown(() => generateAlertRules(rulesInputFromConfig(config))))).toBe(true);
   });
 
   it('every hostile printable name yields PromQL the Prometheus grammar parses, and a dashboard that is plain JSON', () => {
