@@ -608,12 +608,18 @@ describe('http-combos attacks: what the losing copy, an upgrade and undici’s i
         }, 60); // past the hedge's delay
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      cleanup.push(() => new Promise((resolve) => server.close(resolve)));
-      return { origin: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, upgrades: () => upgrades };
+      cleanup.push(
+        () =>
+          new Promise((resolve) => {
+            for (const socket of sockets) socket.destroy();
+            server.close(resolve);
+          }),
+      );
+      return {
+        origin: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+        upgrades: () => upgrades,
+      };
     };
-    cleanup.push(() => {
-      for (const socket of sockets) socket.destroy();
-    });
     for (const early of [false, true]) {
       const [a, b] = [await upgrading(early), await upgrading(early)];
       const prazo = interceptor({
@@ -652,7 +658,12 @@ describe('http-combos attacks: what the losing copy, an upgrade and undici’s i
       expect([early, got]).toEqual([early, bare === 'upgraded' ? 'echo ping' : bare]);
       expect(events.filter((e) => e.type === 'attempt' && e.kind !== 'original')).toEqual([]); // never hedged
       expect(a.upgrades() + b.upgrades()).toBe(2); // the bare one and prazo's one
-      expect(prazo.dependencies()[0]!.instances().map((i) => i.inFlight)).toEqual([0, 0]);
+      expect(
+        prazo
+          .dependencies()[0]!
+          .instances()
+          .map((i) => i.inFlight),
+      ).toEqual([0, 0]);
     }
   });
 
@@ -692,8 +703,16 @@ describe('http-combos attacks: what the losing copy, an upgrade and undici’s i
     const stacks: Record<string, () => Dispatcher.DispatcherComposeInterceptor[]> = {
       'decompress above': () => [prazo(), interceptors.decompress()],
       'decompress below': () => [interceptors.decompress(), prazo()],
-      'redirect above, dns below': () => [interceptors.dns(), prazo(), interceptors.redirect({ maxRedirections: 2 })],
-      'redirect below, dns above': () => [interceptors.redirect({ maxRedirections: 2 }), prazo(), interceptors.dns()],
+      'redirect above, dns below': () => [
+        interceptors.dns(),
+        prazo(),
+        interceptors.redirect({ maxRedirections: 2 }),
+      ],
+      'redirect below, dns above': () => [
+        interceptors.redirect({ maxRedirections: 2 }),
+        prazo(),
+        interceptors.dns(),
+      ],
       'retry below': () => [interceptors.retry({ maxRetries: 1, minTimeout: 10 }), prazo()],
     };
     const warn = process.emitWarning;
@@ -706,16 +725,22 @@ describe('http-combos attacks: what the losing copy, an upgrade and undici’s i
       const before = a.seen.length + b.seen.length;
       for (const path of ['/', '/moved', '/']) {
         const res = await request(`${a.origin}${path}`, { dispatcher: agent }).catch((e: unknown) => e);
-        expect(isPrazoError(res) || (res as Dispatcher.ResponseData).statusCode !== undefined, name).toBe(true);
+        expect(isPrazoError(res) || (res as Dispatcher.ResponseData).statusCode !== undefined, name).toBe(
+          true,
+        );
         const answered = res as Dispatcher.ResponseData;
         const body = Buffer.from(await answered.body.arrayBuffer());
-        const decoded = answered.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(body).toString() : String(body);
-        if (path === '/moved' && !name.includes('redirect')) expect([name, answered.statusCode]).toEqual([name, 302]);
+        const decoded =
+          answered.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(body).toString() : String(body);
+        if (path === '/moved' && !name.includes('redirect'))
+          expect([name, answered.statusCode]).toEqual([name, 302]);
         else expect([name, path, answered.statusCode, decoded === text]).toEqual([name, path, 200, true]);
       }
       // Three calls, a redirect among them: never more than attempts (3) + a hedge per call and hop,
       // and undici's retry below adds at most one request per prazo attempt.
-      expect(a.seen.length + b.seen.length - before, name).toBeLessThanOrEqual(name === 'retry below' ? 24 : 16);
+      expect(a.seen.length + b.seen.length - before, name).toBeLessThanOrEqual(
+        name === 'retry below' ? 24 : 16,
+      );
     }
   });
 });
@@ -725,7 +750,12 @@ describe('http-combos attacks: what the losing copy, an upgrade and undici’s i
 describe('http-combos attacks: update() and close() while calls run (SPEC X9)', () => {
   it('update() mid-call: calls in flight keep their plan; later ones take the new one, its longer attempts past the pool’s own backstops', async () => {
     const server = await serve((req, res) => setTimeout(() => res.end('ok'), Number(req.url!.slice(1)) || 0));
-    const dependency = createDependency({ name: 'inventory', p99Ms: 400, attempts: 2, defaultDeadlineMs: 5_000 });
+    const dependency = createDependency({
+      name: 'inventory',
+      p99Ms: 400,
+      attempts: 2,
+      defaultDeadlineMs: 5_000,
+    });
     const c = createHttpClient({ name: 'inventory', origin: server.origin, dependency });
     cleanup.push(() => c.destroy());
     const inFlight = [outcome(c.request('/300')), outcome(c.request('/300'))];
@@ -739,7 +769,9 @@ describe('http-combos attacks: update() and close() while calls run (SPEC X9)', 
     dependency.update({ p99Ms: 1_500 });
     expect(await outcome(c.request('/1800', { deadline: 4_000 }))).toBe('200 ok');
     // A refused update changes nothing for the calls that follow.
-    expect(() => dependency.update({ p99Ms: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+    expect(() => dependency.update({ p99Ms: -1 })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+    );
     expect(await outcome(c.request('/10', { deadline: 4_000 }))).toBe('200 ok');
   });
 
@@ -801,7 +833,13 @@ describe('http-combos attacks: update() and close() while calls run (SPEC X9)', 
     const server = await serve((_req, res) => res.end('ok'));
     const origin = `http://inventory.test:${server.port}`;
     const prazo = interceptor({
-      dependencies: { [origin]: { name: 'inventory', p99Ms: 300, discovery: { lookup: lookupOf([{ address: '127.0.0.1', family: 4 }]) } } },
+      dependencies: {
+        [origin]: {
+          name: 'inventory',
+          p99Ms: 300,
+          discovery: { lookup: lookupOf([{ address: '127.0.0.1', family: 4 }]) },
+        },
+      },
     });
     const agent = agentWith(prazo);
     expect(await outcome(request(origin, { dispatcher: agent }))).toBe('200 ok');
@@ -845,10 +883,14 @@ describe('http-combos attacks: malformed Retry-After and pushback headers on a h
       });
       const label = JSON.stringify(headers).slice(0, 60);
       const started = performance.now();
-      for (let i = 0; i < 4; i += 1) expect(['200 b', '503 busy'], label).toContain(await outcome(c.request('/')));
+      for (let i = 0; i < 4; i += 1)
+        expect(['200 b', '503 busy'], label).toContain(await outcome(c.request('/')));
       expect(performance.now() - started, label).toBeLessThan(2_000);
       expect(a.seen.length + b.seen.length, label).toBeLessThanOrEqual(4 * 3);
-      expect(c.instances().map((i) => i.inFlight), label).toEqual([0, 0]);
+      expect(
+        c.instances().map((i) => i.inFlight),
+        label,
+      ).toEqual([0, 0]);
       await c.destroy();
       await a.close();
       await b.close();
