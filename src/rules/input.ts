@@ -145,6 +145,8 @@ export function resolveInput(input: RulesInput, options: RulesOptions, context: 
     'endpoint',
     endpoints.map((e) => e.name),
   );
+  // A budget's slices are distinct components (parseBudget refuses a repeated one too).
+  for (const e of endpoints) unique(v, `endpoint ${JSON.stringify(e.name)}'s component`, e.components ?? []);
   v.done();
   return { dependencies, endpoints, naming };
 }

@@ -18,6 +18,7 @@ import { FakeClock } from '../../../src/clock/fake.js';
 import { checkConfigText } from '../../../src/config/load.js';
 import { isInvalidOptions } from '../../../src/errors/guards.js';
 import type { InvalidOptionsError } from '../../../src/errors/options.js';
+import { dashboardProblems } from '../../../src/rules/dashboard.test-helpers.js';
 import {
   generateAlertRules,
   generateDashboard,
@@ -319,6 +320,28 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
     const { config } = checkConfigText(yaml('a\u2028b'));
     if (config !== undefined)
       expect(isInvalidOptions(thrown(() => generateAlertRules(rulesInputFromConfig(config))))).toBe(true);
+  });
+
+  it('Was a defect: an endpoint listing one component twice was accepted (parseBudget refuses it)', () => {
+    const error = thrown(() =>
+      generateAlertRules({ dependencies: [], endpoints: [{ name: 'e', components: ['a', 'b', 'a'] }] }),
+    );
+    expect(isInvalidOptions(error)).toBe(true);
+    expect((error as InvalidOptionsError).problems).toEqual(['endpoint "e"\'s component "a" appears twice']);
+  });
+
+  it('the dashboard of hostile names and of 60 dependencies has the shape Grafana imports', () => {
+    for (const input of [
+      {
+        dependencies: HOSTILE.map((name) => ({ name })),
+        endpoints: HOSTILE.map((name) => ({ name, components: [name] })),
+      },
+      { dependencies: Array.from({ length: 60 }, (_, i) => ({ name: `d${i}`, throttle: i % 2 === 0 })) },
+      { dependencies: [] },
+    ]) {
+      const dashboard = generateDashboard(input);
+      expect(dashboardProblems(JSON.parse(JSON.stringify(dashboard)))).toEqual([]);
+    }
   });
 
   it('every hostile printable name yields PromQL the Prometheus grammar parses, and a dashboard that is plain JSON', () => {
