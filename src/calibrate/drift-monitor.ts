@@ -16,6 +16,26 @@ export interface DriftMonitor {
   last(): DriftResult | undefined;
 }
 
+/**
+ * Calls `onChange` so that it cannot take the monitor's caller down: a throw is reported as a
+ * warning, and so is a rejected promise — `async (r) => post(alerts, r)` is the natural handler, and
+ * its rejection, unhandled, ended the process (Node's default) from inside a recorder's window close.
+ */
+function notify(
+  onChange: (result: DriftResult, previous: DriftResult | undefined) => unknown,
+  result: DriftResult,
+  previous: DriftResult | undefined,
+): void {
+  const warn = (error: unknown): void =>
+    process.emitWarning(`prazo drift monitor: onChange failed: ${String(error)}`, 'PrazoWarning');
+  try {
+    const returned: unknown = onChange(result, previous);
+    if (returned instanceof Promise) returned.catch(warn);
+  } catch (error) {
+    warn(error);
+  }
+}
+
 export function createDriftMonitor(options: DriftMonitorOptions): DriftMonitor {
   const { timeoutMs, onChange, ...thresholds } = readOptions(
     'createDriftMonitor',
@@ -34,7 +54,7 @@ export function createDriftMonitor(options: DriftMonitorOptions): DriftMonitor {
       previousP99 = result.p99Ms;
       const before = judged;
       judged = result;
-      if (before?.status !== result.status) onChange?.(result, before);
+      if (before?.status !== result.status && onChange !== undefined) notify(onChange, result, before);
       return result;
     },
     last: () => latest,

@@ -212,7 +212,10 @@ export const DRIFT_MONITOR_OPTIONS = defineOptions(
     ...DRIFT_THRESHOLD_SPECS,
     /** The configured per-attempt response timeout, in ms. Required; (0, 2^31-1]. */
     timeoutMs: TIMEOUT_MS,
-    /** Called when the status changes (including back to `ok`). Must not throw. */
+    /**
+     * Called when the status changes (including back to `ok`). A throw, or a rejected promise from an
+     * async handler, is reported as a `PrazoWarning` and changes nothing else.
+     */
     onChange: option.fn<(result: DriftResult, previous: DriftResult | undefined) => void>(),
   },
   idleBelowMax,

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { calibrateFleet, type FleetDependency, queriesOf } from '../../../src/calibrate/fleet.js';
 import {
@@ -13,7 +13,9 @@ import {
   checkPool,
   createDriftMonitor,
   createHealthyWindowTracker,
+  DEPENDENCY_KINDS,
   implausibleP99,
+  KIND_PROFILES,
   type LatencyDistribution,
   parseCsv,
   parsePrometheus,
@@ -290,6 +292,41 @@ describe('the guard and the drift check: hand-made windows and thresholds (SPEC 
     }
   });
 
+  it('Was a defect: an onChange that throws or rejects is a warning, not an exception or an unhandled rejection', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown): void => {
+      rejections.push(reason);
+    };
+    process.on('unhandledRejection', onRejection);
+    try {
+      const sync = createDriftMonitor({
+        timeoutMs: 100,
+        onChange: () => {
+          throw new Error('pager down');
+        },
+      });
+      expect(sync.observe(window(50) as never).status).toBe('ok');
+      expect(sync.observe(window(500) as never).status).toBe('too-tight');
+      const async = createDriftMonitor({
+        timeoutMs: 100,
+        onChange: async () => {
+          throw new Error('slack down');
+        },
+      });
+      expect(async.observe(window(50) as never).status).toBe('ok');
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      const warnings = warn.mock.calls.map((c) => String(c[0]));
+      expect(warnings.filter((w) => w.includes('pager down'))).toHaveLength(2);
+      expect(warnings.filter((w) => w.includes('slack down'))).toHaveLength(1);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      warn.mockRestore();
+    }
+  });
+
   it('Was a defect: a negative p99 is no p99: no "-20.0x" idle margin, no 1 ms suggestion', () => {
     const r = checkDrift({ timeoutMs: 100, window: window(-5) });
     expect(r.status).toBe('insufficient-data');
@@ -375,6 +412,15 @@ describe('pool check and the kind table (SPEC C6, C8)', () => {
       'did you mean `cross-zone`',
     );
     expect(startingP99Ms('cross-zone')).toBe(12);
+  });
+
+  it('Was a defect: the exported kind table is frozen row by row (one assignment moved every later start)', () => {
+    const row = KIND_PROFILES['cross-zone'] as { startingP99Ms: number };
+    expect(() => {
+      row.startingP99Ms = 0;
+    }).toThrow(TypeError);
+    expect(startingP99Ms('cross-zone')).toBe(12);
+    for (const kind of DEPENDENCY_KINDS) expect(Object.isFrozen(KIND_PROFILES[kind])).toBe(true);
   });
 
   it('Was a defect: a NaN p99 is not "plausible"', () => {
