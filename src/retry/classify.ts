@@ -168,7 +168,9 @@ type Seen = Map<object, Array<FailureVerdict | undefined>>;
 /**
  * An AggregateError is retried when all its members are, at once when all are connect failures, and
  * never sooner than the longest `Retry-After` (or pushback wait) any of them asked for (SPEC R3):
- * `Promise.any` over replicas that all answered 429 is told to wait by each of them.
+ * `Promise.any` over replicas that all answered 429 is told to wait by each of them. A member that
+ * pushed back makes the whole a pushback (SPEC X6), wherever it stands in the list: one of the
+ * servers asked not to be retried, and no hedge of the call may be sent to it either.
  */
 function fromAggregate(
   errors: readonly unknown[],
@@ -177,14 +179,17 @@ function fromAggregate(
   seen: Seen,
 ): FailureVerdict {
   if (errors.length === 0) return NO;
+  let retryable = true;
   let immediate = true;
   let wait: number | undefined;
   for (const inner of errors.slice(0, MAX_AGGREGATE_ERRORS)) {
     const v = classifyOnce(inner, options, depth + 1, seen);
-    if (!v.retryable) return NO;
+    if (v.pushback === true) return PUSHED_BACK;
+    retryable &&= v.retryable;
     immediate &&= v.immediate;
     if (v.retryAfterMs !== undefined && (wait === undefined || v.retryAfterMs > wait)) wait = v.retryAfterMs;
   }
+  if (!retryable) return NO;
   if (wait === undefined) return immediate ? CONNECT : LOST;
   return Object.freeze({ ...LOST, retryAfterMs: wait });
 }

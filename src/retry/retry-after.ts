@@ -31,7 +31,8 @@ function delaySecondsMs(text: string): number | undefined {
  * the client falls back to its own backoff). A date is read against `nowEpochMs` (the clock's
  * `epochNow()`); a date in the past means 0, and a `nowEpochMs` that is no epoch time (NaN, or past
  * ECMAScript's ±8.64e15) reads no date at all. Surrounding spaces and tabs are allowed. Bounded: a
- * value over 64 characters is refused unless it is delay-seconds, which a run of digits is at any
+ * value over 64 characters once trimmed (a date padded with spaces is still a date) is refused unless
+ * it is delay-seconds, which a run of digits is at any
  * length (read in one pass), and waits are capped at 2^31 − 1 ms, longer than any deadline.
  */
 export function parseRetryAfter(value: unknown, nowEpochMs: number): number | undefined {
@@ -39,7 +40,7 @@ export function parseRetryAfter(value: unknown, nowEpochMs: number): number | un
   const text = value.trim();
   const seconds = delaySecondsMs(text);
   if (seconds !== undefined) return seconds;
-  if (value.length > MAX_RETRY_AFTER_LENGTH) return undefined;
+  if (text.length > MAX_RETRY_AFTER_LENGTH) return undefined;
   if (!(Math.abs(nowEpochMs) <= MAX_EPOCH_MS)) return undefined;
   const at = parseHttpDate(text, nowEpochMs);
   if (at === undefined) return undefined;

@@ -192,6 +192,13 @@ describe('Retry-After HTTP-dates (RFC 9110 §5.6.7, SPEC R3)', () => {
     expect(String((e as Error).message)).toContain('nowEpochMs');
   });
 
+  it('Was a defect: a date padded with spaces past 64 characters is still a date (the bound counted the padding: own backoff)', () => {
+    const date = 'Thu, 03 Dec 2026 12:00:10 GMT';
+    expect(parseRetryAfter(`${' '.repeat(40)}${date}\t`, NOW)).toBe(10_000);
+    expect(parseRetryAfter(`${date}${' '.repeat(10_000)}`, NOW)).toBe(10_000);
+    expect(parseRetryAfter(`${date} ${'x'.repeat(40)}`, NOW)).toBeUndefined();
+  });
+
   it('property: never throws, never NaN, within [0, 2^31 − 1] ms, for any value and any now', () => {
     fc.assert(
       fc.property(
@@ -513,6 +520,34 @@ describe('classifyFailure on what no server should send (SPEC R2-R4)', () => {
     let deep: unknown = { status: 503 };
     for (let i = 0; i < 5; i += 1) deep = new AggregateError([deep, { status: 502 }]);
     expect(isRetryable(deep)).toBe(false);
+  });
+
+  it('Was a defect: an AggregateError with a member that pushed back is a pushback, wherever it stands (it was "unknown", which the executor does not read as a pushback, SPEC X6)', () => {
+    const pushed = { code: 14, metadata: { [PUSHBACK_HEADER]: '-1' } };
+    const unavailable = { code: 14, metadata: {} };
+    const r503 = { status: 503, headers: { [PUSHBACK_HEADER]: '-1' } };
+    for (const errors of [
+      [pushed, unavailable],
+      [unavailable, pushed],
+      [{ status: 400 }, r503],
+      [r503, r503],
+    ]) {
+      expect(classifyFailure(new AggregateError(errors))).toEqual({
+        retryable: false,
+        immediate: false,
+        kind: 'pushback',
+        pushback: true,
+      });
+    }
+    // Nested, and behind a cause.
+    const nested = new Error('all replicas failed', {
+      cause: new AggregateError([unavailable, new AggregateError([r503])]),
+    });
+    expect(classifyFailure(nested)).toMatchObject({ kind: 'pushback', pushback: true });
+    // With pushback off, the header means nothing: the members decide as before.
+    expect(classifyFailure(new AggregateError([pushed, unavailable]), { pushback: false })).toMatchObject({
+      retryable: true,
+    });
   });
 
   it('option typos and wrong types: one InvalidOptionsError naming every problem, with "did you mean"', () => {
