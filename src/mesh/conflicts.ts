@@ -60,12 +60,13 @@ function routing(policy: MeshPolicy, target: RoutedTarget): 'path' | 'pathless' 
 
 /**
  * The problems `target` would have with these policies (those selected for export). `gateway`: the
- * Gateway the HTTPRoutes attach to (`mesh.gateway`), when they do not attach to their Services.
+ * Gateway the HTTPRoutes attach to (`mesh.gateway`; without a namespace, the route's own), when they
+ * do not attach to their Services.
  */
 export function targetProblems(
   policies: readonly MeshPolicy[],
   target: RoutedTarget,
-  gateway?: string,
+  gateway?: { readonly name: string; readonly namespace?: string },
 ): MeshProblem[] {
   const problems: MeshProblem[] = [];
   const at = (p: MeshPolicy, ...key: string[]) => ['dependencies', p.index, ...key];
@@ -140,8 +141,12 @@ export function targetProblems(
  * them all to the older route's Service (GEP-1742's tie-break across routes). The other dependency's
  * calls would reach the wrong backend, silently. Within one Service the check above already holds.
  */
-function sharedGatewayProblems(policies: readonly MeshPolicy[], gateway: string): MeshProblem[] {
+function sharedGatewayProblems(
+  policies: readonly MeshPolicy[],
+  gateway: { readonly name: string; readonly namespace?: string },
+): MeshProblem[] {
   const routed = policies.filter((p) => routing(p, 'gateway-api') === 'path');
+  const parent = (p: MeshPolicy): string => `${gateway.namespace ?? p.placement.namespace}/${gateway.name}`;
   const problems: MeshProblem[] = [];
   for (const [i, p] of routed.entries()) {
     const path = matchedPath(p.placement.path, 'gateway-api');
@@ -151,13 +156,14 @@ function sharedGatewayProblems(policies: readonly MeshPolicy[], gateway: string)
         (q) =>
           `${q.placement.namespace}/${q.placement.service}` !==
             `${p.placement.namespace}/${p.placement.service}` &&
+          parent(q) === parent(p) &&
           matchedPath(q.placement.path, 'gateway-api') === path,
       );
     if (other !== undefined) {
       problems.push({
         dependency: p.dependency,
         path: ['dependencies', p.index, 'mesh'],
-        message: `\`${other.dependency}\` (Service \`${other.placement.service}\`) and \`${p.dependency}\` (Service \`${p.placement.service}\`) both route path \`${p.placement.path}\` through Gateway \`${gateway}\`: a route attached to a Gateway matches every host it serves, so the Gateway would send both dependencies' calls to one Service; give each its own \`mesh.path\``,
+        message: `\`${other.dependency}\` (Service \`${other.placement.service}\`) and \`${p.dependency}\` (Service \`${p.placement.service}\`) both route path \`${p.placement.path}\` through Gateway \`${parent(p)}\`: a route attached to a Gateway matches every host it serves, so the Gateway would send both dependencies' calls to one Service; give each its own \`mesh.path\``,
       });
     }
   }

@@ -77,7 +77,7 @@ export function exportMesh(config: PrazoConfig, options: ExportOptions): MeshExp
   const blocking = [...missing, ...relevant];
   // What the target's cluster or proxy would refuse, or apply as something else (#24).
   if (blocking.length === 0 && options.target !== 'grpc')
-    blocking.push(...targetProblems(selected, options.target, config.mesh?.gateway?.name));
+    blocking.push(...targetProblems(selected, options.target, config.mesh?.gateway));
   if (blocking.length > 0) {
     return { target: options.target, files: [], notes: [], policies: selected, problems: blocking };
   }

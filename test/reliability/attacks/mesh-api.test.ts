@@ -395,7 +395,7 @@ describe('prazo export: objects, domains and files one name apart (SPEC X10, #24
       expect.objectContaining({
         dependency: 'b',
         path: ['dependencies', 1, 'mesh'],
-        message: expect.stringContaining('through Gateway `edge`'),
+        message: expect.stringContaining('through Gateway `infra/edge`'),
       }),
     ]);
     // Attached to their Services (GAMMA), or for the other targets, the same paths are fine.
@@ -406,6 +406,17 @@ describe('prazo export: objects, domains and files one name apart (SPEC X10, #24
     expect(exportMesh(gamma, { target: 'gateway-api' }).problems).toEqual([]);
     for (const target of ['istio', 'linkerd', 'envoy'] as const)
       expect(exportMesh(config, { target }).problems).toEqual([]);
+    // A Gateway named without a namespace is each route's own: two namespaces, two Gateways.
+    const twoGateways = fromText(
+      JSON.stringify({
+        mesh: { gateway: { name: 'edge' } },
+        dependencies: [
+          { name: 'a', p99Ms: 10, mesh: { service: 'orders', namespace: 'shop', path: '/api' } },
+          { name: 'b', p99Ms: 10, mesh: { service: 'stock', namespace: 'depot', path: '/api' } },
+        ],
+      }),
+    );
+    expect(exportMesh(twoGateways, { target: 'gateway-api' }).problems).toEqual([]);
     // Distinct paths through the Gateway: written, and each route parented to it.
     const distinct = fromText(
       JSON.stringify({
