@@ -231,6 +231,31 @@ describe('Retry-After HTTP-dates (RFC 9110 §5.6.7, SPEC R3)', () => {
     );
   });
 
+  it('property: the obsolete forms (rfc850, asctime) of any instant read as the IMF-fixdate of it does', () => {
+    const LONG = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+    const two = (n: number): string => String(n).padStart(2, '0');
+    fc.assert(
+      fc.property(
+        // rfc850 names a year by two digits: instants within the 100 years around now (RFC 9110's
+        // 50-year rule, by whole years), where the two digits name exactly one year.
+        fc.integer({ min: Date.UTC(2026 - 49, 0, 1) / 1000, max: Date.UTC(2026 + 51, 0, 1) / 1000 - 1 }),
+        (s) => {
+          const d = new Date(s * 1000);
+          const imf = parseRetryAfter(d.toUTCString(), NOW);
+          const [wd, , mon, , time] = d.toUTCString().split(' ');
+          const yy = two(d.getUTCFullYear() % 100);
+          const rfc850 = `${LONG[d.getUTCDay()]}, ${two(d.getUTCDate())}-${mon}-${yy} ${time} GMT`;
+          const day = String(d.getUTCDate()).padStart(2, ' ');
+          const asctime = `${wd!.slice(0, 3)} ${mon} ${day} ${time} ${d.getUTCFullYear()}`;
+          expect(imf).toBeDefined();
+          expect(parseRetryAfter(rfc850, NOW), rfc850).toBe(imf);
+          expect(parseRetryAfter(asctime, NOW), asctime).toBe(imf);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('10 kB adversarial strings (regex backtracking bait) are refused in linear time', () => {
     const bait = [
       'Thu, '.repeat(2_000),
