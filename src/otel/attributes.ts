@@ -20,12 +20,18 @@ export interface DependencyAttributes {
   readonly byInstanceState: Readonly<Record<(typeof INSTANCE_STATES)[number], Attributes>>;
 }
 
+/**
+ * A table of attribute sets by value, looked up with whatever an event says (`kind`, `outcome`,
+ * `phase`, `reason`): without a prototype, so a value such as `constructor` or `__proto__` from a
+ * user's event source finds nothing and falls back to the base set, instead of recording under
+ * `Object.prototype` (a series with no `prazo.dependency` at all) or a function.
+ */
 const table = <K extends string>(
   keys: readonly K[],
   base: Attributes,
   attribute: string,
 ): Readonly<Record<K, Attributes>> => {
-  const out = {} as Record<K, Attributes>;
+  const out = Object.create(null) as Record<K, Attributes>;
   for (const key of keys) out[key] = Object.freeze({ ...base, [attribute]: key });
   return Object.freeze(out);
 };

@@ -83,8 +83,10 @@ export function recordDependencyEvents(
         return;
       case 'attempt-end': {
         const latency = event.latencyMs / MS_PER_S;
-        // A NaN or negative latency (a broken clock) is dropped rather than poisoning the histogram.
-        if (latency >= 0) I.attemptDuration.record(latency, a.byOutcome[event.outcome] ?? a.base);
+        // A NaN, negative or infinite latency (a broken clock, a user's source) is dropped rather than
+        // poisoning the histogram: one Infinity made its `_sum` +Inf for the life of the process.
+        if (latency >= 0 && latency !== Number.POSITIVE_INFINITY)
+          I.attemptDuration.record(latency, a.byOutcome[event.outcome] ?? a.base);
         if (event.outcome === 'timeout')
           I.timeouts.add(1, a.byPhase[event.phase ?? 'unknown'] ?? a.byPhase.unknown);
         return;

@@ -1,7 +1,7 @@
 import { type Attributes, trace } from '@opentelemetry/api';
 import type { IncomingDeadline } from '../deadline/headers.js';
 import type { Disposable } from '../dependency/types.js';
-import { setAdmittedHook } from '../server/admitted.js';
+import { type AdmittedHook, setAdmittedHook } from '../server/admitted.js';
 import { ATTR, MS_PER_S, SPAN_ATTR } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
 import { setTimeLeft } from './traces.js';
@@ -60,7 +60,7 @@ export function recordServerEvents(instruments: PrazoInstruments, server: Instru
  * maximum cut it (`prazo.deadline.capped`). No active span: nothing.
  */
 export function traceServer(events: ServerEventSource): Disposable {
-  setAdmittedHook(events, (incoming: IncomingDeadline, remainingMs: number) => {
+  const hook = (incoming: IncomingDeadline, remainingMs: number): void => {
     const span = trace.getActiveSpan();
     if (span === undefined || !span.isRecording()) return;
     const attributes: Attributes = {
@@ -69,6 +69,25 @@ export function traceServer(events: ServerEventSource): Disposable {
     };
     setTimeLeft(attributes, remainingMs);
     span.setAttributes(attributes);
-  });
-  return { dispose: () => setAdmittedHook(events, undefined) };
+  };
+  const hooks = installedHooks.get(events) ?? [];
+  installedHooks.set(events, hooks);
+  hooks.push(hook);
+  setAdmittedHook(events, hook);
+  return {
+    dispose: () => {
+      const at = hooks.indexOf(hook);
+      if (at < 0) return;
+      const wasInForce = at === hooks.length - 1;
+      hooks.splice(at, 1);
+      if (wasInForce) setAdmittedHook(events, hooks.at(-1));
+    },
+  };
 }
+
+/**
+ * The hooks installed per hub, oldest first: a hub has one hook slot, so the newest is in force and
+ * its removal puts back the one before (removing it outright left an older instrumentation of the
+ * same hub without its server spans' deadline attributes for good).
+ */
+const installedHooks = new WeakMap<object, AdmittedHook[]>();

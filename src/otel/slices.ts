@@ -22,6 +22,8 @@ export interface OverrunObserver {
 /**
  * A tracker that behaves exactly like `tracker` and also counts each observation (every method but
  * `observe` is the tracker's own). Counting stops when `live()` turns false (instrumentation disposed).
+ * The tracker's other methods and getters run on the tracker itself: a class with private fields
+ * (`#alarms`) throws a TypeError when its method runs on any other object (an `Object.create` of it).
  */
 export function countingTracker<T extends OverrunObserver>(
   instruments: PrazoInstruments,
@@ -54,7 +56,16 @@ export function countingTracker<T extends OverrunObserver>(
     }
     return over;
   };
-  return Object.assign(Object.create(tracker) as T, { observe });
+  // The proxy's own target is an empty object over the tracker (`instanceof` still holds): a frozen
+  // tracker's `observe` could not be answered by another function (a proxy invariant).
+  return new Proxy(Object.create(tracker) as T, {
+    get: (_shell, key) => {
+      if (key === 'observe') return observe;
+      const value: unknown = Reflect.get(tracker, key, tracker);
+      return typeof value === 'function' ? value.bind(tracker) : value;
+    },
+    set: (_shell, key, value) => Reflect.set(tracker, key, value, tracker),
+  });
 }
 
 /** The tracker's budget components, read once (fixed by its budget); undefined when it cannot say. */

@@ -28,7 +28,14 @@ import { isInvalidOptions } from '../../../src/errors/index.js';
 import type { LatencySource } from '../../../src/latency/types.js';
 import { ATTR, METRICS as M, SPAN_ATTR } from '../../../src/otel/constants.js';
 import { type InstrumentableDependency, instrumentPrazo } from '../../../src/otel/index.js';
-import { createSdk, EventSource, pointValue, type SdkHarness } from '../../../src/otel/sdk.test-helpers.js';
+import {
+  createSdk,
+  EventSource,
+  histogramPoint,
+  pointValue,
+  type SdkHarness,
+} from '../../../src/otel/sdk.test-helpers.js';
+import { admittedHookOf } from '../../../src/server/admitted.js';
 import { createServerEventHub } from '../../../src/server/events.js';
 import { createOverrunTracker } from '../../../src/slo/overrun.js';
 import { parseBudget } from '../../../src/slo/parse.js';
@@ -735,6 +742,105 @@ describe('prazo/otel: bad arguments are INVALID_OPTIONS, every problem at once',
     expect(points[0]!.value).toBe(6);
     expect(tracker.report()[0]!.name).toBe('db');
     otel.dispose();
+  });
+});
+
+// ── what a user's event source or tracker may be ─────────────────────────────────────────────────
+
+describe('prazo/otel: a user’s own event source, tracker and server hub (SPEC X3, B3, D7)', () => {
+  it('Was a defect: an event whose kind, outcome, phase or reason is `__proto__`/`constructor` counted a series without `prazo.dependency`', async () => {
+    const source = new EventSource('x');
+    const otel = instrumentPrazo({ meterProvider: sdk.provider, dependencies: [source] });
+    const end = { type: 'attempt-end', dependency: 'x', kind: 'original', attempt: 1, latencyMs: 5 };
+    for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      source.emit({ type: 'attempt', dependency: 'x', kind: key, attempt: 1 } as never);
+      source.emit({ type: 'budget-refused', dependency: 'x', kind: key } as never);
+      source.emit({ ...end, outcome: key } as never);
+      source.emit({ ...end, outcome: 'timeout', phase: key } as never);
+      source.emit({ type: 'instance-ejected', dependency: 'x', instance: 'http://a', reason: key } as never);
+    }
+    const got = await sdk.collect();
+    for (const [name, metric] of got) {
+      for (const point of metric.dataPoints) {
+        expect(point.attributes, name).not.toBeNull();
+        expect(typeof point.attributes, name).toBe('object');
+        expect(point.attributes[ATTR.dependency], name).toBe('x');
+      }
+    }
+    expect(pointValue(got.get(M.attempts.name), dep('x'))).toBe(4);
+    expect(pointValue(got.get(M.timeouts.name), { ...dep('x'), [ATTR.timeoutPhase]: 'unknown' })).toBe(4);
+    otel.dispose();
+  });
+
+  it('Was a defect: one attempt-end with an Infinity latency made the duration histogram’s sum +Inf for good', async () => {
+    const source = new EventSource('x');
+    const otel = instrumentPrazo({ meterProvider: sdk.provider, dependencies: [source] });
+    const end = {
+      type: 'attempt-end',
+      dependency: 'x',
+      kind: 'original',
+      attempt: 1,
+      outcome: 'success',
+    } as const;
+    for (const latencyMs of [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN, -0, 1e308, 20]) {
+      source.emit({ ...end, latencyMs });
+    }
+    const got = await sdk.collect();
+    const point = histogramPoint(got.get(M.attemptDuration.name), { ...dep('x'), [ATTR.outcome]: 'success' });
+    expect(point?.count).toBe(3); // -0, 1e308 (a finite value, in the last bucket) and 20 ms
+    expect(Number.isFinite(point?.sum)).toBe(true);
+    otel.dispose();
+  });
+
+  it('Was a defect: trackSlices’ tracker, a class with private fields, threw a TypeError from its own methods', () => {
+    class Tracker {
+      #runs = 0;
+      observe(_component: string, elapsedMs: number): boolean {
+        this.#runs += 1;
+        return elapsedMs > 10;
+      }
+      get runs(): number {
+        return this.#runs;
+      }
+      report(): { name: string }[] {
+        return [{ name: `db:${this.#runs}` }];
+      }
+    }
+    const otel = instrumentPrazo({ meterProvider: sdk.provider });
+    const tracker = otel.trackSlices(new Tracker(), 'GET /');
+    expect(tracker.observe('db:0', 20)).toBe(true);
+    expect(tracker.runs).toBe(1);
+    expect(tracker.report()).toEqual([{ name: 'db:1' }]);
+    expect(tracker).toBeInstanceOf(Tracker);
+    // A frozen one (createOverrunTracker's) still gets its observe counted.
+    const frozen = otel.trackSlices(
+      Object.freeze({ observe: (_c: string, _ms: number) => false, extra: 1 }),
+      'GET /x',
+    );
+    expect(frozen.observe('a', 1)).toBe(false);
+    expect(frozen.extra).toBe(1);
+    otel.dispose();
+  });
+
+  it('Was a defect: disposing a second instrumentation of a server hub took the first one’s deadline hook away for good', () => {
+    const hub = createServerEventHub();
+    const a = instrumentPrazo({
+      tracerProvider: countingProvider(),
+      servers: [{ name: 'api', events: hub }],
+    });
+    const hookA = admittedHookOf(hub);
+    expect(hookA).toBeDefined();
+    const b = instrumentPrazo({
+      tracerProvider: countingProvider(),
+      servers: [{ name: 'api', events: hub }],
+    });
+    expect(admittedHookOf(hub)).not.toBe(hookA);
+    b.dispose();
+    expect(admittedHookOf(hub)).toBe(hookA);
+    b.dispose();
+    expect(admittedHookOf(hub)).toBe(hookA);
+    a.dispose();
+    expect(admittedHookOf(hub)).toBeUndefined();
   });
 });
 
