@@ -566,6 +566,52 @@ describe('prazo export: numbers at the edges of the config (SPEC X10, C1-C3)', (
     }
   });
 
+  it('property: any numbers the loader accepts give durations every grammar reads, >= 1 ms, attempt <= deadline', () => {
+    const entry = fc.record({
+      p99Ms: fc.oneof(
+        fc.double({ min: 0.001, max: 86_400_000, noNaN: true }),
+        fc.constantFrom(0.001, 86_400_000),
+      ),
+      defaultDeadlineMs: fc.oneof(
+        fc.double({ min: 0.5, max: 2 ** 31 - 1, noNaN: true }),
+        fc.constant(2 ** 31 - 1),
+      ),
+      attempts: fc.integer({ min: 1, max: 10 }),
+      overheadMs: fc.double({ min: 0, max: 60_000, noNaN: true }),
+      connectCapMs: fc.double({ min: 0.001, max: 60_000, noNaN: true }),
+      backoff: fc.record({
+        baseMs: fc.double({ min: 0, max: 60_000, noNaN: true }),
+        capMs: fc.double({ min: 0, max: 60_000, noNaN: true }),
+      }),
+      hedge: fc.boolean(),
+      mesh: fc.record({ protocol: fc.constantFrom('http', 'grpc') }),
+    });
+    fc.assert(
+      fc.property(entry, (e) => {
+        const { config, problems } = checkConfigText(
+          JSON.stringify({ dependencies: [{ name: 'a', unusualP99: true, forceSlack: true, ...e }] }),
+          { readText: () => '' },
+        );
+        if (config === undefined || problems.some((p) => p.severity === 'error')) return;
+        const docs = exportEverywhere(config, ['istio', 'linkerd', 'envoy', 'grpc']);
+        for (const vs of docs.istio.filter((d) => d.kind === 'VirtualService') as Any[])
+          for (const route of vs.spec.http) {
+            const timeout = gatewayDurationMs(route.timeout);
+            expect(timeout).toBeGreaterThanOrEqual(1);
+            if (route.retries.perTryTimeout !== undefined)
+              expect(gatewayDurationMs(route.retries.perTryTimeout)).toBeLessThanOrEqual(timeout);
+          }
+        for (const r of docs.linkerd.filter((d) => d.kind !== 'Service') as Any[])
+          for (const [k, v] of Object.entries(r.metadata.annotations as Record<string, string>))
+            if (k.startsWith('timeout.') || k === 'retry.linkerd.io/timeout')
+              expect(linkerdDurationMs(v)).toBeGreaterThanOrEqual(1);
+        const method = (docs.grpc[0] as Any).methodConfig[0];
+        expect(Number.parseFloat(method.timeout)).toBeGreaterThanOrEqual(0.001);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
   it('one attempt (attempts: 1) retries nowhere; ten attempts are nine retries everywhere', () => {
     const config = configOf(
       { name: 'once', p99Ms: 10, attempts: 1 },
