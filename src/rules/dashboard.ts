@@ -1,6 +1,12 @@
 import { ATTR } from '../otel/constants.js';
 import { DASHBOARD } from './constants.js';
-import type { DashboardVariable, GrafanaDashboard, RowPanel, TimeseriesPanel } from './grafana.js';
+import type {
+  DashboardVariable,
+  DataSourceRef,
+  GrafanaDashboard,
+  RowPanel,
+  TimeseriesPanel,
+} from './grafana.js';
 import { type RulesInput, type RulesOptions, resolveInput } from './input.js';
 import { familyNames, labelName } from './names.js';
 import { dashboardRows, type PanelSpec } from './panels.js';
@@ -13,9 +19,11 @@ export type { GrafanaDashboard } from './grafana.js';
  * `dependency` variable lists the dependencies found in the data. Fixed uid: re-importing replaces it.
  */
 
-// Grafana's own variable syntax, not a JS template: the dashboard's `datasource` variable.
+// Grafana's own variable syntax, not a JS template: the dashboard's `datasource` variable. A fresh
+// object at each use: the dashboard is the caller's to edit, and a shared one would carry an edit into
+// every panel, and into every dashboard generated after it.
 // biome-ignore lint/suspicious/noTemplateCurlyInString: a Grafana variable reference, literally.
-const DS = { type: 'prometheus', uid: '${datasource}' };
+const DS = (): DataSourceRef => ({ type: 'prometheus', uid: '${datasource}' });
 
 /**
  * A query's refId as Grafana's own editor names them: A to Z, then AA, AB… (a 27th target must not
@@ -46,7 +54,7 @@ function panel(spec: PanelSpec, id: number, x: number, y: number): TimeseriesPan
     type: 'timeseries',
     title: spec.title,
     description: spec.description,
-    datasource: DS,
+    datasource: DS(),
     gridPos: { h: DASHBOARD.panelHeight, w: DASHBOARD.panelWidth, x, y },
     fieldConfig: {
       defaults: { unit: spec.unit, custom: { drawStyle: 'line', lineWidth: 1, fillOpacity: 10 } },
@@ -58,7 +66,7 @@ function panel(spec: PanelSpec, id: number, x: number, y: number): TimeseriesPan
     },
     targets: spec.targets.map((t, i) => ({
       refId: refId(i),
-      datasource: DS,
+      datasource: DS(),
       expr: grafanaQuery(t.expr),
       legendFormat: t.legendFormat,
       range: true,
@@ -83,7 +91,7 @@ function variables(attemptsFamily: string): DashboardVariable[] {
       name: 'dependency',
       label: 'Dependency',
       type: 'query',
-      datasource: DS,
+      datasource: DS(),
       definition: query,
       query: { query, refId: 'PrometheusVariableQueryEditor-VariableQuery' },
       includeAll: true,

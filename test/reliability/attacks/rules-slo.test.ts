@@ -146,6 +146,7 @@ const HOSTILE = [
   '__proto__',
   'constructor',
   'x'.repeat(200),
+  'a long: name '.repeat(15).slice(0, 200),
 ];
 
 describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
@@ -328,6 +329,22 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
     );
     expect(isInvalidOptions(error)).toBe(true);
     expect((error as InvalidOptionsError).problems).toEqual(['endpoint "e"\'s component "a" appears twice']);
+  });
+
+  it('Was a defect: editing one generated dashboard’s data source edited every panel, and every dashboard generated after it', () => {
+    const first = generateDashboard({ dependencies: [{ name: 'a' }] });
+    const panel = first.panels.find((p) => p.type === 'timeseries')!;
+    if (panel.type !== 'timeseries') throw new Error('no timeseries panel');
+    panel.datasource.uid = 'my-prometheus';
+    const others = first.panels.filter((p) => p.type === 'timeseries' && p !== panel);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax, literally.
+    for (const p of others) if (p.type === 'timeseries') expect(p.datasource.uid).toBe('${datasource}');
+    const rules = generateAlertRules({ dependencies: [{ name: 'a' }] });
+    (rules.groups[0]!.rules[0]!.labels as { severity: string }).severity = 'info';
+    (rules.groups[0]!.rules[1]!.annotations as { summary: string }).summary = 'edited';
+    const second = generateDashboard({ dependencies: [{ name: 'a' }] });
+    expect(JSON.stringify(second)).not.toContain('my-prometheus');
+    expect(generateAlertRules({ dependencies: [{ name: 'a' }] })).not.toEqual(rules);
   });
 
   it('the dashboard of hostile names and of 60 dependencies has the shape Grafana imports', () => {
@@ -677,6 +694,46 @@ describe('latency budgets (prazo/calibrate: SPEC B1–B3)', () => {
         isInvalidOptions(thrown(() => createOverrunTracker({ budget: b as LatencyBudget, clock }))),
       ).toBe(true);
     }
+  });
+
+  it('refuses malformed tracker and runner options, every problem together, with "did you mean"', () => {
+    const b = budget(10, [10]).budget!;
+    const clock = new FakeClock();
+    for (const bad of [
+      { windowMs: 0 },
+      { windowMs: -3_600_000 },
+      { windowMs: '1h' },
+      { windowMs: '0d' },
+      { windowMs: 1e9 * 86_400_000 },
+      { windowMs: Number.NaN },
+      { maxOverrunRate: 1.5 },
+      { maxOverrunRate: 100 },
+      { maxOverrunRate: '99.9%%' },
+      { maxOverrunRate: -0.1 },
+      { minCalls: 0 },
+      { minCalls: 2.5 },
+      { onAlarm: 'log' },
+      { clock: Date },
+      { windowMs: Number.POSITIVE_INFINITY, maxOverrunRat: 0.1 },
+    ]) {
+      const error = thrown(() => createOverrunTracker({ budget: b, clock, ...bad } as never));
+      expect(isInvalidOptions(error), JSON.stringify(bad)).toBe(true);
+    }
+    const many = thrown(() =>
+      createOverrunTracker({ budget: b, windowMs: -1, maxOverrunRat: 0.1, minCalls: 0 } as never),
+    ) as InvalidOptionsError;
+    expect(many.problems).toHaveLength(3);
+    expect(many.problems.join('\n')).toContain('did you mean `maxOverrunRate`');
+    for (const options of [
+      undefined,
+      null,
+      'budget',
+      [],
+      new Map(),
+      { budget: b, trackr: {} },
+      { budget: b, tracker: {} },
+    ])
+      expect(isInvalidOptions(thrown(() => createSliceRunner(options as never)))).toBe(true);
   });
 
   it('Was a defect: `const { alarms } = tracker` threw a TypeError (alarms read `this.report`)', () => {
