@@ -678,6 +678,25 @@ describe('idempotency (SPEC R5)', () => {
     }
   });
 
+  it('property: a key is valid exactly when it is 1-255 visible ASCII characters; any request reads as a boolean', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.anything()),
+        fc.anything(),
+        (key, method) => {
+          const want = typeof key === 'string' && /^[\x21-\x7e]{1,255}$/.test(key);
+          expect(isValidIdempotencyKey(key)).toBe(want);
+          const request = { method, headers: [['Idempotency-Key', key]] };
+          // A list of values (a repeated header) is read by its first.
+          const sent = Array.isArray(key) ? key[0] : key;
+          const keyed = typeof sent === 'string' && isValidIdempotencyKey(sent);
+          expect(isIdempotentRequest(request as never)).toBe(isIdempotentMethod(method as string) || keyed);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('Was a defect: isIdempotentRequest of null, a non-object or an unreadable request is false (it threw a TypeError)', () => {
     for (const request of [null, undefined, 'GET', 5, revoked(), hostile(), throwingGetter('method')]) {
       expect(() => isIdempotentRequest(request as never)).not.toThrow();
@@ -775,6 +794,26 @@ describe('backoff, merge and the planner (SPEC R3, R6)', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it('property: merge is retried only if both are, at once only if both are, and waits the longer server wait', () => {
+    const verdict = fc.record({
+      retryable: fc.boolean(),
+      immediate: fc.boolean(),
+      kind: fc.constantFrom('status' as const, 'connect' as const, 'pushback' as const),
+      retryAfterMs: fc.option(fc.integer({ min: 0, max: MAX_WAIT }), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(verdict, verdict, (a, b) => {
+        const m = mergeFailures(a, b);
+        expect(m.retryable).toBe(a.retryable && b.retryable);
+        expect(m.immediate).toBe(a.immediate && b.immediate);
+        const waits = [a.retryAfterMs, b.retryAfterMs].filter((w) => w !== undefined);
+        expect(m.retryAfterMs).toBe(waits.length === 0 ? undefined : Math.max(...waits));
+        if (!a.retryable) expect(m.kind).toBe(a.kind);
+      }),
+      { numRuns: 200 },
     );
   });
 
