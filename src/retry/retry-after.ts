@@ -41,7 +41,7 @@ export function parseRetryAfter(value: unknown, nowEpochMs: number): number | un
   const seconds = delaySecondsMs(text);
   if (seconds !== undefined) return seconds;
   if (text.length > MAX_RETRY_AFTER_LENGTH) return undefined;
-  if (!(Math.abs(nowEpochMs) <= MAX_EPOCH_MS)) return undefined;
+  if (typeof nowEpochMs !== 'number' || !(Math.abs(nowEpochMs) <= MAX_EPOCH_MS)) return undefined;
   const at = parseHttpDate(text, nowEpochMs);
   if (at === undefined) return undefined;
   const wait = at - nowEpochMs;

@@ -176,6 +176,12 @@ describe('Retry-After HTTP-dates (RFC 9110 §5.6.7, SPEC R3)', () => {
       expect(parseRetryAfter(imf, now), String(now)).toBeUndefined();
       expect(parseRetryAfter('5', now), String(now)).toBe(5_000); // delay-seconds need no clock
     }
+    // A now that is no number at all (a BigInt, a string, a Date) reads no date either, and never throws.
+    for (const now of [BigInt(NOW), String(NOW), new Date(NOW), Symbol('now'), null, undefined]) {
+      expect(parseRetryAfter(imf, now as never)).toBeUndefined();
+      expect(parseRetryAfter(rfc850, now as never)).toBeUndefined();
+      expect(retryAfterMs(503, { 'retry-after': imf }, now as never)).toBeUndefined();
+    }
     // The edges of the range still read: a date against the last representable instant is past.
     expect(parseRetryAfter(imf, 8.64e15)).toBe(0);
     expect(parseRetryAfter(imf, -8.64e15)).toBe(MAX_WAIT);
@@ -210,9 +216,9 @@ describe('Retry-After HTTP-dates (RFC 9110 §5.6.7, SPEC R3)', () => {
             .map((d) => d.toUTCString()),
           fc.anything(),
         ),
-        fc.oneof(fc.double(), fc.integer({ min: -8.64e15, max: 8.64e15 })),
+        fc.oneof(fc.double(), fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.anything()),
         (value, now) => {
-          const got = parseRetryAfter(value, now);
+          const got = parseRetryAfter(value, now as number);
           expect(got === undefined || isWait(got)).toBe(true);
         },
       ),
