@@ -335,9 +335,11 @@ export function calibrateCommand(flags: Flags, cwd: string): CalibrateReport {
   };
   const kind = flags.kind ?? target?.entry.kind;
   const distribution = flags.histogram === undefined ? undefined : readSource(flags, cwd);
-  // A p99 no call of its kind has is a unit read wrong far more often than a real dependency.
+  // A p99 no call of its kind has is a unit read wrong far more often than a real dependency. 0 too
+  // (`--p99 0`, `--p99 1e-400`, a file of zeros): below every network call's floor, it would yield
+  // 1 ms timeouts.
   const p99 = flags.p99 ?? (distribution?.p99Bounded ? distribution.p99 : undefined);
-  if (p99 !== undefined && p99 > 0 && !(flags.unusualP99 ?? target?.entry.unusualP99 === true)) {
+  if (p99 !== undefined && !(flags.unusualP99 ?? target?.entry.unusualP99 === true)) {
     const why = implausibleP99(p99, kind, 'flags');
     if (why !== undefined) throw new UsageError(`${flags.histogram ?? '--p99'}: ${why}`);
   }
