@@ -10,6 +10,7 @@ import * as exportCommand from './commands/export.js';
 import * as rules from './commands/rules.js';
 import { attachContext, type CliContext, type CliIo, ExitCode, UsageError } from './context.js';
 import { escapeControl, LINE_REDRAW } from './escape.js';
+import { refuseEmptyValues } from './parse-args.js';
 
 /**
  * `prazo`: the command line. Each command lives in `commands/<name>.ts` and exports
@@ -45,6 +46,7 @@ export function createProgram(context: CliContext): Command {
   drill.register(program);
   exportCommand.register(program);
   rules.register(program);
+  refuseEmptyValues(program);
   return program;
 }
 
@@ -76,14 +78,22 @@ export async function run(argv: readonly string[], io: Partial<CliIo> = {}): Pro
       // help and version exit 0; every usage error (unknown option, missing argument) is bad input.
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.badInput;
     }
-    if (error instanceof UsageError) {
+    // A refused input, or what the system refused (a port in use, a full disk, a file the command
+    // writes): said like any usage error, with the command, not as a failure of prazo's own.
+    if (error instanceof UsageError || isSystemError(error)) {
       const command = argv[0] !== undefined && /^[a-z]+$/.test(argv[0]) ? argv[0] : '';
-      full.stderr(`prazo${command ? ` ${command}` : ''}: ${error.message}\n`);
+      full.stderr(`prazo${command ? ` ${command}` : ''}: ${(error as Error).message}\n`);
       return ExitCode.badInput;
     }
     full.stderr(`prazo: unexpected failure: ${error instanceof Error ? error.message : String(error)}\n`);
     return ExitCode.badInput;
   }
+}
+
+/** An error of Node's system calls (`listen EADDRINUSE: address already in use 127.0.0.1:8080`). */
+function isSystemError(error: unknown): boolean {
+  const e = error as { code?: unknown; syscall?: unknown } | null;
+  return error instanceof Error && typeof e?.syscall === 'string' && typeof e.code === 'string';
 }
 
 /** True when this module is the process entry (`prazo ...` or `node dist/cli/main.js`), not an import. */
