@@ -1,14 +1,15 @@
-import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { accessSync, constants, type Stats, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock/system.js';
 import { renderHtml } from '../../demo/report/html.js';
 import { createProgressPrinter } from '../../demo/report/progress.js';
 import { renderTable } from '../../demo/report/table.js';
-import type { DemoOptions } from '../../demo/run/options.js';
+import { type DemoOptions, resolveDemoOptions } from '../../demo/run/options.js';
 import { DEFAULT_SCENARIOS, SCENARIOS } from '../../demo/scenarios.js';
 import type { StackName } from '../../demo/types.js';
-import { cliContext, loadWithUndici } from '../context.js';
+import { isInvalidOptions } from '../../errors/guards.js';
+import { cliContext, loadWithUndici, UsageError } from '../context.js';
 import { runInterruptible } from '../interruptible.js';
 
 /** "10 for healthy, tail, ...; 6 for instance-503": the scenarios that load longer, from their declarations. */
@@ -83,6 +84,7 @@ export function register(program: Command): void {
     .action(async (flags: DemoFlags, command: Command) => {
       const context = cliContext(command);
       const { io } = context;
+      checkBeforeRun(flags, io.cwd);
       const tty = Boolean(process.stderr.isTTY);
       const progress = createProgressPrinter({
         // on a terminal the line is redrawn in place: the one control sequence the CLI lets through
@@ -108,6 +110,51 @@ export function register(program: Command): void {
         () => progress.finish(),
       );
     });
+}
+
+/**
+ * Everything the run would refuse, said before it starts: the options, and a `--report` that cannot
+ * be written (a directory, a missing or read-only directory), which the run would only find after
+ * minutes of load, losing the results. Every problem at once, one line (exit 2).
+ */
+function checkBeforeRun(flags: DemoFlags, cwd: string): void {
+  const problems: string[] = [];
+  try {
+    resolveDemoOptions(options(flags));
+  } catch (error) {
+    if (!isInvalidOptions(error)) throw error;
+    problems.push(...error.problems);
+  }
+  if (flags.report !== false) {
+    const why = unwritable(resolve(cwd, flags.report));
+    if (why !== undefined) problems.push(`--report ${flags.report}: ${why}`);
+  }
+  if (problems.length > 0) throw new UsageError(problems.join('; '));
+}
+
+/** `path`'s file status, or undefined when there is none to read (missing, or below a file). */
+function statOf(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why a file cannot be written at `path`, or undefined when it can (as far as can be told before). */
+function unwritable(path: string): string | undefined {
+  const stat = statOf(path);
+  if (stat?.isDirectory()) return 'is a directory';
+  const dir = dirname(path);
+  const parent = statOf(dir);
+  if (parent === undefined) return `no such directory: ${dir}`;
+  if (!parent.isDirectory()) return `not a directory: ${dir}`;
+  try {
+    accessSync(stat === undefined ? dir : path, constants.W_OK);
+  } catch {
+    return stat === undefined ? `cannot create a file in ${dir}` : 'not writable';
+  }
+  return undefined;
 }
 
 function list(raw: string | undefined): string[] | undefined {
