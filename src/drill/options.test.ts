@@ -59,7 +59,7 @@ describe('prazo drill options (SPEC V2, C7)', () => {
   it('your service: the config names the dependency and its timeout', () => {
     const plan = resolveDrillOptions({
       configText: CONFIG,
-      target: 'http://127.0.0.1:3000/ignored',
+      target: 'http://127.0.0.1:3000/',
       independent: ['/health'],
       routes: ['/pay'],
     });

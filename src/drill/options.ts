@@ -96,9 +96,21 @@ export interface DrillPlan {
   readonly clock: Clock;
 }
 
+/**
+ * A route is requested as `${origin}${route}`, which the URL parser rewrites: it drops tabs and line
+ * breaks, cuts a `#fragment`, resolves `/a/../b`, turns `\\` into `/` and percent-encodes spaces, control
+ * characters and non-ASCII. A route it would rewrite is refused, so the drill never loads a different
+ * path than the one asked for (and reports on it as if it were).
+ */
+const sentAs = (route: string): string => {
+  const url = new URL(`http://drill.invalid${route}`);
+  return `${url.pathname}${url.search}`;
+};
 const ROUTE = {
-  test: (s: string) => s.startsWith('/') && s.length <= 2_000,
-  describe: 'a path starting with /',
+  test: (s: string) =>
+    s.startsWith('/') && s.length <= 2_000 && URL.canParse(`http://drill.invalid${s}`) && sentAs(s) === s,
+  describe:
+    'a path starting with /, sent as given (percent-encoded: no spaces, control characters, `#`, `..` or non-ASCII)',
 };
 
 function readConfig(o: DrillOptions, demo: boolean): { file: string; config: PrazoConfig } {
@@ -136,6 +148,18 @@ export function resolveDrillOptions(options: DrillOptions): DrillPlan {
     const url = URL.canParse(o.target!) ? new URL(o.target!) : undefined;
     if (url === undefined || !/^https?:$/.test(url.protocol))
       v.problem(`\`target\` must be an http(s) URL, got ${JSON.stringify(o.target)}`);
+    // Only the origin is requested: a path, query, fragment or credentials in it would be dropped
+    // without a word, and the drill would load other URLs than the user's.
+    else if (
+      url.pathname !== '/' ||
+      url.search !== '' ||
+      url.hash !== '' ||
+      url.username !== '' ||
+      url.password !== ''
+    )
+      v.problem(
+        `\`target\` must be an origin (scheme, host, port), got ${JSON.stringify(o.target)}: put a path in the routes`,
+      );
     else origin = url.origin;
     if (!o.independent?.length)
       v.problem('`independent` routes are required with a target (the routes that must keep answering)');
