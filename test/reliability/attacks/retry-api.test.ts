@@ -68,6 +68,18 @@ const throwingGetter = (key: string, base: object = {}): object =>
     },
   });
 
+/** Anything a caller can pass: BigInts, boxed values, Maps, typed and sparse arrays, null prototypes too. */
+const anyValue = fc.anything({
+  withBigInt: true,
+  withBoxedValues: true,
+  withDate: true,
+  withMap: true,
+  withSet: true,
+  withNullPrototype: true,
+  withSparseArray: true,
+  withTypedArray: true,
+});
+
 /** A value of a header: what parseRetryAfter / parsePushback accept must be within these bounds. */
 const isWait = (ms: unknown): boolean =>
   typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 && ms <= MAX_WAIT && !Object.is(ms, -0);
@@ -214,9 +226,9 @@ describe('Retry-After HTTP-dates (RFC 9110 §5.6.7, SPEC R3)', () => {
           fc
             .date({ min: new Date(-8.64e15), max: new Date(8.64e15), noInvalidDate: true })
             .map((d) => d.toUTCString()),
-          fc.anything(),
+          anyValue,
         ),
-        fc.oneof(fc.double(), fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.anything()),
+        fc.oneof(fc.double(), fc.integer({ min: -8.64e15, max: 8.64e15 }), anyValue),
         (value, now) => {
           const got = parseRetryAfter(value, now as number);
           expect(got === undefined || isWait(got)).toBe(true);
@@ -356,7 +368,7 @@ describe('retryAfterMs: the header bags a transport hands over (SPEC R3)', () =>
 
   it('property: any bag, any status: never throws, a wait in bounds or undefined', () => {
     fc.assert(
-      fc.property(fc.anything(), fc.anything(), (status, headers) => {
+      fc.property(anyValue, anyValue, (status, headers) => {
         const got = retryAfterMs(status as number, headers, NOW);
         expect(got === undefined || isWait(got)).toBe(true);
       }),
@@ -442,7 +454,7 @@ describe('pushback values (gRPC A6: an ASCII signed 32-bit integer, negative or 
             isWait((p as { afterMs: number }).afterMs))));
     fc.assert(
       fc.property(
-        fc.oneof(fc.string({ maxLength: 20 }), fc.stringMatching(/^-?\d{1,12}$/), fc.anything()),
+        fc.oneof(fc.string({ maxLength: 20 }), fc.stringMatching(/^-?\d{1,12}$/), anyValue),
         (value) => {
           expect(ok(parsePushback(value))).toBe(true);
           expect(ok(readPushback({ [PUSHBACK_HEADER]: value }))).toBe(true);
@@ -608,7 +620,7 @@ describe('classifyFailure on what no server should send (SPEC R2-R4)', () => {
   it('property: any value, plain or hostile, classifies without throwing into a well-formed verdict', () => {
     // Hostile objects are built inside the property: fast-check itself would trip on them.
     const failure = fc.oneof(
-      fc.anything().map((x) => ({ x, wrap: 'none' as const })),
+      anyValue.map((x) => ({ x, wrap: 'none' as const })),
       fc.record({
         x: fc.record({
           status: fc.oneof(fc.integer({ min: -1, max: 700 }), fc.double(), fc.string()),
@@ -687,8 +699,8 @@ describe('idempotency (SPEC R5)', () => {
   it('property: a key is valid exactly when it is 1-255 visible ASCII characters; any request reads as a boolean', () => {
     fc.assert(
       fc.property(
-        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.anything()),
-        fc.anything(),
+        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 20 }), anyValue),
+        anyValue,
         (key, method) => {
           const want = typeof key === 'string' && /^[\x21-\x7e]{1,255}$/.test(key);
           expect(isValidIdempotencyKey(key)).toBe(want);
