@@ -65,6 +65,9 @@ export const PROMETHEUS_API_LIMITS = Object.freeze({
   quoteChars: 200,
 });
 
+/** Control characters (C0 and DEL), which RFC 7617 keeps out of a basic-auth pair. */
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 /** A basic-auth pair (`Authorization: Basic base64(user:password)`). */
 export interface BasicAuth {
   readonly username: string;
@@ -77,21 +80,36 @@ export const PROMETHEUS_CLIENT_OPTIONS = defineOptions({
    * The server's base URL, `http://` or `https://` (a path prefix such as `/prometheus` is kept).
    * Credentials in it (`https://user:pass@host`) are sent as basic auth and never printed. Required.
    */
-  url: option.string({
-    required: true,
-    maxLength: 2048,
-    pattern: { describe: 'an http:// or https:// URL', test: (v) => parseBaseUrl(String(v)) !== undefined },
-  }),
-  /** Sent as `Authorization: Bearer <token>`. Default: none. At most 8192 characters. */
-  bearerToken: option.string({ maxLength: 8192 }),
-  /** Sent as `Authorization: Basic ...`. Default: none (or the URL's credentials). */
+  url: option.required(
+    option.matching<string>(
+      'an http:// or https:// URL of at most 2048 characters (not shown here: it may hold credentials)',
+      (v) => typeof v === 'string' && v.length <= 2048 && parseBaseUrl(v) !== undefined,
+    ),
+  ),
+  /**
+   * Sent as `Authorization: Bearer <token>`. Default: none. At most 8192 visible ASCII characters: a
+   * line break or a space in it (a token read from a file with its newline) made Node refuse the
+   * header on every query, reported as "cannot reach Prometheus". A bad token or URL is never quoted
+   * in the error (the options' usual "got ..." showed a secret's first 40 characters).
+   */
+  bearerToken: option.matching<string>(
+    'a token of 1 to 8192 visible ASCII characters, no spaces or line breaks (not shown here: a secret)',
+    (v) => typeof v === 'string' && v.length <= 8192 && /^[\x21-\x7e]+$/.test(v),
+  ),
+  /**
+   * Sent as `Authorization: Basic ...`. Default: none (or the URL's credentials). RFC 7617: no control
+   * characters, and no `:` in the username (the server splits the pair at the first one).
+   */
   basicAuth: option.matching<BasicAuth>(
-    '{ username, password } (strings)',
+    '{ username, password } (strings without control characters, no `:` in the username)',
     (v) =>
       v !== null &&
       typeof v === 'object' &&
       typeof (v as BasicAuth).username === 'string' &&
-      typeof (v as BasicAuth).password === 'string',
+      typeof (v as BasicAuth).password === 'string' &&
+      !(v as BasicAuth).username.includes(':') &&
+      !CONTROL.test((v as BasicAuth).username) &&
+      !CONTROL.test((v as BasicAuth).password),
   ),
   /** Limit of each query, in ms, end to end (connect, evaluation, body). Default 10000; (0, 300000]. */
   timeoutMs: option.number({ default: 10_000, unit: 'ms', min: 0, exclusiveMin: true, max: 300_000 }),

@@ -667,6 +667,26 @@ describe('fleet calibration against a hostile Prometheus (SPEC X8, C4)', () => {
     }
   });
 
+  it('Was a defect: a token or basic-auth pair that would break its header is refused at construction, never quoted', () => {
+    const bad: Record<string, unknown>[] = [
+      { bearerToken: 'hunter2-token\n' }, // read from a file with its newline
+      { bearerToken: 'hunter2 token' },
+      { bearerToken: 'hunter2\r\nX-Injected: 1' },
+      { bearerToken: 'hunter2-€' },
+      { bearerToken: `hunter2-${'x'.repeat(9000)}` },
+      { basicAuth: { username: 'ops:team', password: 'hunter2' } },
+      { basicAuth: { username: 'ops', password: 'hunter2\r\n' } },
+      { url: 'http://ops:hunter2@host with space' },
+      { url: `http://ops:hunter2@host/${'x'.repeat(3000)}` },
+    ];
+    for (const o of bad) {
+      const e = thrown(() => createPrometheusClient({ url: 'http://127.0.0.1:9', ...o } as never));
+      expect(e, JSON.stringify(o).slice(0, 60)).toBeInstanceOf(InvalidOptionsError);
+      expect(e.message).not.toContain('hunter2');
+    }
+    createPrometheusClient({ url: 'http://127.0.0.1:9', bearerToken: 'eyJh.eyJz-_~+/=' }).close();
+  });
+
   it('Was a defect: URL credentials that are not valid percent-encoding are kept as written, not a URIError', () => {
     for (const url of ['http://us%zzer:pw@127.0.0.1:9', 'http://user:p%E0@127.0.0.1:9']) {
       const client = createPrometheusClient({ url, clock: new FakeClock() });
