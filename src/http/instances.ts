@@ -186,6 +186,14 @@ export class RouteInstances {
     await Promise.all([...gone.map((t) => t.close?.()), ...this.#closing]);
   }
 
+  /**
+   * Stops discovery, keeping the instances it found: calls running on them finish, and their retries
+   * and hedges still pick among them (an interceptor forgetting an origin it met at run time).
+   */
+  stopDiscovery(): void {
+    this.#stop();
+  }
+
   async destroy(): Promise<void> {
     this.#stop();
     const gone = this.set.replace([]);

@@ -221,7 +221,12 @@ class OriginTable {
     const gone = met.get(oldest)!;
     met.delete(oldest);
     // Still met under another key (its normalised origin, or a configured one): still relayed.
-    if (isManaged(gone) && !this.#holds(gone)) this.#relay.detach(gone);
+    // Forgotten: no longer relayed, and its discovery stops (`close()` no longer reaches it, and its
+    // timer would look the name up every interval for the life of the process).
+    if (isManaged(gone) && !this.#holds(gone)) {
+      this.#relay.detach(gone);
+      gone.route.instances?.stopDiscovery();
+    }
   }
 
   #holds(managed: Managed): boolean {

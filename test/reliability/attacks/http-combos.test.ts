@@ -537,16 +537,17 @@ describe('http-combos attacks: a caller abort at every phase, the connections co
         res.end('busy');
       });
     const [a, b] = [await busy(), await busy()];
-    const c = client({ origins: [a.origin, b.origin], p99Ms: 300, attempts: 2, throttle: false });
+    const clock = new FakeClock(); // the wait is the clock's: advanced past it below, not slept
+    const c = client({ origins: [a.origin, b.origin], p99Ms: 300, attempts: 2, throttle: false, clock });
+    const events: DependencyEvent[] = [];
+    c.on((e) => events.push(e));
     const controller = new AbortController();
     const pending = outcome(c.request('/', { signal: controller.signal, deadline: 5_000 }));
-    await eventually(() => a.seen.length + b.seen.length === 1);
-    await sleep(100); // the 503 is in: the call waits out its Retry-After
-    const started = performance.now();
+    expect(await eventually(() => events.some((e) => e.type === 'retry-after'))).toBe(true);
     controller.abort(new Error('gone'));
     expect(await pending).toContain('gone');
-    expect(performance.now() - started).toBeLessThan(500);
-    await sleep(1_100); // past the Retry-After
+    clock.advance(1_500); // past the Retry-After
+    await sleep(50);
     expect(a.seen.length + b.seen.length).toBe(1);
     expect(c.instances().map((i) => i.inFlight)).toEqual([0, 0]);
   });
@@ -764,10 +765,10 @@ describe('http-combos attacks: update() and close() while calls run (SPEC X9)', 
     const later = outcome(c.request('/300'));
     expect(await Promise.all(inFlight)).toEqual(['200 ok', '200 ok']);
     expect(await later).toBe('RESPONSE_TIMEOUT');
-    // The pool was made for attempts of ceil(400 × 1.4) = 560 ms (undici's header backstop 1.56 s):
-    // a plan of 2 s attempts must not be cut by it.
+    // The pool was made for attempts of ceil(200 × 1.4) = 280 ms (undici's header backstop 1.28 s):
+    // a plan of 2.1 s attempts must not be cut by it.
     dependency.update({ p99Ms: 1_500 });
-    expect(await outcome(c.request('/1800', { deadline: 4_000 }))).toBe('200 ok');
+    expect(await outcome(c.request('/1450', { deadline: 4_000 }))).toBe('200 ok');
     // A refused update changes nothing for the calls that follow.
     expect(() => dependency.update({ p99Ms: -1 })).toThrow(
       expect.objectContaining({ code: 'INVALID_OPTIONS' }),
@@ -895,5 +896,45 @@ describe('http-combos attacks: malformed Retry-After and pushback headers on a h
       await a.close();
       await b.close();
     }
+  });
+});
+
+// ── an interceptor that meets more origins than it remembers ────────────────────────────────────
+
+describe('http-combos attacks: discovery on origins an interceptor meets at run time (SPEC X5)', () => {
+  // Was a defect (fixed): an interceptor remembers at most 1024 origins met at run time; the oldest is
+  // forgotten first. An origin whose `dependencies(origin)` entry has `discovery` kept looking its
+  // name up once forgotten: its timer ran for the life of the process (one DNS lookup every interval
+  // per origin ever met), and `close()`, which stops the discovery of the origins it still knows, no
+  // longer reached it. Expected: a forgotten origin's discovery stops.
+  it('Was a defect: an origin the interceptor forgets stops looking its name up, before and after close()', async () => {
+    const clock = new FakeClock();
+    let lookups = 0;
+    const lookup = ((_host: string, _options: unknown, callback: (...args: unknown[]) => void) => {
+      lookups += 1;
+      callback(null, [{ address: '127.0.0.1', family: 4 }]);
+    }) as never;
+    const prazo = interceptor({
+      clock,
+      // One managed origin with discovery; every other origin passes through.
+      dependencies: (origin) =>
+        origin === 'http://stock.test'
+          ? { name: 'stock', p99Ms: 100, discovery: { intervalMs: 1_000, lookup } }
+          : undefined,
+    });
+    const dispatch = prazo((() => true) as never); // below: a dispatcher that never answers (no socket)
+    const handler = { onRequestStart() {}, onResponseError() {} } as never;
+    dispatch({ origin: 'http://stock.test', path: '/', method: 'GET' } as never, handler);
+    clock.advance(2_000);
+    expect(lookups).toBe(3); // at start, then every second
+    for (let i = 0; i < 1_024; i += 1) {
+      dispatch({ origin: `http://site-${i}.test`, path: '/', method: 'GET' } as never, handler);
+    }
+    const forgotten = lookups;
+    clock.advance(5_000);
+    expect(lookups - forgotten).toBe(0);
+    await prazo.close();
+    clock.advance(5_000);
+    expect(lookups - forgotten).toBe(0);
   });
 });
