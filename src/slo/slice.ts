@@ -62,7 +62,15 @@ export function createSliceRunner(options: SliceRunnerOptions): SliceRunner {
       try {
         return await runWithDeadline(outer.slice(slice), fn);
       } finally {
-        tracker?.observe(component, clock.now() - started);
+        // Never into the caller: a throw here would replace the component's own result or error.
+        try {
+          tracker?.observe(component, clock.now() - started);
+        } catch (error) {
+          process.emitWarning(
+            `prazo slice runner: the tracker's observe threw: ${String(error)}`,
+            'PrazoWarning',
+          );
+        }
       }
     },
   };

@@ -11,6 +11,7 @@ import {
   type DependencyProfile,
   deriveTimeouts,
   type LatencyBudget,
+  type OverrunTracker,
   parseBudget,
   validateBudget,
 } from '../../../src/calibrate/index.js';
@@ -798,6 +799,34 @@ describe('latency budgets (prazo/calibrate: SPEC B1–B3)', () => {
     for (const elapsed of ['5000', null, undefined, 20n, {}, [50]])
       expect(tracker.observe('c0', elapsed as never), String(elapsed)).toBe(false);
     expect(tracker.report()[0]!.calls).toBe(0);
+  });
+
+  it('Was a defect: a tracker whose observe threw replaced the component’s result (and its error) in SliceRunner.run', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const tracker = {
+        observe: () => {
+          throw new Error('tracker bug');
+        },
+      };
+      const runner = createSliceRunner({
+        budget: budget(10, [10]).budget!,
+        clock: new FakeClock(),
+        tracker: tracker as unknown as OverrunTracker,
+      });
+      expect(await runner.run('c0', () => 'answer')).toBe('answer');
+      const own = new Error('the component failed');
+      expect(
+        await runner
+          .run('c0', () => {
+            throw own;
+          })
+          .catch((e: unknown) => e),
+      ).toBe(own);
+      expect(warn).toHaveBeenCalledTimes(2);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('Was a defect: SliceRunner.run with work that is not a function rejected with a TypeError', async () => {
