@@ -5,7 +5,7 @@ import {
   dependencyAttributes,
   InstanceAttributeCache,
 } from './attributes.js';
-import { MS_PER_S, OTEL_LIMITS } from './constants.js';
+import { ATTR, MS_PER_S, OTEL_LIMITS } from './constants.js';
 import type { PrazoInstruments } from './instruments.js';
 
 /** What the gauges read of a dependency: each part feeds one observable gauge. */
@@ -62,7 +62,10 @@ export function recordDependencyEvents(
 ): Disposable {
   const own = dependencyAttributes(dependency.name);
   const others = new AttributeCache(OTEL_LIMITS.attributeCacheSize);
-  const attrsOf = (name: string): DependencyAttributes => (name === dependency.name ? own : others.get(name));
+  // An event that names no dependency (a user's source leaving it out) counts as the source's own:
+  // built from it, the attribute would be dropped and the series would carry no dependency at all.
+  const attrsOf = (name: unknown): DependencyAttributes =>
+    name === dependency.name || typeof name !== 'string' || name.length === 0 ? own : others.get(name);
   const instances = new InstanceAttributeCache(OTEL_LIMITS.attributeCacheSize);
   const I = instruments;
   const record = (event: DependencyEvent): void => {
@@ -71,15 +74,15 @@ export function recordDependencyEvents(
       case 'attempt':
         I.attempts.add(1, a.byKind[event.kind] ?? a.base);
         if (event.instance !== undefined)
-          I.instanceAttempts.add(1, instances.get(event.dependency, event.instance).base);
+          I.instanceAttempts.add(1, instances.get(a.base[ATTR.dependency] as string, event.instance).base);
         return;
       case 'instance-ejected': {
-        const at = instances.get(event.dependency, event.instance);
+        const at = instances.get(a.base[ATTR.dependency] as string, event.instance);
         I.instanceEjections.add(1, at.byReason[event.reason] ?? at.base);
         return;
       }
       case 'instance-returned':
-        I.instanceReturns.add(1, instances.get(event.dependency, event.instance).base);
+        I.instanceReturns.add(1, instances.get(a.base[ATTR.dependency] as string, event.instance).base);
         return;
       case 'attempt-end': {
         const latency = event.latencyMs / MS_PER_S;

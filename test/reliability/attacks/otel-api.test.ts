@@ -457,6 +457,51 @@ describe('prazo/otel: every span ends exactly once, whatever the call’s outcom
     check(1, 0);
   });
 
+  it('a call waiting for a concurrency slot: served, cut by its deadline, aborted by its caller; the throttle refusing', async () => {
+    const { clock, dependency, check } = traced({ concurrencyLimit: { maxInFlight: 1, maxQueue: 5 } });
+    const first = dependency.execute((ctx) => fakeCall(clock, ctx, 100, () => 'first'), {
+      idempotent: true,
+      deadline: 1_000,
+    });
+    const served = dependency.execute(ok(clock), { idempotent: true, deadline: 1_000 });
+    const cut = dependency.execute(ok(clock), { idempotent: true, deadline: 150 });
+    const gone = new AbortController();
+    const aborted = dependency.execute(ok(clock), { idempotent: true, deadline: 1_000, signal: gone.signal });
+    await clock.advanceAsync(5);
+    gone.abort(new Error('caller gone'));
+    const boxes = [watch(first), watch(served), watch(cut), watch(aborted)];
+    await clock.runAllAsync();
+    await flush();
+    expect(boxes.map((b) => b.state)).toEqual(['ok', 'ok', 'err', 'err']);
+    const attempts = boxes.filter((b) => b.state === 'ok').length;
+    check(4, attempts);
+
+    const throttled = traced({ attempts: 1 });
+    const fail = () => Promise.reject(Object.assign(new Error('503'), { status: 503 }));
+    let refused = 0;
+    for (let i = 0; i < 40; i += 1) {
+      await throttled.dependency.execute(fail).catch((e: { code?: string }) => {
+        if (e.code === 'THROTTLED') refused += 1;
+      });
+      throttled.clock.advance(5);
+    }
+    expect(refused).toBeGreaterThan(0);
+    throttled.check(40, 40 - refused);
+  });
+
+  it('the instrumentation disposed while calls are in flight: their spans still end, once', async () => {
+    const { clock, dependency, check, otel } = traced({ hedge: true, recorder: fixedLatency(30) });
+    const call = dependency.execute((ctx) => fakeCall(clock, ctx, 50, () => 'ok'), {
+      idempotent: true,
+      deadline: 1_000,
+    });
+    await clock.advanceAsync(35); // the hedge is out
+    otel.dispose();
+    expect(executorOf(dependency)!.plan.events.tracer).toBeUndefined();
+    expect((await settle(clock, call)).state).toBe('ok');
+    check(1, 2);
+  });
+
   it('property: any mix of successes, errors and stalls, with or without a hedge, ends every span once', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -769,6 +814,24 @@ describe('prazo/otel: a user’s own event source, tracker and server hub (SPEC 
     }
     expect(pointValue(got.get(M.attempts.name), dep('x'))).toBe(4);
     expect(pointValue(got.get(M.timeouts.name), { ...dep('x'), [ATTR.timeoutPhase]: 'unknown' })).toBe(4);
+    otel.dispose();
+  });
+
+  it('Was a defect: an event of a user’s source with no (or a non-string) dependency name counted a series without `prazo.dependency`', async () => {
+    const source = new EventSource('x');
+    const otel = instrumentPrazo({ meterProvider: sdk.provider, dependencies: [source] });
+    for (const name of [undefined, null, 3, '', {}]) {
+      source.emit({ type: 'attempt', dependency: name, kind: 'original', attempt: 1 } as never);
+    }
+    source.emit({ type: 'attempt', dependency: 'other', kind: 'original', attempt: 1 });
+    source.emit({ type: 'instance-returned', dependency: undefined, instance: 'http://a' } as never);
+    const got = await sdk.collect();
+    expect(pointValue(got.get(M.instanceReturns.name), { ...dep('x'), [ATTR.instance]: 'http://a' })).toBe(1);
+    const points = got.get(M.attempts.name)?.dataPoints ?? [];
+    expect(points.map((p) => [p.attributes[ATTR.dependency], p.value])).toEqual([
+      ['x', 5],
+      ['other', 1],
+    ]);
     otel.dispose();
   });
 
