@@ -1,8 +1,10 @@
 import { Document, type ScalarTag, visit } from 'yaml';
 import type { PrazoConfig } from '../config/load.js';
+import { defineOptions, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import { targetProblems } from './conflicts.js';
 import { renderEnvoy } from './envoy.js';
-import { type GatewayChannel, renderGatewayApi } from './gateway-api.js';
+import { GATEWAY_CHANNELS, type GatewayChannel, renderGatewayApi } from './gateway-api.js';
 import { renderGrpc } from './grpc.js';
 import { renderIstio } from './istio.js';
 import { renderLinkerd } from './linkerd.js';
@@ -50,7 +52,22 @@ export interface MeshExport {
   readonly problems: readonly MeshProblem[];
 }
 
+/**
+ * {@link ExportOptions}, read as every options object is: an unknown target or key is an
+ * `InvalidOptionsError` (with a did-you-mean), not a crash in the middle of rendering.
+ */
+const EXPORT_OPTIONS = defineOptions({
+  target: option.oneOf(MESH_TARGETS, { required: true }),
+  channel: option.oneOf(GATEWAY_CHANNELS),
+  dependencies: option.matching<readonly string[]>(
+    'a list of dependency names',
+    (v) => Array.isArray(v) && v.every((name) => typeof name === 'string'),
+  ),
+  source: option.string({ maxLength: 4096 }),
+});
+
 export function exportMesh(config: PrazoConfig, options: ExportOptions): MeshExport {
+  readOptions('exportMesh', EXPORT_OPTIONS, options);
   const { policies: all, problems } = meshPolicies(config);
   const wanted = options.dependencies;
   const unknown = (wanted ?? []).filter((name) => !config.dependencies.has(name));

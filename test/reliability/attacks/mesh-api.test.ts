@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { checkConfigText, type PrazoConfig } from '../../../src/config/load.js';
+import { InvalidOptionsError } from '../../../src/errors/options.js';
 import { echoClient, startEcho } from '../../../src/grpc/grpc.test-helpers.js';
 import { exportMesh, MESH_TARGETS, type MeshExport, type MeshTarget } from '../../../src/mesh/export.js';
 import { envoyProblems, gatewayDurationMs, linkerdDurationMs } from '../../../src/mesh/mesh.test-helpers.js';
@@ -641,6 +642,31 @@ describe('prazo export: numbers at the edges of the config (SPEC X10, C1-C3)', (
       expect(exportMesh(config, { target, dependencies: ['a'] }).problems).toEqual([]);
       expect(exportMesh(config, { target }).problems).toEqual([]);
     }
+  });
+
+  it('Was a defect: an unknown target or option key is an InvalidOptionsError, not a TypeError mid-render', () => {
+    const config = configOf({ name: 'a', p99Ms: 10 });
+    const attempt = (options: unknown) => {
+      try {
+        exportMesh(config, options as never);
+        return undefined;
+      } catch (error) {
+        return error;
+      }
+    };
+    const unknownTarget = attempt({ target: 'nginx' });
+    expect(unknownTarget).toBeInstanceOf(InvalidOptionsError);
+    expect((unknownTarget as InvalidOptionsError).code).toBe('INVALID_OPTIONS');
+    const typo = attempt({
+      target: 'istio',
+      chanel: 'experimental',
+      dependencies: 'a',
+    }) as InvalidOptionsError;
+    expect(typo).toBeInstanceOf(InvalidOptionsError);
+    expect(typo.problems).toEqual([
+      'unknown option `chanel`; did you mean `channel`?',
+      '`dependencies` must be a list of dependency names',
+    ]);
   });
 
   it('empty inputs: no dependency, or every one `mesh: false`, gives files that parse to nothing to apply', () => {
