@@ -382,6 +382,41 @@ describe('http-combos attacks: hedging over several instances meeting a 503 with
     expect(c.instances().map((i) => i.inFlight)).toEqual([0, 0, 0]);
   });
 
+  it('the original meets a 503 with Retry-After: 1 before its hedge is due: the hedge is not sent, the retry waits the second exactly, then goes to the other instance', async () => {
+    const bad = await serve((_req, res) => {
+      res.writeHead(503, { 'retry-after': '1' });
+      res.end('busy');
+    });
+    const good = await serve((_req, res) => res.end('good'));
+    const clock = new FakeClock(); // the hedge's delay and the Retry-After are the clock's: advanced, not slept
+    const c = client({
+      origins: [bad.origin, good.origin],
+      p99Ms: 300,
+      attempts: 2,
+      hedge: { minDelayMs: 50, maxDelayMs: 200 },
+      recorder: fixedRecorder(),
+      random: () => 0, // the first pick is the first origin
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+      clock,
+    });
+    const events: DependencyEvent[] = [];
+    c.on((e) => events.push(e));
+    const call = outcome(c.request('/', { deadline: 5_000 }));
+    expect(await eventually(() => events.some((e) => e.type === 'retry-after'))).toBe(true);
+    expect(events.find((e) => e.type === 'retry-after')).toMatchObject({ waitMs: 1_000, honoured: true });
+    clock.advance(999); // past the hedge's delay, short of the wait: nothing is sent
+    await sleep(50);
+    expect([bad.seen.length, good.seen.length]).toEqual([1, 0]);
+    clock.advance(1);
+    expect(await call).toBe('200 good');
+    expect([bad.seen.length, good.seen.length]).toEqual([1, 1]);
+    expect(events.filter((e) => e.type === 'attempt').map((e) => (e as { kind: string }).kind)).toEqual([
+      'original',
+      'retry',
+    ]);
+  });
+
   it('a Retry-After longer than the deadline on the hedge while the original runs: the original’s answer wins at once; on both copies: the 503 at once', async () => {
     const busy = (delayMs: number) =>
       serve((_req, res) =>
@@ -936,5 +971,84 @@ describe('http-combos attacks: discovery on origins an interceptor meets at run 
     await prazo.close();
     clock.advance(5_000);
     expect(lookups - forgotten).toBe(0);
+  });
+});
+
+// ── the same combination through dependency.execute (SPEC H1, R3, X9) ──────────────────────────
+
+describe('http-combos attacks: dependency.execute with a hedge, two 503s with Retry-After, an update and an abort (SPEC H1, R3, X9)', () => {
+  interface Answer {
+    readonly status: number;
+    readonly retryAfterMs?: number;
+  }
+  /** A dependency on the fake clock whose attempt `n` answers `script[n - 1]` after its delay. */
+  function scripted(script: readonly (Answer & { readonly afterMs: number })[]) {
+    const clock = new FakeClock();
+    const dependency = createDependency({
+      name: 'inventory',
+      p99Ms: 100,
+      attempts: 3,
+      hedge: { minDelayMs: 20, maxDelayMs: 100 },
+      recorder: fixedRecorder(),
+      throttle: false,
+      retryBudget: { minPerSecond: 1_000 },
+      clock,
+    });
+    const kinds: string[] = [];
+    const discarded: Answer[] = [];
+    const run = (signal?: AbortSignal) =>
+      dependency.execute<Answer>(
+        ({ attempt, kind }) => {
+          kinds.push(kind);
+          const { afterMs, ...answer } = script[attempt - 1]!;
+          return new Promise((resolve) => clock.setTimer(() => resolve(answer), afterMs));
+        },
+        {
+          idempotent: true,
+          deadline: 5_000,
+          signal,
+          classify: (a) =>
+            a.status === 503 ? { retryable: true, retryAfterMs: a.retryAfterMs } : { retryable: false },
+          discard: (a) => discarded.push(a),
+        },
+      );
+    return { clock, dependency, kinds, discarded, run };
+  }
+
+  it('both copies answer 503 (Retry-After 1 s and 0.5 s): the retry waits the longer, after an update() that lowers attempts; each 503 discarded once', async () => {
+    const { clock, dependency, kinds, discarded, run } = scripted([
+      { status: 503, retryAfterMs: 1_000, afterMs: 30 },
+      { status: 503, retryAfterMs: 500, afterMs: 20 },
+      { status: 200, afterMs: 10 },
+    ]);
+    const result = run();
+    await clock.advanceAsync(40); // the hedge went at 20 ms and answered at 40; the original at 30
+    expect(kinds).toEqual(['original', 'hedge']);
+    dependency.update({ attempts: 1, hedge: undefined }); // the call keeps its plan
+    await clock.advanceAsync(999);
+    expect(kinds).toEqual(['original', 'hedge']); // max(1000, 500) from the last answer: not yet
+    await clock.advanceAsync(1);
+    expect(kinds).toEqual(['original', 'hedge', 'retry']);
+    await clock.advanceAsync(10);
+    await expect(result).resolves.toEqual({ status: 200 });
+    expect(discarded.map((a) => a.retryAfterMs).sort()).toEqual([1_000, 500].sort());
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it('aborted during that wait: rejected with the reason at once, both 503s discarded once, no retry after the wait', async () => {
+    const { clock, kinds, discarded, run } = scripted([
+      { status: 503, retryAfterMs: 1_000, afterMs: 30 },
+      { status: 503, retryAfterMs: 500, afterMs: 20 },
+      { status: 200, afterMs: 10 },
+    ]);
+    const controller = new AbortController();
+    const result = run(controller.signal);
+    const settled = result.catch((e: unknown) => e);
+    await clock.advanceAsync(200);
+    controller.abort(new Error('gone'));
+    expect(await settled).toMatchObject({ message: 'gone' });
+    await clock.advanceAsync(2_000);
+    expect(kinds).toEqual(['original', 'hedge']);
+    expect(discarded).toHaveLength(2);
   });
 });
