@@ -159,6 +159,12 @@ export function implausibleP99(
   declaredIn: DeclaredIn = 'config',
 ): string | undefined {
   const min = kind === undefined ? NETWORK_MIN_P99_MS : profileOf('implausibleP99', kind).minP99Ms;
+  if (declaredIn !== 'config' && declaredIn !== 'flags') {
+    // Anything but 'config' read as 'flags': the sentence then named CLI flags to a config's reader.
+    const got =
+      typeof declaredIn === 'string' ? JSON.stringify(String(declaredIn).slice(0, 40)) : typeof declaredIn;
+    throw new InvalidOptionsError('implausibleP99', [`\`declaredIn\` must be config or flags, got ${got}`]);
+  }
   const cfg = declaredIn === 'config';
   const unusual = cfg ? '`unusualP99: true`' : '--unusual-p99';
   const kindIs = (k: DependencyKind): string => (cfg ? `\`kind: ${k}\`` : `--kind ${k}`);

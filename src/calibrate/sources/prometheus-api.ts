@@ -405,10 +405,17 @@ export function createPrometheusClient(options: PrometheusClientOptions): Promet
   const queryRange = async (query: string, range: QueryRange): Promise<Matrix> => {
     const steps = Math.floor((range.endS - range.startS) / range.stepS) + 1;
     if (
+      !(Number.isFinite(range.startS) && Number.isFinite(range.endS) && Number.isFinite(range.stepS)) ||
       !(range.stepS > 0) ||
-      !(range.endS >= range.startS) ||
-      steps > PROMETHEUS_API_LIMITS.maxStepsPerQuery
+      !(range.endS >= range.startS)
     ) {
+      // Said in words: the steps of a NaN or reversed range are NaN or negative ("a range of NaN steps").
+      throw new PrometheusQueryError(
+        'api',
+        `not a range Prometheus answers: start ${range.startS} s, end ${range.endS} s, step ${range.stepS} s (finite, step > 0, end ≥ start)`,
+      );
+    }
+    if (steps > PROMETHEUS_API_LIMITS.maxStepsPerQuery) {
       throw new PrometheusQueryError(
         'api',
         `a range of ${steps} steps: Prometheus answers at most ${PROMETHEUS_API_LIMITS.maxStepsPerQuery}`,

@@ -32,6 +32,7 @@ import {
   type Matrix,
   type MatrixSeries,
   type PrometheusClient,
+  PrometheusQueryError,
   type QueryRange,
 } from '../../../src/calibrate/sources/prometheus-api.js';
 import { FakeClock } from '../../../src/clock/fake.js';
@@ -423,6 +424,14 @@ describe('pool check and the kind table (SPEC C6, C8)', () => {
     for (const kind of DEPENDENCY_KINDS) expect(Object.isFrozen(KIND_PROFILES[kind])).toBe(true);
   });
 
+  it('Was a defect: implausibleP99 with a declaredIn other than config|flags is an InvalidOptionsError', () => {
+    for (const bad of ['yaml', 'cli', '', 5]) {
+      expect(thrown(() => implausibleP99(0.1, undefined, bad as never))).toBeInstanceOf(InvalidOptionsError);
+    }
+    expect(implausibleP99(0.1, undefined, 'flags')).toContain('--unit');
+    expect(implausibleP99(0.1, undefined, 'config')).toContain('histogram.unit');
+  });
+
   it('Was a defect: a NaN p99 is not "plausible"', () => {
     expect(implausibleP99(Number.NaN, undefined)).toContain('not a number');
     expect(implausibleP99(Number.NaN, 'in-process')).toContain('not a number');
@@ -685,6 +694,32 @@ describe('fleet calibration against a hostile Prometheus (SPEC X8, C4)', () => {
       expect(e.message).not.toContain('hunter2');
     }
     createPrometheusClient({ url: 'http://127.0.0.1:9', bearerToken: 'eyJh.eyJz-_~+/=' }).close();
+  });
+
+  it('Was a defect: a NaN or reversed query range is refused in words, never "a range of NaN steps"', async () => {
+    const client = createPrometheusClient({ url: 'http://127.0.0.1:9', clock: new FakeClock() });
+    try {
+      for (const range of [
+        { startS: Number.NaN, endS: 10, stepS: 1 },
+        { startS: 0, endS: Number.POSITIVE_INFINITY, stepS: 1 },
+        { startS: 10, endS: 0, stepS: 1 },
+        { startS: 0, endS: 10, stepS: 0 },
+      ]) {
+        const e = await client.queryRange('up', range).then(
+          () => new Error('answered'),
+          (error: Error) => error,
+        );
+        expect(e).toBeInstanceOf(PrometheusQueryError);
+        expect(e.message).toContain('not a range');
+        expect(e.message).not.toMatch(/NaN steps|-?\d+ steps/);
+      }
+      const tooMany = await client
+        .queryRange('up', { startS: 0, endS: 20_000, stepS: 1 })
+        .catch((e: Error) => e);
+      expect(String(tooMany)).toContain('20001 steps');
+    } finally {
+      client.close();
+    }
   });
 
   it('Was a defect: URL credentials that are not valid percent-encoding are kept as written, not a URIError', () => {
