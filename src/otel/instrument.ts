@@ -83,11 +83,12 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
   );
   const active = meter !== createNoopMeter();
   const instruments = fromProvider(meterOption, () => createInstruments(meter));
+  // The tracer first: a provider that throws then leaves no gauge callback registered behind.
+  const tracerProvider = resolved.traces ? activeTracerProvider(resolved.tracerProvider) : undefined;
+  const tracer = fromProvider('tracerProvider', () => tracerProvider?.getTracer(TRACER_NAME));
   const gauges = active
     ? fromProvider(meterOption, () => new DependencyGauges(meter, instruments))
     : undefined;
-  const tracerProvider = resolved.traces ? activeTracerProvider(resolved.tracerProvider) : undefined;
-  const tracer = fromProvider('tracerProvider', () => tracerProvider?.getTracer(TRACER_NAME));
   const live = new Set<Disposable>();
   const names = new Set<string>();
   const serverNames = new Set<string>();
@@ -168,8 +169,15 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
       gauges?.dispose();
     },
   };
-  for (const dependency of resolved.dependencies) instrumentation.addDependency(dependency);
-  for (const server of resolved.servers) instrumentation.addServer(server);
+  try {
+    for (const dependency of resolved.dependencies) instrumentation.addDependency(dependency);
+    for (const server of resolved.servers) instrumentation.addServer(server);
+  } catch (error) {
+    // One source that refuses (its `on` throws) fails the call: the ones already subscribed, and the
+    // gauge callback, are undone, since the caller never gets the handle that would dispose them.
+    instrumentation.dispose();
+    throw error;
+  }
   return instrumentation;
 }
 

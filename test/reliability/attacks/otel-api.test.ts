@@ -722,6 +722,52 @@ describe('prazo/otel: bad arguments are INVALID_OPTIONS, every problem at once',
     otel.dispose();
   });
 
+  it('Was a defect: instrumentPrazo whose second dependency’s `on` throws left the first subscribed, traced and gauged, with no handle to undo it', async () => {
+    const { dependency } = setup();
+    let reads = 0;
+    const first = Object.assign(new EventSource('first'), {
+      budget: {
+        state: () => {
+          reads += 1;
+          return { ratio: 0 };
+        },
+      },
+    });
+    const refusing = {
+      name: 'refusing',
+      on: () => {
+        throw new Error('not now');
+      },
+    };
+    const provider = countingProvider();
+    expect(() =>
+      instrumentPrazo({
+        meterProvider: sdk.provider,
+        tracerProvider: provider,
+        dependencies: [first, dependency, refusing],
+      }),
+    ).toThrow('not now');
+    expect(first.listeners).toBe(0);
+    expect(executorOf(dependency)!.plan.events.tracer).toBeUndefined();
+    await sdk.collect();
+    expect(reads).toBe(0);
+    // A tracer provider that throws at set-up leaves no gauge callback behind either.
+    const caughtError = caught(() =>
+      instrumentPrazo({
+        meterProvider: sdk.provider,
+        tracerProvider: {
+          getTracer: () => {
+            throw new Error('shut down');
+          },
+        },
+        dependencies: [first],
+      }),
+    );
+    expect(isInvalidOptions(caughtError)).toBe(true);
+    await sdk.collect();
+    expect([reads, first.listeners]).toEqual([0, 0]);
+  });
+
   it('option typos and wrong types: each named, with a suggestion, all together', () => {
     const problems = problemsOf(
       caught(() =>
