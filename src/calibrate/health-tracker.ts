@@ -33,7 +33,8 @@ export function baselineP99Of(p99s: readonly number[]): number | undefined {
   if (p99s.length === 0) return undefined;
   const sorted = [...p99s].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  // Halved before adding: (a + b) / 2 of two p99s near the largest double is Infinity, no baseline.
+  return sorted.length % 2 === 1 ? sorted[mid]! : sorted[mid - 1]! / 2 + sorted[mid]! / 2;
 }
 
 export function createHealthyWindowTracker<W extends WindowStats>(

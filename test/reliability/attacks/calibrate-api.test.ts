@@ -345,6 +345,17 @@ describe('the guard and the drift check: hand-made windows and thresholds (SPEC 
     expect(tracker.observe(window(1000)).health).toBe('degraded');
   });
 
+  it('Was a defect: the baseline of two p99s near the largest double is their median, not Infinity', () => {
+    const tracker = createHealthyWindowTracker({ minSamples: 1, maxP99Jump: 100 });
+    tracker.observe(window(1.5e308));
+    tracker.observe(window(1.6e308));
+    expect(tracker.baselineP99()).toBe(1.55e308);
+    const small = createHealthyWindowTracker({ minSamples: 1, maxP99Jump: 100 });
+    small.observe(window(0.1));
+    small.observe(window(0.2));
+    expect(small.baselineP99()).toBe((0.1 + 0.2) / 2);
+  });
+
   it('Was a defect: a p99 of 0 or 1e308 leaves no Infinity in the verdict text', () => {
     const zero = checkDrift({ timeoutMs: 100, window: window(0) });
     expect(zero.status).toBe('idle-margin');
