@@ -165,7 +165,7 @@ export function resolveDrillOptions(options: DrillOptions): DrillPlan {
       v.problem('`independent` routes are required with a target (the routes that must keep answering)');
   }
   const paths = (name: string, list: readonly string[] | undefined): string[] =>
-    (list ?? []).map((p, i) => v.string(`${name}[${i}]`, p, '/', ROUTE));
+    (list ?? []).flatMap((p, i) => v.string(`${name}[${i}]`, p, undefined, ROUTE) ?? []);
   const routes = demo ? ['/checkout'] : paths('routes', o.routes);
   const independent = demo ? ['/catalog'] : paths('independent', o.independent);
   const num = (name: string, value: unknown, def: number, max: number, integer = false) =>
@@ -208,6 +208,19 @@ export function resolveDrillOptions(options: DrillOptions): DrillPlan {
   });
   const stack = v.oneOf('demoStack', o.demoStack, ['prazo', 'naive'], 'prazo');
   if (!demo && o.demoStack !== undefined) v.problem('`demoStack` applies to the demo target only');
+  // Options the chosen target has no use for would be dropped without a word: the drill would run
+  // on other routes, or another timeout, than the ones asked for.
+  if (demo && (o.routes?.length || o.independent?.length))
+    v.problem(
+      '`routes` and `independent` apply to a `target` only (the demo target drills /checkout and /catalog)',
+    );
+  if (o.naiveTimeoutMs !== undefined && (!demo || stack !== 'naive'))
+    v.problem("`naiveTimeoutMs` applies to the demo target's naive stack only (`demoStack: naive`)");
+  const both = routes.filter((r) => independent.includes(r));
+  if (!demo && both.length > 0)
+    v.problem(
+      `a route cannot both use the dependency and not: ${both.map((r) => JSON.stringify(r)).join(', ')}`,
+    );
   const rate = baseRate * load;
   if (rate > L.maxRate)
     v.problem(`\`rate\` × \`load\` must be at most ${L.maxRate} req/s, got ${baseRate} × ${load} = ${rate}`);

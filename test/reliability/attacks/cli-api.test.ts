@@ -398,6 +398,25 @@ describe('prazo drill: options (SPEC V2)', () => {
     expect(all).toHaveLength(5);
   });
 
+  it('Was a defect: options the target has no use for were dropped silently (routes on the demo, --naive-timeout off the naive stack, a route on both sides)', async () => {
+    expect(problems({ routes: ['/x'] }).join('; ')).toMatch(
+      /`routes` and `independent` apply to a `target` only/,
+    );
+    expect(problems({ independent: ['/x'] }).join('; ')).toMatch(/apply to a `target` only/);
+    expect(problems({ naiveTimeoutMs: 500 }).join('; ')).toMatch(
+      /`naiveTimeoutMs` applies to the demo target's naive stack only/,
+    );
+    expect(problems({ ...base, target: 'http://127.0.0.1:1', naiveTimeoutMs: 500 })).toHaveLength(1);
+    expect(problems({ ...base, target: 'http://127.0.0.1:1', routes: ['/a', '/b'] })).toEqual([
+      'a route cannot both use the dependency and not: "/a"',
+    ]);
+    expect(problems({ demoStack: 'naive', naiveTimeoutMs: 500 })).toEqual([]);
+    await refused(
+      ['drill', '--route', '/x', '--independent', '/y'],
+      /^prazo drill: `routes` and `independent` apply to a `target` only/,
+    );
+  });
+
   it('numbers: NaN, Infinity, -0, huge and fractional ports are problems, all of them at once', () => {
     const p = problems({
       ...base,
