@@ -60,6 +60,21 @@ const asServer = (server: InstrumentableServer | ServerEventSource): Instrumenta
     : (server as InstrumentableServer);
 
 /**
+ * Disposes every part, each whatever the others do: a source's subscription is the source's own
+ * object (a user's `on` may hand back nothing, or a `dispose` that throws), and one such part stopped
+ * `dispose()` half-way, leaving every later source subscribed and the gauge callback registered.
+ */
+function disposeAll(parts: readonly Disposable[]): void {
+  for (const part of parts) {
+    try {
+      part.dispose();
+    } catch {
+      // That source's own failure; the rest are undone.
+    }
+  }
+}
+
+/**
  * Runs a step of the set-up that asks the application's meter or tracer provider for something: one
  * that throws (a broken or half-shut SDK, a wrong object) is named as the option it came from, with
  * its own message, rather than escaping as an anonymous error from inside prazo.
@@ -101,7 +116,7 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
     try {
       make(parts);
     } catch (error) {
-      for (const part of parts) part.dispose();
+      disposeAll(parts);
       throw error;
     }
     return track(...parts);
@@ -109,13 +124,12 @@ export function instrumentPrazo(options: InstrumentPrazoOptions = {}): PrazoInst
 
   const track = (...parts: Disposable[]): Disposable => {
     if (disposed) {
-      for (const part of parts) part.dispose();
+      disposeAll(parts);
       return { dispose: () => {} };
     }
     const handle: Disposable = {
       dispose: () => {
-        if (!live.delete(handle)) return;
-        for (const part of parts) part.dispose();
+        if (live.delete(handle)) disposeAll(parts);
       },
     };
     live.add(handle);

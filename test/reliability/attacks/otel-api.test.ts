@@ -768,6 +768,35 @@ describe('prazo/otel: bad arguments are INVALID_OPTIONS, every problem at once',
     expect([reads, first.listeners]).toEqual([0, 0]);
   });
 
+  it('Was a defect: a source whose `on` hands back nothing (or a throwing dispose) made dispose() throw half-way, the sources after it left subscribed', async () => {
+    let reads = 0;
+    const budget = {
+      state: () => {
+        reads += 1;
+        return { ratio: 0 };
+      },
+    };
+    const nothing = { name: 'nothing', on: () => undefined as never, budget };
+    const throwing = {
+      name: 'throwing',
+      on: () => ({
+        dispose: () => {
+          throw new Error('cannot');
+        },
+      }),
+      budget,
+    };
+    const later = Object.assign(new EventSource('later'), { budget });
+    const otel = instrumentPrazo({ meterProvider: sdk.provider, dependencies: [nothing, throwing, later] });
+    const hub = { onServerEvent: () => undefined as never };
+    otel.addServer({ name: 'odd', events: hub });
+    expect(() => otel.dispose()).not.toThrow();
+    expect(later.listeners).toBe(0);
+    reads = 0;
+    await sdk.collect();
+    expect(reads).toBe(0);
+  });
+
   it('option typos and wrong types: each named, with a suggestion, all together', () => {
     const problems = problemsOf(
       caught(() =>
