@@ -146,7 +146,10 @@ export function resolveInput(input: RulesInput, options: RulesOptions, context: 
     endpoints.map((e) => e.name),
   );
   // A budget's slices are distinct components (parseBudget refuses a repeated one too).
-  for (const e of endpoints) unique(v, `endpoint ${JSON.stringify(e.name)}'s component`, e.components ?? []);
+  endpoints.forEach((e, i) => {
+    const endpoint = e.name === undefined ? `endpoints[${i}]` : `endpoint ${JSON.stringify(e.name)}`;
+    unique(v, `${endpoint}'s component`, e.components ?? []);
+  });
   v.done();
   return { dependencies, endpoints, naming };
 }

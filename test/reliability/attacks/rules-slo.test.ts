@@ -330,6 +330,10 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
     );
     expect(isInvalidOptions(error)).toBe(true);
     expect((error as InvalidOptionsError).problems).toEqual(['endpoint "e"\'s component "a" appears twice']);
+    const unnamed = thrown(() =>
+      generateAlertRules({ dependencies: [], endpoints: [{ name: '', components: ['a', 'a'] }] }),
+    ) as InvalidOptionsError;
+    expect(unnamed.problems[1]).toBe('endpoints[0]\'s component "a" appears twice');
   });
 
   it('Was a defect: editing one generated dashboard’s data source edited every panel, and every dashboard generated after it', () => {
