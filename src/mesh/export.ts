@@ -63,7 +63,8 @@ const EXPORT_OPTIONS = defineOptions({
     'a list of dependency names',
     (v) => Array.isArray(v) && v.every((name) => typeof name === 'string'),
   ),
-  source: option.string({ maxLength: 4096 }),
+  // Any text: the CLI passes the --config argument as typed (the header escapes what needs it).
+  source: option.matching<string>('a string', (v) => typeof v === 'string'),
 });
 
 export function exportMesh(config: PrazoConfig, options: ExportOptions): MeshExport {
