@@ -98,13 +98,37 @@ function basicAuthOf(text: string, file: string): BasicAuth {
   return { username: line.slice(0, colon), password: line.slice(colon + 1) };
 }
 
+const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?(?:Z|[+-](\d\d):(\d\d))$/;
+
+/**
+ * True when every field of an RFC 3339 time is in its range. `Date.parse` rolls an impossible one
+ * over (`2025-02-30` is 2 March, `T24:00` the next day), which would move the window without a word.
+ */
+function realDate(m: RegExpExecArray): boolean {
+  const [year, month, day, hour, minute, second = 0, offsetH = 0, offsetM = 0] = m
+    .slice(1)
+    .map((f) => (f === undefined ? undefined : Number(f)));
+  const leap = year! % 4 === 0 && (year! % 100 !== 0 || year! % 400 === 0);
+  const days = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month!) ? 30 : 31;
+  return (
+    month! >= 1 &&
+    month! <= 12 &&
+    day! >= 1 &&
+    day! <= days &&
+    hour! <= 23 &&
+    minute! <= 59 &&
+    second <= 59 &&
+    offsetH <= 23 &&
+    offsetM <= 59
+  );
+}
+
 /** `--end`: RFC 3339 (`2025-01-31T00:00:00Z`) or Unix seconds, as Prometheus' own `end` reads. */
 function parseEnd(raw: string): number {
   const s = raw.trim();
   if (/^\d+(\.\d+)?$/.test(s)) return Number(s) * 1000;
-  const ms = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(s)
-    ? Date.parse(s)
-    : Number.NaN;
+  const m = RFC3339.exec(s);
+  const ms = m !== null && realDate(m) ? Date.parse(s) : Number.NaN;
   if (!Number.isFinite(ms)) {
     throw new UsageError(
       `--end must be RFC 3339 (2025-01-31T00:00:00Z) or Unix seconds, got ${JSON.stringify(raw)}`,

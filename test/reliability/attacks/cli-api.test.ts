@@ -161,6 +161,54 @@ describe('prazo: numbers (SPEC C1: a NaN never flows into a calibration)', () =>
   });
 });
 
+describe('prazo calibrate --prometheus: --end (calibrate-fleet.ts)', () => {
+  // port 9 (discard) is closed on loopback: a valid --end gets as far as "cannot reach Prometheus"
+  const fleet = (...extra: string[]) => [
+    'calibrate',
+    '--prometheus',
+    'http://127.0.0.1:9',
+    '--config',
+    'ok.yaml',
+    ...extra,
+  ];
+
+  it('Was a defect: an impossible date (2025-02-30, T24:00) was rolled over by Date.parse into another window', async () => {
+    for (const end of [
+      '2025-02-30T00:00:00Z',
+      '2025-02-29T00:00:00Z',
+      '2025-04-31T00:00Z',
+      '2025-01-01T24:00:00Z',
+      '2025-01-01T23:60:00Z',
+      '2025-01-01T23:59:60Z',
+      '2025-13-01T00:00:00Z',
+      '2025-00-10T00:00:00Z',
+      '2025-01-00T00:00:00Z',
+      '2025-01-01T00:00:00+24:00',
+      '2025-01-01T00:00:00+01:60',
+    ]) {
+      await refused(
+        fleet('--end', end),
+        /^prazo calibrate: --end must be RFC 3339 \(2025-01-31T00:00:00Z\) or Unix seconds, got /,
+      );
+    }
+    for (const end of [
+      '2024-02-29T00:00:00Z',
+      '2000-02-29T23:59:59.999+05:30',
+      '2025-04-30T00:00Z',
+      '1767225600',
+    ]) {
+      const r = await cli(...fleet('--end', end));
+      expect(r.err, end).toMatch(/^prazo calibrate: cannot reach Prometheus at http:\/\/127\.0\.0\.1:9/);
+    }
+    const leap = await cli(...fleet('--end', '2024-02-29T00:00:00Z'));
+    expect(leap.out).toContain('to 2024-02-29T00:00Z');
+    await refused(
+      fleet('--end', '99999999999999999999'),
+      /`endEpochMs` must be a finite number in \[0, 8640000000000000\]/,
+    );
+  });
+});
+
 describe('prazo: flags given twice, or empty', () => {
   it("a flag given twice: the last one is used (commander's convention, which scripts use to override a default)", async () => {
     const twice = await cli('calibrate', '--p99', '100', '--p99', '200', '--json', '--json');
