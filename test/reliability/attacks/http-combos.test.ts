@@ -565,6 +565,36 @@ describe('http-combos attacks: a caller abort at every phase, the connections co
     expect(await eventually(() => a.open + b.open === 0)).toBe(true);
   });
 
+  it('a concurrency limit of one over two instances: a 503 retried through the limit, a call aborted while queued for the slot; no slot left held (SPEC X7)', async () => {
+    const a = await serve((req, res, index) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow'), 150);
+      else if (index % 2 === 0) {
+        res.writeHead(503, { 'retry-after': '0' });
+        res.end('x'.repeat(20_000)); // drained before the retry can take the slot
+      } else res.end('ok');
+    });
+    const b = await serve((req, res) =>
+      req.url === '/slow' ? setTimeout(() => res.end('slow'), 150) : res.end('ok'),
+    );
+    const c = client({
+      origins: [a.origin, b.origin],
+      p99Ms: 300,
+      attempts: 2,
+      throttle: false,
+      concurrencyLimit: { maxInFlight: 1, maxQueue: 5 },
+    });
+    for (let i = 0; i < 6; i += 1) expect(await outcome(c.request('/'))).toBe('200 ok');
+    const slow = outcome(c.request('/slow'));
+    const controller = new AbortController();
+    const queued = outcome(c.request('/', { signal: controller.signal }));
+    expect(await eventually(() => c.dependency.concurrency()?.queued === 1)).toBe(true);
+    controller.abort(new Error('gone'));
+    expect(await queued).toContain('gone');
+    expect(await slow).toBe('200 slow');
+    expect(await outcome(c.request('/'))).toBe('200 ok');
+    expect(c.dependency.concurrency()).toMatchObject({ inFlight: 0, queued: 0 });
+  });
+
   it('an abort during a Retry-After wait on an instance: the call ends at once with the reason, no retry goes out to any instance', async () => {
     const busy = () =>
       serve((_req, res) => {
