@@ -5,6 +5,7 @@ import { checkDrift, type DriftResult } from './drift.js';
 import { calibrateFromDistribution } from './from-distribution.js';
 import {
   assessWindow,
+  NO_SUCCESS_REASON,
   type ResolvedHealthThresholds,
   type WindowStats,
   type WindowVerdict,
@@ -246,11 +247,19 @@ const MAX_BASELINE_MS = CALIBRATE_FROM_DISTRIBUTION_OPTIONS.specs.baselineP99Ms.
 
 /** The guard's verdict, with a p99 the buckets cannot bound made a reason of its own. */
 function judge(
-  w: WindowStats & { p99Bounded: boolean; top: number | undefined },
+  w: WindowStats & { p99Bounded: boolean; top: number | undefined; noP99: string | undefined },
   baseline: number | undefined,
   t: ResolvedHealthThresholds,
 ): WindowVerdict {
-  const verdict = assessWindow(w, baseline, t);
+  const judged = assessWindow(w, baseline, t);
+  // Calls succeeded but the buckets place no p99: say why, not the guard's "no successful call".
+  const verdict =
+    w.noP99 === undefined || judged.health === 'insufficient'
+      ? judged
+      : Object.freeze({
+          ...judged,
+          reasons: Object.freeze(judged.reasons.map((r) => (r === NO_SUCCESS_REASON ? w.noP99! : r))),
+        });
   if (w.p99Bounded || verdict.health === 'insufficient') return verdict;
   const reason = `the p99 lies beyond the largest finite bucket (le=${round(w.top ?? 0)} ms): the histogram cannot measure it`;
   return Object.freeze({
@@ -258,6 +267,16 @@ function judge(
     health: 'degraded',
     reasons: Object.freeze([...verdict.reasons, reason]),
   });
+}
+
+/** Why buckets give no p99 for calls that succeeded (what `histogram_quantile` answers NaN for). */
+function whyNoP99(buckets: readonly Bucket[]): string {
+  const last = buckets[buckets.length - 1];
+  if (last === undefined) return 'no bucket series for the successful calls: no p99 to calibrate on';
+  if (last.le !== Number.POSITIVE_INFINITY)
+    return 'the buckets have no le="+Inf" series: no p99 to calibrate on';
+  if (last.count > 0) return 'every call is in the +Inf bucket: no finite bucket places the p99';
+  return 'the buckets count no call although the calls do: no p99 to calibrate on';
 }
 
 function measure(buckets: Bucket[], calls: Calls, heading: string, notes: string[]): FleetMeasurement {
@@ -348,6 +367,7 @@ async function calibrateOne(
     const calls = callSlots[k]!;
     const top = buckets.length >= 2 ? buckets[buckets.length - 2]!.le : undefined;
     return {
+      noP99: q === undefined && calls.successes > 0 ? whyNoP99(buckets) : undefined,
       k,
       raw,
       count: calls.count,

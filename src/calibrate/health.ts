@@ -53,6 +53,9 @@ function thresholdsOf(t: unknown): ResolvedHealthThresholds {
   return readOptions('assessWindow', HEALTH_THRESHOLD_OPTIONS, t);
 }
 
+/** The reason of a window without a p99 (fleet calibration words it better when buckets are to blame). */
+export const NO_SUCCESS_REASON = 'no successful call: no p99 to calibrate on';
+
 const pct = (x: number): string => `${(x * 100).toFixed(x < 0.01 ? 2 : 1)}%`;
 const rate = (part: number, whole: number): number => (whole > 0 && part > 0 ? Math.min(1, part / whole) : 0);
 const finite = (x: number): number => (Number.isFinite(x) && x > 0 ? x : 0);
@@ -93,7 +96,7 @@ export function assessWindow(
   if (timeoutRate > thresholds.maxTimeoutRate) {
     reasons.push(`timeout rate ${pct(timeoutRate)} above ${pct(thresholds.maxTimeoutRate)}`);
   }
-  if (p99 === undefined) reasons.push('no successful call: no p99 to calibrate on');
+  if (p99 === undefined) reasons.push(NO_SUCCESS_REASON);
   if (p99Jump !== undefined && p99Jump > thresholds.maxP99Jump) {
     reasons.push(
       `p99 ${round(p99!)} ms is ${p99Jump.toFixed(2)}x the healthy baseline ${round(base!)} ms ` +

@@ -663,19 +663,22 @@ describe('fleet calibration against a hostile Prometheus (SPEC X8, C4)', () => {
     }
   });
 
-  it('buckets without +Inf, only +Inf, or off the grid: refused sub-windows, never a recommendation', async () => {
-    const variants: ((r: QueryRange) => MatrixSeries[])[] = [
-      (r) => [series({ le: '0.1' }, grid(r, 90)), series({ le: '1' }, grid(r, 100))],
-      (r) => [series({ le: '+Inf' }, grid(r, 100))],
-      (r) => [
-        series(
-          { le: '0.1' },
-          grid(r, 90).map(([t, v]): [number, number] => [t + 0.5, v]),
-        ),
+  it('Was a defect: buckets without +Inf, only +Inf, or none: refused sub-windows that say so, not "no successful call"', async () => {
+    const variants: [(r: QueryRange) => MatrixSeries[], string][] = [
+      [(r) => [series({ le: '0.1' }, grid(r, 90)), series({ le: '1' }, grid(r, 100))], 'no le="+Inf" series'],
+      [(r) => [series({ le: '+Inf' }, grid(r, 100))], 'every call is in the +Inf bucket'],
+      [
+        (r) => [
+          series(
+            { le: '0.1' },
+            grid(r, 90).map(([t, v]): [number, number] => [t + 0.5, v]),
+          ),
+        ],
+        'no bucket series',
       ],
-      () => [],
+      [() => [], 'no bucket series'],
     ];
-    for (const buckets of variants) {
+    for (const [buckets, why] of variants) {
       const d = (
         await fleet(
           fakeClient(buckets, (r) => [series({}, grid(r, 100))]),
@@ -684,6 +687,11 @@ describe('fleet calibration against a hostile Prometheus (SPEC X8, C4)', () => {
       ).dependencies[0]!;
       expect(d.recommendation).toBeUndefined();
       expect(d.refused?.length).toBeGreaterThan(0);
+      for (const w of d.windows) {
+        expect(w.verdict.health).toBe('degraded');
+        expect(w.verdict.reasons.join('\n')).toContain(why);
+        expect(w.verdict.reasons.join('\n')).not.toContain('no successful call');
+      }
     }
   });
 
