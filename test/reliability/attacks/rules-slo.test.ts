@@ -90,6 +90,10 @@ const thrown = (f: () => unknown): unknown => {
   throw new Error('did not throw');
 };
 
+/** What the generators take as a name (src/rules/names.ts `PRINTABLE_NAME`, restated). */
+const printable = (name: string): boolean =>
+  name.length <= 200 && !/[\p{Cc}\p{Cs}\u2028\u2029\ufeff\ufffe\uffff]/u.test(name);
+
 /** Names the rules must carry as they are: quoting, escaping, templates, Grafana variables. */
 const HOSTILE = [
   'a"b\\c',
@@ -148,6 +152,13 @@ const HOSTILE = [
   'constructor',
   'x'.repeat(200),
   'a long: name '.repeat(15).slice(0, 200),
+  // and a few any-Unicode names the input takes (a fixed seed: the same ones on every run)
+  ...fc
+    .sample(fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter(printable), {
+      numRuns: 16,
+      seed: 7,
+    })
+    .map((name, i) => `${i}${name}`),
 ];
 
 describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
@@ -172,6 +183,39 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
         expect(rest, text).not.toContain('{{');
       }
     }
+  });
+
+  it('property: any name is either refused with INVALID_OPTIONS or carried whole into every label and annotation', () => {
+    const name = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 30 }),
+      fc.string({ unit: 'grapheme', maxLength: 10 }),
+      fc.stringMatching(/^[{}$[\]"\\ a]{1,12}$/),
+    );
+    fc.assert(
+      fc.property(name, (n) => {
+        let file: RuleFile;
+        try {
+          file = generateAlertRules({
+            dependencies: [{ name: n, assumedP99Ms: 5 }],
+            endpoints: [{ name: n, components: [n] }],
+          });
+        } catch (error) {
+          expect(isInvalidOptions(error)).toBe(true);
+          expect(n.length > 0 && printable(n)).toBe(false);
+          return;
+        }
+        expect(n.length > 0 && printable(n)).toBe(true);
+        for (const rule of allRules(file)) {
+          const label = rule.labels.prazo_dependency ?? rule.labels.prazo_endpoint!;
+          expect(expandedText(label)).toBe(n);
+          for (const text of [label, ...Object.values(rule.annotations)])
+            expect(
+              text.replaceAll('{{ "{" }}', '').replace(/\{\{ \$(value|labels\.\w+)( \| \w+)? \}\}/g, ''),
+            ).not.toContain('{{');
+        }
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('Was a defect: names with control characters, line separators, a BOM or unpaired surrogates reached the YAML; now every one is refused together', () => {
