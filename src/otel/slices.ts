@@ -68,9 +68,20 @@ export function countingTracker<T extends OverrunObserver>(
   });
 }
 
-/** The tracker's budget components, read once (fixed by its budget); undefined when it cannot say. */
+/**
+ * The tracker's budget components, read once (fixed by its budget); undefined when it cannot say: a
+ * user's tracker whose `report` is something else (returns nothing, throws) is counted by name, as
+ * one without `report` is, rather than failing `trackSlices` with a TypeError.
+ */
 function componentNames(tracker: OverrunObserver): Set<string> | undefined {
-  const report = (tracker as { report?: () => readonly { name: string }[] }).report;
+  const report = (tracker as { report?: () => unknown }).report;
   if (typeof report !== 'function') return undefined;
-  return new Set(report.call(tracker).map((c) => c.name));
+  try {
+    const entries = report.call(tracker);
+    if (!Array.isArray(entries)) return undefined;
+    const names = entries.map((c) => (c as { name?: unknown } | null)?.name);
+    return names.every((n) => typeof n === 'string') ? new Set(names as string[]) : undefined;
+  } catch {
+    return undefined;
+  }
 }

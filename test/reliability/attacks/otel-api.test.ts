@@ -610,6 +610,24 @@ describe('prazo/otel: one dependency instrumented twice, updated, removed (SPEC 
     otel.dispose();
   });
 
+  it('instrumenting after the SDK is shut down, or the SDK shut down under it: nothing throws, calls answer', async () => {
+    const { clock, dependency } = setup();
+    const closed = createSdk();
+    await closed.shutdown();
+    const late = instrumentPrazo({ meterProvider: closed.provider, dependencies: [dependency] });
+    expect(late.active).toBe(false); // the SDK hands out its no-op meter once shut down
+    late.dispose();
+
+    const live = createSdk();
+    const otel = instrumentPrazo({ meterProvider: live.provider, dependencies: [dependency] });
+    await live.shutdown();
+    expect(await settle(clock, dependency.execute(ok(clock), { idempotent: true, deadline: 500 }))).toEqual({
+      state: 'ok',
+      value: 'ok',
+    });
+    expect(() => otel.dispose()).not.toThrow();
+  });
+
   it('handles disposed twice, in any order, after the instrumentation itself: no throw, no name taken back', () => {
     const otel = instrumentPrazo({ meterProvider: sdk.provider });
     const one = new EventSource('x');
@@ -957,6 +975,25 @@ describe('prazo/otel: a user’s own event source, tracker and server hub (SPEC 
     );
     expect(frozen.observe('a', 1)).toBe(false);
     expect(frozen.extra).toBe(1);
+    otel.dispose();
+  });
+
+  it('Was a defect: trackSlices of a tracker whose `report` returns something else (nothing, a string) or throws threw a TypeError', async () => {
+    const otel = instrumentPrazo({ meterProvider: sdk.provider });
+    const reports: (() => unknown)[] = [
+      () => undefined,
+      () => 'db',
+      () => [null, 3],
+      () => {
+        throw new Error('no report yet');
+      },
+    ];
+    for (const [i, report] of reports.entries()) {
+      const tracker = otel.trackSlices({ observe: (_c: string, ms: number) => ms > 10, report }, `e${i}`);
+      expect(tracker.observe('db', 20)).toBe(true);
+    }
+    const points = (await sdk.collect()).get(M.sliceOverruns.name)?.dataPoints ?? [];
+    expect(points.map((p) => p.value)).toEqual([1, 1, 1, 1]);
     otel.dispose();
   });
 
