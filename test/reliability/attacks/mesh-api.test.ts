@@ -256,6 +256,25 @@ describe('prazo export: names YAML readers take for something else (SPEC X10)', 
     expect(long.files[0]!.text.split('\n')[0]).toContain(`${'./'.repeat(5_000)}x.yaml;`);
   });
 
+  it('Was a defect: notes and usage lines escape line breaks and ESC in a name (they go to a terminal)', () => {
+    const config = configOf(
+      { name: 'x\nnote: forged', p99Ms: 10, hedge: true, mesh: { service: 's1' } },
+      { name: 'a\u001b[2Jb', p99Ms: 10, mesh: { service: 's2' } },
+    );
+    for (const target of MESH_TARGETS) {
+      const result = exportMesh(config, { target, channel: 'experimental' });
+      for (const line of [...result.notes, ...result.files.map((f) => f.usage)])
+        expect(
+          [...line].filter((c) => c < ' ' || /[\u007f-\u009f\u2028\u2029]/.test(c)),
+          target,
+        ).toEqual([]);
+      expect(
+        result.notes.some((n) => n.includes('x\\u000anote: forged')),
+        target,
+      ).toBe(true);
+    }
+  });
+
   it('property: any name the loader accepts reads back as itself from the Envoy clusters, both YAML versions', () => {
     // Pieces YAML readers take for something else, joined with arbitrary text.
     const piece = fc.oneof(
