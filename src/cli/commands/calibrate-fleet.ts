@@ -83,9 +83,15 @@ export interface FleetReport {
   readonly elapsedMs: number;
 }
 
+/**
+ * A secret file's text without the line end an editor adds, nor the byte-order mark Windows editors
+ * put first: kept, it became part of the user name (`\uFEFFuser`) and Prometheus said only 401.
+ */
 const readSecret = (file: string, cwd: string, what: string): string => {
   try {
-    return readBoundedText(resolve(cwd, file), 64 * 1024).replace(/\r?\n$/, '');
+    return readBoundedText(resolve(cwd, file), 64 * 1024)
+      .replace(/^\uFEFF/, '')
+      .replace(/\r?\n$/, '');
   } catch (error) {
     throw new UsageError(`cannot read the ${what} file ${file}: ${(error as Error).message}`);
   }

@@ -6,6 +6,7 @@
  * loopback port for a few milliseconds.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -206,6 +207,35 @@ describe('prazo calibrate --prometheus: --end (calibrate-fleet.ts)', () => {
       fleet('--end', '99999999999999999999'),
       /`endEpochMs` must be a finite number in \[0, 8640000000000000\]/,
     );
+  });
+});
+
+describe('prazo calibrate --prometheus: secret files', () => {
+  it('Was a defect: a byte-order mark (a Windows editor) became part of the basic-auth user name and the bearer token', async () => {
+    const seen: Array<string | undefined> = [];
+    const server = createHttpServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(401).end('unauthorized');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    writeFileSync(join(dir, 'basic.txt'), '\uFEFFuser:pa:ss\r\n');
+    writeFileSync(join(dir, 'token.txt'), '\uFEFFabc.def\n');
+    try {
+      for (const flags of [
+        ['--basic-auth-file', 'basic.txt'],
+        ['--bearer-token-file', 'token.txt'],
+      ]) {
+        const r = await cli('calibrate', '--prometheus', url, '--config', 'ok.yaml', ...flags);
+        expect(r.code, flags.join(' ')).toBe(2);
+        expect(r.err, flags.join(' ')).toMatch(/401/);
+      }
+      expect(new Set(seen)).toEqual(
+        new Set([`Basic ${Buffer.from('user:pa:ss').toString('base64')}`, 'Bearer abc.def']),
+      );
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 
