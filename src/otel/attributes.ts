@@ -88,7 +88,9 @@ export class InstanceAttributeCache {
   }
 
   get(dependency: string, instance: string): InstanceAttributes {
-    const key = `${dependency}\u0000${instance}`;
+    // Length-prefixed: with a plain separator, names holding it (`a\0b` + `c`, `a` + `b\0c`) shared a key
+    // and one instance's series carried the other's labels.
+    const key = `${dependency.length}:${dependency}\u0000${instance}`;
     const hit = this.#sets.get(key);
     if (hit) return hit;
     const base = Object.freeze({ [ATTR.dependency]: dependency, [ATTR.instance]: instance });

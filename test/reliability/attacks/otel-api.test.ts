@@ -928,6 +928,19 @@ describe('prazo/otel: a user’s own event source, tracker and server hub (SPEC 
     otel.dispose();
   });
 
+  it('Was a defect: instances of two dependencies whose names join alike (`a\\0b`+`c`, `a`+`b\\0c`) shared one attribute set', async () => {
+    const source = new EventSource('a');
+    const otel = instrumentPrazo({ meterProvider: sdk.provider, dependencies: [source] });
+    source.emit({ type: 'attempt', dependency: 'a\u0000b', kind: 'original', attempt: 1, instance: 'c' });
+    source.emit({ type: 'attempt', dependency: 'a', kind: 'original', attempt: 1, instance: 'b\u0000c' });
+    const points = (await sdk.collect()).get(M.instanceAttempts.name)?.dataPoints ?? [];
+    expect(points.map((p) => [p.attributes[ATTR.dependency], p.attributes[ATTR.instance], p.value])).toEqual([
+      ['a\u0000b', 'c', 1],
+      ['a', 'b\u0000c', 1],
+    ]);
+    otel.dispose();
+  });
+
   it('Was a defect: one attempt-end with an Infinity latency made the duration histogram’s sum +Inf for good', async () => {
     const source = new EventSource('x');
     const otel = instrumentPrazo({ meterProvider: sdk.provider, dependencies: [source] });
