@@ -275,6 +275,22 @@ describe('prazo export: names YAML readers take for something else (SPEC X10)', 
     }
   });
 
+  it('Was a defect: a refusal quoting a name with a line break or ESC is one line too', () => {
+    const config = configOf(
+      { name: 'x\nerror: forged', p99Ms: 10, mesh: { service: 's', path: '/a' } },
+      { name: 'y\u001b[2J', p99Ms: 10, mesh: { service: 's', path: '/a' } },
+    );
+    for (const target of ['gateway-api', 'istio', 'linkerd', 'envoy'] as const) {
+      const { problems } = exportMesh(config, { target });
+      expect(problems).toHaveLength(1);
+      expect(
+        [...problems[0]!.message].filter((c) => c < ' '),
+        target,
+      ).toEqual([]);
+      expect(problems[0]!.message).toContain('x\\u000aerror: forged');
+    }
+  });
+
   it('property: any name the loader accepts reads back as itself from the Envoy clusters, both YAML versions', () => {
     // Pieces YAML readers take for something else, joined with arbitrary text.
     const piece = fc.oneof(
