@@ -214,7 +214,7 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
             ).not.toContain('{{');
         }
       }),
-      { numRuns: 100 },
+      { numRuns: 60 },
     );
   });
 
@@ -415,8 +415,10 @@ describe('prazo/rules under hostile names (SPEC R7, V3, X3)', () => {
       dependencies: HOSTILE.map((name) => ({ name, attempts: 1, throttle: false, assumedP99Ms: 1e-300 })),
       endpoints: HOSTILE.map((name) => ({ name, components: [name] })),
     };
-    for (const rule of allRules(generateAlertRules(input)))
-      expect(parsePromQL(rule.expr).errors, rule.expr).toEqual([]);
+    // the rules' PromQL, when promtool (below, which parses it) is not there to judge it
+    if (!promtool)
+      for (const rule of allRules(generateAlertRules(input)))
+        expect(parsePromQL(rule.expr).errors, rule.expr).toEqual([]);
     const dashboard = generateDashboard(input);
     expect(JSON.parse(JSON.stringify(dashboard))).toEqual(dashboard);
     for (const p of dashboard.panels)
