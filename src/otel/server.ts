@@ -61,14 +61,19 @@ export function recordServerEvents(instruments: PrazoInstruments, server: Instru
  */
 export function traceServer(events: ServerEventSource): Disposable {
   const hook = (incoming: IncomingDeadline, remainingMs: number): void => {
-    const span = trace.getActiveSpan();
-    if (span === undefined || !span.isRecording()) return;
-    const attributes: Attributes = {
-      [SPAN_ATTR.serverSource]: incoming.source,
-      [SPAN_ATTR.serverCapped]: incoming.capped,
-    };
-    setTimeLeft(attributes, remainingMs);
-    span.setAttributes(attributes);
+    try {
+      const span = trace.getActiveSpan();
+      if (span === undefined || !span.isRecording()) return;
+      const attributes: Attributes = {
+        [SPAN_ATTR.serverSource]: incoming.source,
+        [SPAN_ATTR.serverCapped]: incoming.capped,
+      };
+      setTimeLeft(attributes, remainingMs);
+      span.setAttributes(attributes);
+    } catch {
+      // The application's span (or context manager) threw: the attributes are lost, the request is
+      // admitted as always, without a process warning per request.
+    }
   };
   const hooks = installedHooks.get(events) ?? [];
   installedHooks.set(events, hooks);

@@ -9,6 +9,7 @@ import {
   type SpanOptions,
   type Tracer,
   type TracerProvider,
+  trace,
 } from '@opentelemetry/api';
 import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
@@ -1008,6 +1009,31 @@ describe('prazo/otel: a user’s own event source, tracker and server hub (SPEC 
     const points = (await sdk.collect()).get(M.sliceOverruns.name)?.dataPoints ?? [];
     expect(points.map((p) => p.value)).toEqual([1, 1, 1, 1]);
     otel.dispose();
+  });
+
+  it('Was a defect: a server span whose methods throw made the deadline hook throw (a process warning per request)', () => {
+    const hub = createServerEventHub();
+    const otel = instrumentPrazo({ tracerProvider: countingProvider(), servers: [hub] });
+    const hook = admittedHookOf(hub)!;
+    const manager = {
+      active: () => trace.setSpan(ROOT_CONTEXT, broken<Span>('span')),
+      with: <F extends (...a: never[]) => unknown>(_c: Context, fn: F) => fn(),
+      bind: <T>(_c: Context, target: T) => target,
+      enable() {
+        return manager;
+      },
+      disable() {
+        return manager;
+      },
+    };
+    context.setGlobalContextManager(manager as never);
+    try {
+      const incoming = { source: 'grpc-timeout', capped: false } as never;
+      expect(() => hook(incoming, 100)).not.toThrow();
+    } finally {
+      context.disable();
+      otel.dispose();
+    }
   });
 
   it('Was a defect: disposing a second instrumentation of a server hub took the first one’s deadline hook away for good', () => {
