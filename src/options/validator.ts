@@ -62,7 +62,8 @@ const describe = (value: unknown): string => {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
   if (typeof value === 'function') return 'a function';
-  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 };
 
 const range = (rule: { min?: number; max?: number; exclusiveMin?: boolean }): string => {
