@@ -1,3 +1,4 @@
+import { InvalidOptionsError } from '../../errors/options.js';
 import { type OptionsOf, pickOptions } from '../../options/declare.js';
 import { readOptions } from '../../options/validator.js';
 import { fromSamples, parseLatency } from './exact.js';
@@ -115,17 +116,31 @@ class CsvRecords {
 
 export function parseCsv(text: string, options: CsvOptions = {}): LatencyDistribution {
   readOptions('parseCsv', CSV_OPTIONS, options);
+  if (options.column !== undefined && options.column.trim() === '') {
+    // Trimmed to '', it matched an unnamed column (`a,,b`) and read its numbers as the latencies.
+    throw new InvalidOptionsError('parseCsv', ['`column` must name a column, got a blank string']);
+  }
   const lines = toLines(text);
-  const headerIndex = lines.findIndex((l) => l.trim() !== '' && !l.startsWith('#'));
+  const content = (from: number): number =>
+    lines.findIndex((l, i) => i >= from && l.trim() !== '' && !l.startsWith('#'));
+  let headerIndex = content(0);
   if (headerIndex < 0) throw new SourceError(0, 'empty CSV');
+  // Excel's `sep=;` line: the separator, declared, and the header on the next line.
+  const declared = /^ *sep=([,;\t|]) *$/i.exec(lines[headerIndex]!)?.[1];
+  if (declared !== undefined) {
+    headerIndex = content(headerIndex + 1);
+    if (headerIndex < 0) throw new SourceError(0, 'empty CSV');
+  }
   const headerLine = lines[headerIndex]!;
-  const separator = headerLine.includes(',')
-    ? ','
-    : headerLine.includes('\t')
-      ? '\t'
-      : headerLine.includes(';')
-        ? ';'
-        : ',';
+  const separator =
+    declared ??
+    (headerLine.includes(',')
+      ? ','
+      : headerLine.includes('\t')
+        ? '\t'
+        : headerLine.includes(';')
+          ? ';'
+          : ',');
   const records = new CsvRecords(separator);
   let at = headerIndex;
   let headerFields = records.feed(headerLine, headerIndex + 1);

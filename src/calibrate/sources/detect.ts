@@ -31,6 +31,7 @@ export function detectFormat(text: string): SourceFormat {
   const head = text.slice(0, 64 * 1024);
   if (hasBucketLine(head)) return 'prometheus';
   const first = head.split(/\r?\n/).find((l) => l.trim() !== '' && !l.trim().startsWith('#')) ?? '';
+  if (/^ *sep=[,;\t|] *$/i.test(first)) return 'csv'; // Excel's separator line
   return /[a-zA-Z_]/.test(first) && /[,;\t]|^[a-zA-Z_]+$/.test(first.trim()) ? 'csv' : 'samples';
 }
 

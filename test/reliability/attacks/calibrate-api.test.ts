@@ -142,6 +142,27 @@ describe('CSV exports: hostile fields (SPEC C1)', () => {
     expect(d.p99).toBe(9);
   });
 
+  it('Was a defect: a blank `column` is an InvalidOptionsError, not the unnamed column read as latencies', () => {
+    for (const column of ['', '  ', '\t']) {
+      const e = thrown(() => parseCsv('latency_ms,,status\n1,999,200', { column, unit: 'ms' }));
+      expect(e).toBeInstanceOf(InvalidOptionsError);
+      expect(e.message).toContain('`column`');
+    }
+  });
+
+  it('Was a defect: Excel\'s "sep=;" first line declares the separator (it was read as the header)', () => {
+    for (const [sep, text] of [
+      [';', 'sep=;\nlatency_ms;note\n1,5;a,b\n2;c'],
+      ['\t', 'sep=\t\r\nlatency_ms\tnote\r\n1.5\tx,y;z\r\n2\tw'],
+      ['|', 'SEP=|\nlatency_ms|note\n1.5|x\n2|y'],
+    ] as const) {
+      const d = parseCsv(text.replace('1,5', '1.5'));
+      expect(d.count, sep).toBe(2);
+      expect(d.p99).toBe(2);
+      expect(readLatencySource(text.replace('1,5', '1.5')).count).toBe(2);
+    }
+  });
+
   it('quotes: "" inside a quoted field, a quote inside an unquoted one, CRLF inside quotes, unbalanced refused', () => {
     const d = parseCsv('latency_ms;note\r\n1;"a;""b""\r\nc"\r\n2;x"y\r\n"3";""');
     expect(d.count).toBe(3);
