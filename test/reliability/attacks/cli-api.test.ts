@@ -5,7 +5,7 @@
  * Nothing here runs a demo or a drill's load: every case stops at validation, or drills a closed
  * loopback port for a few milliseconds.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,7 @@ for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name),
 mkdirSync(join(dir, 'adir.yaml'));
 mkdirSync(join(dir, 'sp ace ü 名'));
 writeFileSync(join(dir, 'sp ace ü 名', 'c onf é.yaml'), CONFIG);
-afterAll(() => chmodSync(dir, 0o755));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** `run` in `dir`; every case must end with its exit code and never a stack trace. */
 async function cli(...argv: string[]) {
@@ -312,6 +312,34 @@ describe('prazo: files and paths', () => {
       /^prazo rules: nope\.yaml has problems:\n.*cannot read/,
       2,
     );
+  });
+
+  it('prototype keys as names (__proto__, constructor): "not in the config", never a crash', async () => {
+    for (const name of ['__proto__', 'constructor', 'toString']) {
+      await refused(
+        ['calibrate', '--p99', '100', '--dependency', name, '--config', 'ok.yaml'],
+        new RegExp(`no dependency "${name}" \\(the file declares: a\\)`),
+      );
+      await refused(
+        ['export', '--config', 'ok.yaml', '--to', 'envoy', '--dependency', name],
+        new RegExp(`no dependency named \`${name}\``),
+        2,
+      );
+      await refused(
+        [
+          'drill',
+          '--target',
+          'http://127.0.0.1:1',
+          '--independent',
+          '/a',
+          '--config',
+          'ok.yaml',
+          '--dependency',
+          name,
+        ],
+        new RegExp(`"${name}" is not in ok\\.yaml`),
+      );
+    }
   });
 
   it('BOM, CRLF, spaces and non-ASCII in paths: read like the plain file', async () => {
