@@ -66,6 +66,7 @@ export const PROMETHEUS_API_LIMITS = Object.freeze({
 });
 
 /** Control characters (C0 and DEL), which RFC 7617 keeps out of a basic-auth pair. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** A basic-auth pair (`Authorization: Basic base64(user:password)`). */
