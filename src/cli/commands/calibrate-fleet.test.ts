@@ -287,6 +287,17 @@ describe('prazo calibrate --prometheus', () => {
     expect(both.err).toMatch(/one of --bearer-token-file and --basic-auth-file/);
   });
 
+  it('Was a defect: a --prometheus URL that is no URL is refused without its credentials (it printed them)', async () => {
+    const dir = dirWith({ 'prazo.config.yaml': CONFIG });
+    const r = await runCli(
+      ['calibrate', '--prometheus', 'http://ops:s3cret@[bad', '--config', 'prazo.config.yaml'],
+      dir,
+    );
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--prometheus must be an http:// or https:// URL');
+    expect(r.err).not.toContain('s3cret');
+  });
+
   it('every Prometheus failure is one clear line on stderr, exit 2, never a stack trace', async () => {
     const dir = dirWith({ 'prazo.config.yaml': CONFIG });
     const reply =

@@ -1,5 +1,6 @@
 import { closeSync, fsyncSync, openSync, realpathSync, renameSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { shownOrigin } from '../../balance/options.js';
 import {
   calibrateFleet,
   type FleetCalibration,
@@ -189,7 +190,7 @@ export async function fleetCommand(flags: FleetFlags, cwd: string): Promise<Flee
   const base = parseBaseUrl(flags.prometheus);
   if (base === undefined) {
     throw new UsageError(
-      `--prometheus must be an http:// or https:// URL, got ${JSON.stringify(flags.prometheus)}`,
+      `--prometheus must be an http:// or https:// URL, got ${JSON.stringify(shownOrigin(flags.prometheus))}`,
     );
   }
   if (flags.bearerTokenFile !== undefined && flags.basicAuthFile !== undefined) {
