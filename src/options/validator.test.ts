@@ -59,7 +59,7 @@ describe('OptionsValidator', () => {
   });
 
   it('Was a defect: an unknown key is quoted on one line and cut (a 1 MB key made a 1 MB message)', () => {
-    const schema = defineOptions({ name: option.string(), p99Ms: option.number() });
+    const schema = defineOptions({ name: option.string(), p99Ms: option.number({}) });
     const problemFor = (key: string): string => {
       try {
         readOptions('t', schema, { [key]: 1 });
