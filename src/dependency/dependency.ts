@@ -6,7 +6,6 @@ import {
 } from '../budget/budget.js';
 import type { TimeoutCalibration } from '../calibrate/timeout.js';
 import type { Clock } from '../clock/clock.js';
-import type { Deadline } from '../deadline/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import type { LatencySource } from '../latency/types.js';
 import { isOptionsObject, type OptionsOf } from '../options/declare.js';

@@ -1,15 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { EXECUTE_OPTIONS } from '../dependency/options.js';
 import { InvalidOptionsError } from '../errors/options.js';
-import {
-  type AnySpec,
-  defineOptions,
-  isOptionsObject,
-  type OptionsOf,
-  type OptionsSchema,
-  option,
-  type Specs,
-} from '../options/declare.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { RequestHeaders } from './headers.js';
 
