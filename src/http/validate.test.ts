@@ -268,4 +268,17 @@ describe('a config entry spread into createHttpClient (#27, SPEC C8)', () => {
     expect([bounds(measured).minP99Ms, bounds(measured).maxP99Ms]).toEqual([80, 320]);
     expect([bounds(assumed).minP99Ms, bounds(assumed).maxP99Ms]).toEqual([8, 3_200]);
   });
+
+  it('Was a defect: unknown keys are reported as the options kernel reports them (quoted, cut, at most 20 listed)', () => {
+    const base = { name: 'd', origin: 'http://127.0.0.1:1', p99Ms: 50 };
+    const many: Record<string, unknown> = { ...base };
+    for (let i = 0; i < 5_000; i += 1) many[`k${i}`] = 1;
+    const listed = problemsOf(many);
+    expect(listed.length).toBeLessThanOrEqual(22);
+    expect(listed.join('\n')).toContain('4980 more unknown key(s)');
+    const huge = problemsOf({ ...base, ['x'.repeat(1_000_000)]: 1, 'a\nb': 1 });
+    expect(huge.every((p) => p.length < 300 && !p.includes('\n'))).toBe(true);
+    expect(problemsOf({ ...base, timeout: 5 }).join()).toMatch(/timeout/);
+    expect(problemsOf({ ...base, p99ms: 5 }).join()).toContain('did you mean `p99Ms`');
+  });
 });

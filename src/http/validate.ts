@@ -11,7 +11,6 @@ import { systemClock } from '../clock/system.js';
 import { HEADER_FORMAT_OPTIONS, type HeaderFormat } from '../deadline/deadline.js';
 import type { Dependency } from '../dependency/dependency.js';
 import { option } from '../options/declare.js';
-import { closestName, foreignNameHint } from '../options/suggest.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 import { EXECUTOR_KEYS, readExecutor } from './executor.js';
@@ -170,23 +169,12 @@ function readInstances(v: OptionsValidator, raw: Record<string, unknown>): Insta
   });
 }
 
-const unknownKeys = (v: OptionsValidator, raw: Record<string, unknown>, known: ReadonlySet<string>): void => {
-  for (const key of Object.keys(raw)) {
-    if (known.has(key)) continue;
-    // `timeout`, `retries`, `baseURL`: another library's name gets prazo's concept and why.
-    const foreign = foreignNameHint(key, [...known]);
-    const near = closestName(key, known);
-    const hint = foreign ?? (near === undefined ? '' : `; did you mean \`${near}\`?`);
-    v.problem(`unknown option \`${key}\`${hint}`);
-  }
-};
-
 /** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
 export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHttpClientOptions {
   const v = new OptionsValidator('createHttpClient');
   const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
   if (raw !== (options as unknown)) v.problem('options must be an object with at least `name` and `origin`');
-  unknownKeys(v, raw, KNOWN);
+  v.unknownKeys(raw, KNOWN);
   let origin: string;
   if (raw.origins !== undefined) {
     if (raw.origin !== undefined)
@@ -253,7 +241,7 @@ export function resolveRouteOptions(entry: unknown, where: string, clock: Clock)
   const v = new OptionsValidator(where);
   const raw = (entry !== null && typeof entry === 'object' ? entry : {}) as Record<string, unknown>;
   if (raw !== entry) v.problem('must be an object with at least `name` and `p99Ms`, or a `dependency`');
-  unknownKeys(v, raw, ROUTE_KNOWN);
+  v.unknownKeys(raw, ROUTE_KNOWN);
   const route = readRoute(v, raw, { clock: () => clock });
   v.done();
   return Object.freeze(route);

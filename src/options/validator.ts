@@ -106,6 +106,17 @@ function nestedName(key: string, paths: readonly string[]): string | undefined {
 }
 
 /**
+ * What follows "unknown option `key`": another library's name for a prazo concept (`timeout`,
+ * `retries`), else the nearest known key, else (under `label`, when they are few) the keys there are.
+ */
+function unknownHint(key: string, known: readonly string[], near: string | undefined, label: string): string {
+  const foreign = foreignNameHint(key, known);
+  if (foreign !== undefined) return foreign;
+  if (near !== undefined) return `; did you mean \`${near}\`?`;
+  return label !== '' && known.length <= 16 ? ` (${label} here: ${known.join(', ')})` : '';
+}
+
+/**
  * Collects every problem with a set of options, then throws them together (guide: "validated once,
  * at construction, every problem reported together"). {@link OptionsValidator.read} checks a whole
  * options object against its declaration (see `declare.ts`); the single-value reads are for values
@@ -167,19 +178,12 @@ export class OptionsValidator {
       const what = this.#mode === 'data' ? 'a mapping' : 'an object';
       this.problem(`${at.length === 0 ? 'options ' : ''}must be ${what}, got ${describe(raw)}`, at);
     }
-    let unknown = 0;
-    for (const key of Object.keys(given)) {
-      if (Object.hasOwn(schema.specs, key)) continue;
-      unknown += 1;
-      if (unknown <= MAX_UNKNOWN_REPORTED) this.#unknown(schema as unknown as OptionsSchema<Specs>, key, at);
-    }
-    if (unknown > MAX_UNKNOWN_REPORTED) {
-      const more = unknown - MAX_UNKNOWN_REPORTED;
-      this.problem(
-        `${at.length === 0 ? 'the options hold' : 'holds'} ${more} more unknown key(s), not listed`,
-        at,
-      );
-    }
+    this.#unknownKeys(
+      given,
+      (key) => Object.hasOwn(schema.specs, key),
+      (key) => this.#unknown(schema as unknown as OptionsSchema<Specs>, key),
+      at,
+    );
     const values: Record<string, unknown> = {};
     const failed = new Set<string>();
     for (const key of schema.keys) {
@@ -194,19 +198,47 @@ export class OptionsValidator {
     return values as Resolved<S>;
   }
 
-  #unknown(schema: OptionsSchema<Specs>, key: string, at: OptionPath): void {
+  /**
+   * Reports every key of `raw` that is not in `known`, as {@link read} reports undeclared ones (the
+   * same "did you mean", the same cap): for options read key by key rather than from a declaration.
+   */
+  unknownKeys(raw: Record<string, unknown>, known: ReadonlySet<string>, at: OptionPath = []): void {
+    const list = [...known];
+    this.#unknownKeys(
+      raw,
+      (key) => known.has(key),
+      (key) => unknownHint(key, list, closestName(key, known), ''),
+      at,
+    );
+  }
+
+  #unknownKeys(
+    given: Record<string, unknown>,
+    isKnown: (key: string) => boolean,
+    hint: (key: string) => string,
+    at: OptionPath,
+  ): void {
+    let unknown = 0;
+    for (const key of Object.keys(given)) {
+      if (isKnown(key)) continue;
+      unknown += 1;
+      if (unknown <= MAX_UNKNOWN_REPORTED)
+        this.#issues.push({ path: [...at, key], message: hint(key), unknown: true });
+    }
+    if (unknown > MAX_UNKNOWN_REPORTED) {
+      const more = unknown - MAX_UNKNOWN_REPORTED;
+      this.problem(
+        `${at.length === 0 ? 'the options hold' : 'holds'} ${more} more unknown key(s), not listed`,
+        at,
+      );
+    }
+  }
+
+  /** The hint of an undeclared key of `schema` (a nested key's whole path counts as near). */
+  #unknown(schema: OptionsSchema<Specs>, key: string): string {
     const known = this.#mode === 'data' ? schema.keys.filter((k) => !schema.specs[k]!.codeOnly) : schema.keys;
-    const foreign = foreignNameHint(key, known); // `timeout`, `retries`, `origin`: another library's model
     const near = closestName(key, schema.keys) ?? nestedName(key, nestedKeys(schema, '', [], 0));
-    const hint =
-      foreign !== undefined
-        ? foreign
-        : near !== undefined
-          ? `; did you mean \`${near}\`?`
-          : known.length <= 16
-            ? ` (${this.#mode === 'data' ? 'keys' : 'options'} here: ${known.join(', ')})`
-            : '';
-    this.#issues.push({ path: [...at, key], message: hint, unknown: true });
+    return unknownHint(key, known, near, this.#mode === 'data' ? 'keys' : 'options');
   }
 
   #field(s: AnySpec, value: unknown, path: OptionPath, siblings: Record<string, unknown>): unknown {
