@@ -88,7 +88,7 @@ export function exportMesh(config: PrazoConfig, options: ExportOptions): MeshExp
       });
     }
   });
-  // A problem of no one dependency (the cluster domain) is every export's.
+  // A problem of no one dependency (the cluster domain) holds for every export.
   const relevant = problems.filter(
     (p) => wanted === undefined || p.dependency === undefined || wanted.includes(p.dependency),
   );

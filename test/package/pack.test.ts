@@ -91,8 +91,10 @@ describe('npm pack: what ships (SPEC P3)', () => {
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)]);
     const builtins = new Set(builtinModules);
     const IMPORT =
-      /(?:^|[^.\w'"`])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm;
-    // (A keyword inside a string, `.command('export')`, is not an import: the quote before it rules it out.)
+      /(?:^|[^.\w'"`])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?['"]([^'"\n]+)['"]|\bimport\(\s*['"]([^'"\n]+)['"]\s*\)/gm;
+    // (A keyword inside a string, `.command('export')`, is not an import: the quote before it rules it
+    // out; nor is one in a comment, "every export's value", read up to the next quote: a specifier
+    // holds no line break.)
     const problems: string[] = [];
     for (const file of [...shipped].filter((p) => p.startsWith('dist/') && p.endsWith('.js'))) {
       for (const m of readFileSync(join(REPO, file), 'utf8').matchAll(IMPORT)) {
@@ -118,11 +120,13 @@ describe('npm pack: what ships (SPEC P3)', () => {
   // 4.02 MB with it, 1,101 kB / 4.41 MB once gRPC, PostgreSQL, MySQL and Redis could run through the
   // executor (#25: four transports, each with its JS, map, types and source), 1,169 kB / 4.69 MB once the attacks
   // of 2026-12-03 were answered (typed refusals and guards across the surface, the config's depth
-  // measured by the yaml lexer, gRPC reading a caller's deadline metadata, CLIENT_CLOSED). The bound is
-  // a budget that a new feature must argue for, not a ratchet.
+  // measured by the yaml lexer, gRPC reading a caller's deadline metadata, CLIENT_CLOSED), 1,227 kB /
+  // 4.84 MB after the second round (prazo/calibrate's sources, rules, otel, retry and http made total on
+  // hostile input: +58 kB packed over seven entries, no new dependency). The bound is a budget that a
+  // new feature must argue for, not a ratchet.
   it('stays a library-sized download', () => {
-    expect(dry.size).toBeLessThan(1_200_000);
-    expect(dry.unpackedSize).toBeLessThan(4_800_000);
+    expect(dry.size).toBeLessThan(1_260_000);
+    expect(dry.unpackedSize).toBeLessThan(5_000_000);
   });
 });
 
