@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { checkConfigText } from '../config/load.js';
 import { generateAlertRules } from './alerts.js';
 import { rulesInputFromConfig } from './from-config.js';
+import { hasPromtool, promtoolDir } from './promql.test-helpers.js';
 import type { RuleFile } from './types.js';
 
 /**
@@ -31,16 +31,8 @@ const rulesOf = (): RuleFile => {
   return generateAlertRules(rulesInputFromConfig(config!));
 };
 
-const promtool = (() => {
-  try {
-    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const dir = mkdtempSync(join(tmpdir(), 'prazo-assumed-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const promtool = hasPromtool;
+const dir = promtoolDir('prazo-assumed-');
 
 describe('PrazoDependencyP99Assumed (issue 27)', () => {
   it('one rule per assumed dependency, none for a measured one', () => {

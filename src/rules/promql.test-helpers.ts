@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parser } from '@prometheus-io/lezer-promql';
+import { afterAll } from 'vitest';
 
 /**
  * PromQL checks with the Prometheus project's own grammar (`@prometheus-io/lezer-promql`, the parser
@@ -32,4 +37,21 @@ export function parsePromQL(expr: string): ParsedQuery {
 /** What Grafana does before sending a panel query: its variables replaced by values. */
 export function substituteGrafana(expr: string): string {
   return expr.replaceAll('$__rate_interval', '1m').replaceAll('$dependency', '.*');
+}
+
+/** Prometheus' own `promtool` is installed (Debian's `prometheus`): the tests that run it skip without. */
+export const hasPromtool: boolean = (() => {
+  try {
+    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A fresh temporary directory for promtool's files, removed after the calling test file's tests. */
+export function promtoolDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }

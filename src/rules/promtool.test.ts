@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { generateAlertRules, renderAlertRules } from './alerts.js';
 import { generateDashboard } from './dashboard.js';
 import type { RulesInput } from './input.js';
-import { substituteGrafana } from './promql.test-helpers.js';
+import { hasPromtool, promtoolDir, substituteGrafana } from './promql.test-helpers.js';
 import type { RuleFile } from './types.js';
 
 /**
@@ -17,16 +16,8 @@ import type { RuleFile } from './types.js';
  * page on. promtool comes with Debian's `prometheus` package; without it these tests are skipped.
  */
 
-const promtool = (() => {
-  try {
-    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const dir = mkdtempSync(join(tmpdir(), 'prazo-promtool-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const promtool = hasPromtool;
+const dir = promtoolDir('prazo-promtool-');
 
 const CONFIG: RulesInput = {
   dependencies: [

@@ -1,9 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { calibrateFleet, type FleetDependency, queriesOf } from '../../../src/calibrate/fleet.js';
 import {
@@ -38,6 +37,7 @@ import {
 import { FakeClock } from '../../../src/clock/fake.js';
 import { InvalidOptionsError } from '../../../src/errors/options.js';
 import { calibrateTimeout } from '../../../src/index.js';
+import { hasPromtool, promtoolDir } from '../../../src/rules/promql.test-helpers.js';
 
 /**
  * Attacks on `prazo/calibrate` from the outside (SPEC C1, C4–C6, C8, X8): what a user hands the
@@ -485,16 +485,8 @@ describe('pool check and the kind table (SPEC C6, C8)', () => {
 
 // --- PromQL and the fleet's Prometheus -----------------------------------------------------------
 
-const promtool = (() => {
-  try {
-    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const dir = mkdtempSync(join(tmpdir(), 'prazo-calibrate-attack-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const promtool = hasPromtool;
+const dir = promtoolDir('prazo-calibrate-attack-');
 
 /** Every expression through Prometheus' own parser (`promtool check rules`), in one run; its errors. */
 function promtoolErrors(exprs: readonly string[]): string {

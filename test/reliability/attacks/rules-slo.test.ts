@@ -1,9 +1,8 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parse, stringify } from 'yaml';
 import {
   createOverrunTracker,
@@ -28,7 +27,7 @@ import {
   renderAlertRules,
   rulesInputFromConfig,
 } from '../../../src/rules/index.js';
-import { parsePromQL } from '../../../src/rules/promql.test-helpers.js';
+import { hasPromtool, parsePromQL, promtoolDir } from '../../../src/rules/promql.test-helpers.js';
 
 /**
  * Attacks on `prazo/rules` (the generated Prometheus rules and Grafana dashboard, SPEC R7, V1, V3,
@@ -39,16 +38,8 @@ import { parsePromQL } from '../../../src/rules/promql.test-helpers.js';
  * does), which parses the YAML with Go's reader, type-checks the PromQL and expands the templates.
  */
 
-const promtool = (() => {
-  try {
-    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const dir = mkdtempSync(join(tmpdir(), 'prazo-rules-attack-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const promtool = hasPromtool;
+const dir = promtoolDir('prazo-rules-attack-');
 
 /** Runs promtool in the test directory; what it printed (both streams), or an Error carrying it. */
 function run(args: string[]): string {
