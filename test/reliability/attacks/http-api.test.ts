@@ -23,6 +23,7 @@ import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
 import { interceptor } from '../../../src/http/interceptor.js';
 import type { HttpClientOptions } from '../../../src/http/options.js';
 import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
+import { eventually, sleep } from './watch.js';
 
 /**
  * Attacks on prazo/http's public API (createHttpClient's `request`/`fetch`, the interceptor under
@@ -41,18 +42,6 @@ const cleanup: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Whether `check` holds within `ms` (polled): a close event on its way is not a leak. */
-async function eventually(check: () => boolean, ms = 1_000): Promise<boolean> {
-  const until = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > until) return false;
-    await sleep(10);
-  }
-  return true;
-}
 
 /** `promise`'s outcome, or `'pending'` when it has not settled within `ms`. */
 async function within<T>(ms: number, promise: Promise<T>): Promise<T | 'pending'> {

@@ -12,6 +12,7 @@ import { interceptor } from '../../../src/http/interceptor.js';
 import type { HttpClientOptions } from '../../../src/http/options.js';
 import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
 import { createLatencyRecorder } from '../../../src/latency/recorder.js';
+import { eventually, sleep } from './watch.js';
 
 /**
  * Attacks on prazo/http end to end with its features COMBINED, as a real service meets them: hedging
@@ -34,18 +35,6 @@ const cleanup: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Whether `check` holds within `ms` (polled): a close event on its way is not a leak. */
-async function eventually(check: () => boolean, ms = 2_000): Promise<boolean> {
-  const until = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > until) return false;
-    await sleep(10);
-  }
-  return true;
-}
 
 async function serve(handler: Handler, host = '127.0.0.1', port = 0): Promise<TestServer> {
   const server = await startServer(handler, host, port);

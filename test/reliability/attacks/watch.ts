@@ -42,3 +42,19 @@ export async function outcome<T>(p: Promise<T>): Promise<{ value?: T; error?: un
     return { error, ms: systemClock.now() - t0 };
   }
 }
+
+/** Waits `ms` of real time. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Whether `check` holds within `ms` of real time (polled every 10 ms): a socket's close event on its
+ * way is not a leak. Generous by default (the machine is shared).
+ */
+export async function eventually(check: () => boolean, ms = 2_000): Promise<boolean> {
+  const until = systemClock.now() + ms;
+  while (!check()) {
+    if (systemClock.now() > until) return false;
+    await sleep(10);
+  }
+  return true;
+}
