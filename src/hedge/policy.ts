@@ -1,5 +1,7 @@
 import type { Clock } from '../clock/clock.js';
+import { quoteLine } from '../errors/base.js';
 import type { LatencySource } from '../latency/types.js';
+import type { Resolved } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HEDGE_OPTIONS, type HedgeOptions, hedgePercentile } from './options.js';
 
@@ -46,10 +48,25 @@ export interface HedgePolicy {
 /** Validates hedge options (every problem reported together) and binds them to a latency source. */
 export function createHedgePolicy(source: LatencySource, options: HedgeOptions = {}): HedgePolicy {
   const v = new OptionsValidator('createHedgePolicy');
-  const o = v.read(HEDGE_OPTIONS, options);
+  // What the caller hands in may not be readable (a revoked Proxy, a getter that throws): that is a
+  // problem with the options like any other, reported with the rest, never a bare TypeError.
+  let o: Resolved<(typeof HEDGE_OPTIONS)['specs']> = {
+    ...HEDGE_OPTIONS.defaults,
+    maxExtraLoad: undefined,
+    maxDelayMs: undefined,
+  };
+  try {
+    o = v.read(HEDGE_OPTIONS, options);
+  } catch (error) {
+    v.problem(`options cannot be read: ${thrownText(error)}`);
+  }
   const { minDelayMs, maxDelayMs, timeLeftPercentile } = o;
   const percentile = hedgePercentile(o);
-  if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
+  try {
+    if (typeof source?.quantile !== 'function') v.problem('a latency source with `quantile(q)` is required');
+  } catch (error) {
+    v.problem(`the latency source cannot be read: ${thrownText(error)}`);
+  }
   v.done();
   const ceiling = maxDelayMs ?? Number.POSITIVE_INFINITY;
   /**
@@ -68,7 +85,7 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
       if (!warned) {
         warned = true;
         process.emitWarning(
-          `prazo: the hedge's latency source threw: ${String(error)}; no hedge`,
+          `prazo: the hedge's latency source threw: ${thrownText(error)}; no hedge`,
           'PrazoWarning',
         );
       }
@@ -91,4 +108,16 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
       return live(timeLeftPercentile, now, clock);
     },
   });
+}
+
+/**
+ * A thrown value as text for a message: `String()` itself throws on some (an object without a
+ * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
+ */
+function thrownText(error: unknown): string {
+  try {
+    return quoteLine(String(error), 200);
+  } catch {
+    return 'a value that cannot be shown';
+  }
 }
