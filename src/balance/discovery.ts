@@ -120,8 +120,20 @@ export class DnsDiscovery {
       lookup(this.#o.hostname, { all: true }, (error, address, family) => {
         if (answered) return;
         answered = true;
-        // A custom lookup may fail with anything (a string, a plain object): the owner gets an Error.
-        this.#answer(seq, error ? errorOf(error) : null, error ? [] : addressesOf(address, family));
+        // A custom lookup may fail with anything (a string, a plain object), or answer what cannot be
+        // read (a revoked Proxy, a getter that throws): the owner gets an Error, never the throw (it
+        // would reach the lookup's own code, and this lookup would hang until its timeout).
+        let failure: Error | null = null;
+        let addresses: LookupAddress[] = [];
+        if (error) failure = errorOf(error);
+        else {
+          try {
+            addresses = addressesOf(address, family);
+          } catch (unreadable) {
+            failure = errorOf(unreadable);
+          }
+        }
+        this.#answer(seq, failure, addresses);
       });
     } catch (error) {
       if (!answered) {
@@ -212,8 +224,15 @@ export class DnsDiscovery {
   }
 }
 
-/** What a lookup failed with, as an Error (its message the value's text). */
-const errorOf = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+/** What a lookup failed with, as an Error (its message the value's text, when it has one). */
+function errorOf(error: unknown): Error {
+  try {
+    if (error instanceof Error) return error;
+  } catch {
+    // A revoked Proxy: not even its prototype can be read.
+  }
+  return new Error(thrownText(error));
+}
 
 /** What a lookup callback gave (one address, or the `all: true` list), as a sorted distinct list. */
 function addressesOf(address: unknown, family: unknown): LookupAddress[] {
@@ -234,4 +253,16 @@ function addressesOf(address: unknown, family: unknown): LookupAddress[] {
 export function addressOrigin(protocol: string, address: LookupAddress, port: string): string {
   const host = address.family === 6 ? `[${address.address}]` : address.address;
   return `${protocol}//${host}${port === '' ? '' : `:${port}`}`;
+}
+
+/**
+ * A thrown value as text for a message: `String()` itself throws on some (an object without a
+ * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
+ */
+function thrownText(error: unknown): string {
+  try {
+    return String(error);
+  } catch {
+    return 'a value that cannot be shown';
+  }
 }

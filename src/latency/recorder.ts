@@ -165,7 +165,7 @@ class RotatingRecorder implements LatencyRecorder {
     try {
       this.#onWindow(closed);
     } catch (error) {
-      process.emitWarning(`prazo latency recorder: onWindow threw: ${String(error)}`, 'PrazoWarning');
+      process.emitWarning(`prazo latency recorder: onWindow threw: ${thrownText(error)}`, 'PrazoWarning');
     }
   }
 }
@@ -181,4 +181,16 @@ class RotatingRecorder implements LatencyRecorder {
  */
 export function createLatencyRecorder(options: LatencyRecorderOptions = {}): LatencyRecorder {
   return new RotatingRecorder(resolveRecorderOptions(options));
+}
+
+/**
+ * A thrown value as text for a message: `String()` itself throws on some (an object without a
+ * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
+ */
+function thrownText(error: unknown): string {
+  try {
+    return String(error);
+  } catch {
+    return 'a value that cannot be shown';
+  }
 }

@@ -142,7 +142,7 @@ export class ConcurrencyLimiter {
         // unrelated attempt ending, which it would leave unsettled) and strand the waiters behind it.
         // The slot stays the waiter's, as `granted` says: it releases it (or leaks it) itself.
         process.emitWarning(
-          `prazo concurrency limit: a waiter's grant threw: ${String(error)}`,
+          `prazo concurrency limit: a waiter's grant threw: ${thrownText(error)}`,
           'PrazoWarning',
         );
       }
@@ -159,4 +159,16 @@ export class ConcurrencyLimiter {
 /** True for a limiter made by any copy of prazo (shared across live recalibrations of a client). */
 export function isConcurrencyLimiter(value: unknown): value is ConcurrencyLimiter {
   return value !== null && typeof value === 'object' && (value as Record<symbol, unknown>)[LIMITER] === true;
+}
+
+/**
+ * A thrown value as text for a message: `String()` itself throws on some (an object without a
+ * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
+ */
+function thrownText(error: unknown): string {
+  try {
+    return String(error);
+  } catch {
+    return 'a value that cannot be shown';
+  }
 }

@@ -1,7 +1,12 @@
+import type { LookupAddress } from 'node:dns';
 import { describe, expect, it, vi } from 'vitest';
+import { DnsDiscovery } from '../../../src/balance/discovery.js';
+import { FakeClock } from '../../../src/clock/fake.js';
 import { InvalidOptionsError } from '../../../src/errors/index.js';
 import { createHedgePolicy } from '../../../src/hedge/policy.js';
+import { createLatencyRecorder } from '../../../src/latency/recorder.js';
 import type { LatencySource } from '../../../src/latency/types.js';
+import { ConcurrencyLimiter } from '../../../src/limit/limiter.js';
 
 /**
  * Attacks on hedging, the concurrency limit, the instance set (balance, ejection, discovery) and the
@@ -118,5 +123,132 @@ describe('createHedgePolicy given what cannot be read (SPEC H1)', () => {
     } finally {
       warned.mockRestore();
     }
+  });
+});
+
+// ── values that cannot be printed, thrown by a caller's code ───────────────────────────────────
+
+describe('a callback of the caller throwing a value that cannot be printed', () => {
+  // Was a defect (fixed): the recorder's guard around `onWindow` (a root export's option) made its
+  // warning with `String(error)`, which throws on these: the guard meant to keep a broken listener
+  // from breaking `record()` threw a TypeError out of it ("Cannot convert object to primitive value").
+  // Expected: a warning, the sample recorded.
+  it('Was a defect: onWindow throwing an unprintable value does not break record() (SPEC C1)', () => {
+    const warned = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      for (const thrown of unprintable()) {
+        const clock = new FakeClock();
+        const recorder = createLatencyRecorder({
+          clock,
+          windowMs: 1_000,
+          minSamples: 1,
+          onWindow: () => {
+            throw thrown;
+          },
+        });
+        recorder.record(5, 'success');
+        clock.advance(1_500);
+        expect(() => recorder.record(7, 'success')).not.toThrow();
+        expect(recorder.quantile(0.5)).toBeCloseTo(5, 0);
+      }
+      expect(warned.mock.calls.map(([m]) => String(m))).toEqual(
+        Array(3).fill('prazo latency recorder: onWindow threw: a value that cannot be shown'),
+      );
+    } finally {
+      warned.mockRestore();
+    }
+  });
+
+  // Was a defect (fixed): the limiter's guard around a waiter's grant (SPEC X7) made its warning with
+  // `String(error)`: a grant throwing one of these threw a TypeError out of `release()`, into the
+  // attempt that released the slot, and the waiters behind it were stranded.
+  it("Was a defect: a waiter's grant throwing an unprintable value neither throws out of release() nor strands the queue (SPEC X7)", () => {
+    const warned = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const limiter = new ConcurrencyLimiter({ maxInFlight: 1, maxQueue: 10 }, new FakeClock());
+      expect(limiter.tryAcquire()).toBe(true);
+      const granted: string[] = [];
+      for (const thrown of unprintable()) {
+        limiter.enqueue({
+          granted: () => {
+            throw thrown;
+          },
+        });
+      }
+      limiter.enqueue({ granted: () => granted.push('last') });
+      for (let i = 0; i < 4; i += 1) expect(() => limiter.release()).not.toThrow();
+      expect(granted).toEqual(['last']);
+      expect(limiter.queued).toBe(0);
+    } finally {
+      warned.mockRestore();
+    }
+  });
+
+  describe('a custom DNS lookup (prazo/http discovery, SPEC X5)', () => {
+    type Callback = (error: unknown, address?: unknown, family?: unknown) => void;
+    function discover(lookup: (host: string, options: unknown, callback: Callback) => void) {
+      const clock = new FakeClock();
+      const addresses: (readonly LookupAddress[])[] = [];
+      const errors: Error[] = [];
+      const discovery = new DnsDiscovery({
+        hostname: 'svc.local',
+        intervalMs: 1_000,
+        timeoutMs: 500,
+        clock,
+        lookup: lookup as never,
+        onAddresses: (a) => addresses.push(a),
+        onError: (e) => errors.push(e),
+      });
+      return { discovery, addresses, errors, clock };
+    }
+
+    // Was a defect (fixed): a lookup's failure that is not an Error was wrapped with `String(error)`
+    // (and tested with `instanceof`, which throws on a revoked Proxy). Thrown by the lookup, that threw
+    // a TypeError out of `refresh()` — from the discovery's timer, an uncaught exception; passed to the
+    // callback, the throw was swallowed and the lookup hung until its timeout, reported as ETIMEOUT.
+    // Expected: the owner gets an Error at once, the next lookup goes at the interval.
+    it('Was a defect: a lookup throwing or failing with an unprintable value reaches the owner as an Error', () => {
+      for (const how of ['throws', 'calls back'] as const) {
+        for (const thrown of unprintable()) {
+          const { discovery, errors, clock } = discover((_h, _o, cb) => {
+            if (how === 'throws') throw thrown;
+            cb(thrown);
+          });
+          expect(() => discovery.start(), how).not.toThrow();
+          expect(errors, how).toHaveLength(1);
+          expect(errors[0]).toBeInstanceOf(Error);
+          expect(errors[0]!.message).toBe('a value that cannot be shown');
+          clock.advance(1_000);
+          expect(errors, how).toHaveLength(2); // looked up again, not stuck
+          discovery.stop();
+        }
+      }
+    });
+
+    // Was a defect (fixed): an answer that cannot be read (a revoked Proxy as the list, an entry whose
+    // `address` getter throws) threw inside the lookup's callback: into the lookup's own code, or
+    // swallowed, the lookup then hanging until its timeout and reported as ETIMEOUT. Expected: an
+    // Error for the owner at once.
+    it('Was a defect: an answer that cannot be read is a failed lookup at once, not a throw or a timeout', async () => {
+      for (const answer of [revoked(), [throwingGetter('address')]]) {
+        let threw: unknown;
+        const { discovery, errors, addresses } = discover((_h, _o, cb) => {
+          queueMicrotask(() => {
+            try {
+              cb(null, answer);
+            } catch (error) {
+              threw = error;
+            }
+          });
+        });
+        discovery.start();
+        await Promise.resolve();
+        expect(threw).toBeUndefined();
+        expect(addresses).toEqual([]);
+        expect(errors).toHaveLength(1);
+        expect(errors[0]!.message).not.toMatch(/did not answer/);
+        discovery.stop();
+      }
+    });
   });
 });
