@@ -23,7 +23,8 @@ export const HEDGE_OPTIONS = defineOptions(
     minDelayMs: option.number({ default: 5, unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
     /**
      * No hedge when the delay would exceed this, in ms; [0, 2^31-1], not below `minDelayMs`. Default: no
-     * ceiling here (the executor uses its attempt timeout, a later hedge could not beat it).
+     * ceiling here but the longest delay a timer honours, 2^31-1 ms (the executor uses its attempt
+     * timeout, a later hedge could not beat it).
      */
     maxDelayMs: option.number({ unit: 'ms', min: 0, max: MAX_TIMER_DELAY_MS }),
     /**

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock/clock.js';
+import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { quoteLine } from '../errors/base.js';
 import type { LatencySource } from '../latency/types.js';
 import type { Resolved } from '../options/declare.js';
@@ -68,7 +68,9 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
     v.problem(`the latency source cannot be read: ${thrownText(error)}`);
   }
   v.done();
-  const ceiling = maxDelayMs ?? Number.POSITIVE_INFINITY;
+  // Without a ceiling, still none past what a timer honours: a caller's latency source may answer
+  // days, and `setTimeout` fires a longer delay at once (Node reads it as 1 ms): every call hedged.
+  const ceiling = maxDelayMs ?? MAX_TIMER_DELAY_MS;
   /**
    * The source's quantile `q` now, or `undefined` when it has none (or a broken one: a negative, NaN
    * or infinite latency, which as a delay would arm a hedge that never fires, and as the time a hedge

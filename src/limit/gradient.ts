@@ -1,3 +1,4 @@
+import { RECORDER_LIMITS } from '../latency/constants.js';
 import type { AdaptiveLimitOptions } from './options.js';
 import { ADAPTIVE_LIMIT_OPTIONS } from './options.js';
 
@@ -64,7 +65,10 @@ export class GradientLimit {
       this.#rebase(now);
     if (demand > this.#peak) this.#peak = demand;
     if (rttMs >= 0 && rttMs < Number.POSITIVE_INFINITY) {
-      this.#sum += rttMs;
+      // Clamped as the recorder clamps (a broken clock's difference can be any double): a few samples
+      // near 1e308 would sum to Infinity, and a mean of Infinity over a minimum of Infinity is NaN,
+      // which as the limit admits everything.
+      this.#sum += rttMs > RECORDER_LIMITS.maxLatencyMs ? RECORDER_LIMITS.maxLatencyMs : rttMs;
       this.#count += 1;
     }
     return this.limit !== before;

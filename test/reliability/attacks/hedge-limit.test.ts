@@ -126,6 +126,52 @@ describe('createHedgePolicy given what cannot be read (SPEC H1)', () => {
   });
 });
 
+describe('hedge delays at the edges of time (SPEC H1)', () => {
+  // Was a defect (fixed): without `maxDelayMs` the policy had no ceiling at all, so a caller's latency
+  // source answering days (a Prometheus-derived p95 of a batch job, a source in µs read as ms) gave a
+  // delay past 2^31-1 ms, which `setTimeout` — what a caller of `prazo/retry`'s policy arms with it —
+  // fires at once (Node reads an overflowing delay as 1 ms): every call hedged at once, twice the
+  // load. Expected: no hedge past the longest delay a timer honours. Actual: 3e9.
+  it('Was a defect: a quantile past the longest timer delay gives no hedge, not a delay setTimeout fires at once', () => {
+    const timerMax = 2 ** 31 - 1;
+    expect(createHedgePolicy(fixedSource(3e9)).delayMs()).toBeUndefined();
+    expect(createHedgePolicy(fixedSource(Number.MAX_VALUE)).delayMs()).toBeUndefined();
+    expect(createHedgePolicy(fixedSource(timerMax)).delayMs()).toBe(timerMax);
+    expect(createHedgePolicy(fixedSource(1e-300)).delayMs()).toBe(5); // the floor
+    expect(createHedgePolicy(fixedSource(-0)).delayMs()).toBe(5);
+    expect(createHedgePolicy(fixedSource(-1e-300)).delayMs()).toBeUndefined();
+    const atMost = createHedgePolicy(fixedSource(3e9), { maxDelayMs: timerMax, minDelayMs: timerMax });
+    expect(atMost.delayMs()).toBeUndefined();
+  });
+});
+
+// ── concurrency limit ────────────────────────────────────────────────────────────────────────────
+
+describe('concurrency limit (SPEC X7)', () => {
+  // Was a defect (fixed): the adaptive limit summed its window's RTTs unclamped, so a few samples near
+  // 1e308 (a custom clock's jump: the executor feeds `now − startedAt`) summed to Infinity; the
+  // window's mean Infinity over a minimum of Infinity made the gradient NaN, and the limit NaN, which
+  // `tryAcquire` compares against and never refuses: no limit at all, and NaN in `state()`, in metrics
+  // and in CONCURRENCY_LIMITED errors. Expected: samples clamped (as the recorder clamps, to a day),
+  // the limit a whole number. Actual: NaN, 1,000 slots taken of a limit of 20.
+  it('Was a defect: RTTs near 1e308 do not turn the adaptive limit into NaN (no limit at all)', () => {
+    const limiter = new ConcurrencyLimiter(
+      { adaptive: { initial: 20, windowMs: 100, minSamples: 2 } },
+      new FakeClock(),
+    );
+    for (let i = 0; i < 3; i += 1) limiter.sample(Number.MAX_VALUE, 0);
+    limiter.sample(Number.MAX_VALUE, 100); // judges the first window
+    for (let i = 0; i < 3; i += 1) limiter.sample(1e308, 150);
+    limiter.sample(1, 250);
+    expect(Number.isInteger(limiter.limit)).toBe(true);
+    expect(limiter.state().limit).toBe(limiter.limit);
+    let taken = 0;
+    while (taken < 1_000 && limiter.tryAcquire()) taken += 1;
+    expect(taken).toBe(limiter.limit);
+    expect(taken).toBeGreaterThanOrEqual(2);
+  });
+});
+
 // ── values that cannot be printed, thrown by a caller's code ───────────────────────────────────
 
 describe('a callback of the caller throwing a value that cannot be printed', () => {
