@@ -19,9 +19,10 @@ export const BALANCE_LIMITS = Object.freeze({
 
 /** `http(s)://host:port` of a configured origin (no path, query or fragment), or undefined. */
 export function normalizeOrigin(value: unknown): string | undefined {
-  if (typeof value !== 'string' && !(value instanceof URL)) return undefined;
   let url: URL;
   try {
+    // Inside the guard: `instanceof` throws on a revoked Proxy.
+    if (typeof value !== 'string' && !(value instanceof URL)) return undefined;
     url = new URL(value);
   } catch {
     return undefined;
@@ -151,8 +152,26 @@ export const DISCOVERY_OPTIONS = defineOptions({
 
 export type DiscoveryOptions = OptionsOf<typeof DISCOVERY_OPTIONS>;
 
-const isOriginList = (v: unknown): v is readonly string[] =>
-  Array.isArray(v) && v.length >= 1 && v.length <= BALANCE_LIMITS.maxInstances;
+const isOriginList = (v: unknown): v is readonly string[] => {
+  try {
+    return Array.isArray(v) && v.length >= 1 && v.length <= BALANCE_LIMITS.maxInstances;
+  } catch {
+    return false; // a revoked Proxy: no list
+  }
+};
+
+/**
+ * An entry of `origins` as a problem shows it. The caller's list may hold anything: `String()` throws
+ * on an object without a prototype, a revoked Proxy or a `toString` that throws, and reading the entry
+ * itself may throw (a getter, a Proxy's trap); the problem must still be reported.
+ */
+function shownEntry(read: () => unknown): string {
+  try {
+    return JSON.stringify(shownOrigin(String(read())));
+  } catch {
+    return 'a value that cannot be shown';
+  }
+}
 
 /**
  * What a dependency says about its instances: a fixed list (`origins`) or DNS discovery of its
@@ -184,17 +203,22 @@ export const INSTANCES_OPTIONS = defineOptions(
     const origins = o.origins;
     if (origins !== undefined && isOriginList(origins)) {
       const seen = new Set<string>();
-      origins.forEach((raw, i) => {
-        const origin = normalizeOrigin(raw);
+      for (let i = 0; i < origins.length; i += 1) {
+        let origin: string | undefined;
+        try {
+          origin = normalizeOrigin(origins[i]);
+        } catch {
+          origin = undefined; // an entry that cannot be read (a getter, a Proxy's trap)
+        }
         if (origin === undefined) {
           report(
             ['origins', i],
-            `must be an http(s) origin such as "http://10.0.0.1:8080" (no path), got ${JSON.stringify(shownOrigin(String(raw)))}`,
+            `must be an http(s) origin such as "http://10.0.0.1:8080" (no path), got ${shownEntry(() => origins[i])}`,
           );
         } else if (seen.has(origin)) {
           report(['origins', i], `repeats ${origin}`);
         } else seen.add(origin);
-      });
+      }
     }
     const discovery = given.discovery;
     if (origins !== undefined && discovery !== undefined && discovery !== false) {

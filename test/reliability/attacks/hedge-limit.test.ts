@@ -1,12 +1,14 @@
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it, vi } from 'vitest';
 import { DnsDiscovery } from '../../../src/balance/discovery.js';
+import { INSTANCES_OPTIONS, normalizeOrigin } from '../../../src/balance/options.js';
 import { FakeClock } from '../../../src/clock/fake.js';
 import { InvalidOptionsError } from '../../../src/errors/index.js';
 import { createHedgePolicy } from '../../../src/hedge/policy.js';
 import { createLatencyRecorder } from '../../../src/latency/recorder.js';
 import type { LatencySource } from '../../../src/latency/types.js';
 import { ConcurrencyLimiter } from '../../../src/limit/limiter.js';
+import { readOptions } from '../../../src/options/validator.js';
 
 /**
  * Attacks on hedging, the concurrency limit, the instance set (balance, ejection, discovery) and the
@@ -169,6 +171,38 @@ describe('concurrency limit (SPEC X7)', () => {
     while (taken < 1_000 && limiter.tryAcquire()) taken += 1;
     expect(taken).toBe(limiter.limit);
     expect(taken).toBeGreaterThanOrEqual(2);
+  });
+});
+
+// ── instances (balance) ──────────────────────────────────────────────────────────────────────────
+
+describe('the instances of a dependency: `origins` (prazo/options INSTANCES_OPTIONS, SPEC X5)', () => {
+  // Was a defect (fixed): the check of `origins` showed a bad entry with `String(raw)` and tested it
+  // with `instanceof URL`, and the list with `Array.isArray`: an entry without a prototype, a revoked
+  // Proxy, one whose `toString` or whose slot's getter throws, or a revoked Proxy as the list, threw a
+  // TypeError out of the validation instead of a problem (src/balance/options.ts). Expected: one
+  // problem per bad entry, with the good ones read. Actual: "Cannot convert object to primitive value".
+  it('Was a defect: origins that cannot be read or printed are problems, not a TypeError', () => {
+    const slotGetter = Object.defineProperty(['http://10.0.0.1:80'], 1, {
+      enumerable: true,
+      get() {
+        throw new Error('no slot');
+      },
+    });
+    for (const origins of [
+      ...unprintable().map((entry) => ['http://10.0.0.1:80', entry]),
+      slotGetter,
+      ['http://10.0.0.1:80', Symbol('s'), 12n],
+    ]) {
+      const problems = problemsOf(() => readOptions('origins', INSTANCES_OPTIONS, { origins }));
+      expect(problems.length).toBeGreaterThanOrEqual(1);
+      for (const p of problems) expect(p).toMatch(/^`origins\[[12]\]` must be an http\(s\) origin/);
+    }
+    expect(problemsOf(() => readOptions('origins', INSTANCES_OPTIONS, { origins: revoked() }))).toEqual([
+      expect.stringMatching(/^`origins` must be a list of 1 to 1024 origins/),
+    ]);
+    expect(normalizeOrigin(revoked())).toBeUndefined();
+    expect(normalizeOrigin(new URL('http://10.0.0.1:80'))).toBe('http://10.0.0.1');
   });
 });
 
