@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { DnsDiscovery } from '../../../src/balance/discovery.js';
 import { INSTANCES_OPTIONS, normalizeOrigin } from '../../../src/balance/options.js';
 import { FakeClock } from '../../../src/clock/fake.js';
+import { createDependency } from '../../../src/dependency/index.js';
 import { InvalidOptionsError } from '../../../src/errors/index.js';
 import { createHedgePolicy } from '../../../src/hedge/policy.js';
 import { createLatencyRecorder } from '../../../src/latency/recorder.js';
@@ -150,6 +151,78 @@ describe('hedge delays at the edges of time (SPEC H1)', () => {
 // ── concurrency limit ────────────────────────────────────────────────────────────────────────────
 
 describe('concurrency limit (SPEC X7)', () => {
+  /** A dependency with a fixed limit, and calls whose operation answers after `ms` on the fake clock. */
+  function limited(maxInFlight: number, maxQueue: number) {
+    const clock = new FakeClock();
+    const dep = createDependency({
+      name: 'limited',
+      p99Ms: 100,
+      clock,
+      concurrencyLimit: { maxInFlight, maxQueue },
+      defaultDeadlineMs: 60_000,
+      throttle: false,
+    });
+    const started: string[] = [];
+    const results: Record<string, string> = {};
+    const call = (id: string, ms: number, signal?: AbortSignal): Promise<void> =>
+      dep
+        .execute(
+          () => {
+            started.push(id);
+            return new Promise<string>((resolve) => clock.setTimer(() => resolve(id), ms));
+          },
+          { idempotent: true, signal },
+        )
+        .then(
+          (v) => {
+            results[id] = v;
+          },
+          (e: { code?: string }) => {
+            results[id] = e?.code ?? String(e);
+          },
+        );
+    const drain = async (): Promise<void> => {
+      await clock.runAllAsync();
+      for (let i = 0; i < 5; i += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+    };
+    return { dep, call, started, results, drain };
+  }
+
+  it('waiters start first come first served; the cancelled ones and a full queue are skipped, an aborted signal takes no place', async () => {
+    const { dep, call, started, results, drain } = limited(2, 4);
+    const early = new AbortController();
+    early.abort('early');
+    const gone = new AbortController();
+    const all = [call('a', 50), call('b', 50), call('c', 50), call('d', 50, gone.signal)];
+    all.push(call('x', 50, early.signal)); // already aborted: refused, not queued
+    all.push(call('e', 50), call('f', 50), call('g', 50)); // g: the queue (c, d, e, f) is full
+    await Promise.resolve();
+    expect(dep.concurrency()).toMatchObject({ inFlight: 2, queued: 4 });
+    gone.abort('gone');
+    await drain();
+    await Promise.all(all);
+    expect(started.join('')).toBe('abcef');
+    expect(results).toMatchObject({ d: 'gone', x: 'early', g: 'CONCURRENCY_LIMITED', f: 'f' });
+    expect(dep.concurrency()).toMatchObject({ inFlight: 0, queued: 0 });
+  });
+
+  it('thousands of waiters aborted at once by one shared signal: all settle, in linear time, nothing left queued', async () => {
+    const { dep, call, results, drain } = limited(1, 100_000);
+    const shared = new AbortController();
+    const calls = [call('first', 10)];
+    for (let i = 0; i < 5_000; i += 1) calls.push(call(`w${i}`, 10, shared.signal));
+    await Promise.resolve();
+    expect(dep.concurrency()?.queued).toBe(5_000);
+    const t0 = performance.now();
+    shared.abort(new Error('shutdown'));
+    await Promise.all(calls.slice(1));
+    expect(performance.now() - t0).toBeLessThan(1_500); // quadratic would be 25M steps
+    expect(dep.concurrency()).toMatchObject({ inFlight: 1, queued: 0 });
+    await drain();
+    expect(results.first).toBe('first');
+    expect(Object.values(results).filter((r) => r === 'Error: shutdown')).toHaveLength(5_000);
+  });
+
   // Was a defect (fixed): the adaptive limit summed its window's RTTs unclamped, so a few samples near
   // 1e308 (a custom clock's jump: the executor feeds `now − startedAt`) summed to Infinity; the
   // window's mean Infinity over a minimum of Infinity made the gradient NaN, and the limit NaN, which
