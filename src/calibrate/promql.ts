@@ -1,3 +1,4 @@
+import { re2Problem } from './re2.js';
 import { isNamedOutcomeKey, OUTCOME_WORDS } from './sources/types.js';
 
 /**
@@ -98,8 +99,10 @@ const STRING_ESCAPES: Readonly<Record<string, string>> = {
  * Reads a PromQL label-matcher list, as a user writes it after a metric name: `{job="orders",
  * instance=~"pod-.*"}` (the braces may be left out). Strings are double- or single-quoted with Go's
  * escapes, or raw in backticks. The matchers come back as data, so every query prazo builds quotes them
- * again itself (`selector`): a config value is never spliced into a query raw. One linear pass;
- * returns the problem in words instead of throwing.
+ * again itself (`selector`): a config value is never spliced into a query raw. The regex of a `=~` or
+ * `!~` matcher must be one Go's RE2 compiles, as Prometheus does (`re2Problem`): a regex it refuses
+ * would come back as a rule file promtool refuses or a query Prometheus answers with an error.
+ * Returns the problem in words instead of throwing.
  */
 export function parseSelector(text: string): { matchers: Matcher[] } | { problem: string } {
   let s = text.trim();
@@ -125,8 +128,8 @@ export function parseSelector(text: string): { matchers: Matcher[] } | { problem
     if (op === undefined) return fail(`expected =, !=, =~ or !~ after ${name}`);
     i += op.length;
     space();
-    const quote = s[i];
-    if (quote !== '"' && quote !== "'" && quote !== '`')
+    const delimiter = s[i];
+    if (delimiter !== '"' && delimiter !== "'" && delimiter !== '`')
       return fail(`expected a quoted value after ${name}${op}`);
     i += 1;
     let value = '';
@@ -134,8 +137,8 @@ export function parseSelector(text: string): { matchers: Matcher[] } | { problem
       const ch = s[i];
       if (ch === undefined) return fail('unterminated string');
       i += 1;
-      if (ch === quote) break;
-      if (ch === '\\' && quote !== '`') {
+      if (ch === delimiter) break;
+      if (ch === '\\' && delimiter !== '`') {
         const esc = s[i];
         if (esc !== undefined && STRING_ESCAPES[esc] !== undefined) {
           value += STRING_ESCAPES[esc];
@@ -144,8 +147,16 @@ export function parseSelector(text: string): { matchers: Matcher[] } | { problem
           value += String.fromCharCode(Number.parseInt(s.slice(i + 1, i + 5), 16));
           i += 5;
         } else return fail('unknown escape in a string');
-      } else if (ch === '\n' && quote !== '`') return fail('a line break inside a string');
+      } else if (ch === '\n' && delimiter !== '`') return fail('a line break inside a string');
       else value += ch;
+    }
+    if (op === '=~' || op === '!~') {
+      // Prometheus compiles the value with Go's RE2, not JavaScript's RegExp (see re2.ts).
+      const problem = re2Problem(value);
+      if (problem !== undefined)
+        return {
+          problem: `the regex of ${name}${op}${quote(value)} is not one Prometheus compiles (RE2): ${problem}`,
+        };
     }
     matchers.push([name, op, value]);
     space();
