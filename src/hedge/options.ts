@@ -58,9 +58,14 @@ export const HEDGE_OPTIONS = defineOptions(
 
 export type HedgeOptions = OptionsOf<typeof HEDGE_OPTIONS>;
 
-/** The quantile a hedge is sent after: `1 − maxExtraLoad` when given (Finagle), else `percentile` (default 0.95). */
+/**
+ * The quantile a hedge is sent after: `1 − maxExtraLoad` when given (Finagle), else `percentile`
+ * (default 0.95). The difference is rounded to 15 significant digits, the decimal a double holds:
+ * in binary `1 − 0.064` is 0.9359999999999999, which would refuse `timeLeftPercentile: 0.936` as
+ * "above" the very same quantile, and show that number wherever the percentile is read.
+ */
 export function hedgePercentile(o: { readonly percentile?: number; readonly maxExtraLoad?: number }): number {
-  if (o.maxExtraLoad !== undefined) return 1 - o.maxExtraLoad;
+  if (o.maxExtraLoad !== undefined) return Number((1 - o.maxExtraLoad).toPrecision(15));
   return o.percentile ?? HEDGE_OPTIONS.defaults.percentile;
 }
 

@@ -146,6 +146,25 @@ describe('hedge delays at the edges of time (SPEC H1)', () => {
     const atMost = createHedgePolicy(fixedSource(3e9), { maxDelayMs: timerMax, minDelayMs: timerMax });
     expect(atMost.delayMs()).toBeUndefined();
   });
+
+  // Was a defect (fixed): `maxExtraLoad` was turned into the percentile as `1 − maxExtraLoad` in
+  // binary: for 414 of the 5,000 values with four decimals (0.064, 0.0257, ...) that is just below the
+  // decimal (0.9359999999999999), so `timeLeftPercentile` set to the same quantile, 0.936, was refused
+  // as "above the hedge's own percentile (0.9359999999999999)", and that number was the policy's
+  // `percentile`. Expected: the decimal quantile, the pair accepted.
+  it('Was a defect: maxExtraLoad 0.064 is the percentile 0.936, and timeLeftPercentile 0.936 is not above it', () => {
+    const policy = createHedgePolicy(fixedSource(10), { maxExtraLoad: 0.064, timeLeftPercentile: 0.936 });
+    expect(policy.percentile).toBe(0.936);
+    for (let k = 1; k <= 5_000; k += 1) {
+      const maxExtraLoad = k / 10_000;
+      const decimal = Number((1 - maxExtraLoad).toFixed(4));
+      const p = createHedgePolicy(fixedSource(10), {
+        maxExtraLoad,
+        timeLeftPercentile: Math.max(0.5, decimal),
+      });
+      if (p.percentile !== decimal) expect.fail(`maxExtraLoad ${maxExtraLoad}: percentile ${p.percentile}`);
+    }
+  });
 });
 
 // ── concurrency limit ────────────────────────────────────────────────────────────────────────────
