@@ -15,7 +15,7 @@ import { Attempt, type AttemptOwner } from './attempt.js';
 import type { DependencyCore } from './core.js';
 import * as notify from './notify.js';
 import type { ExecuteOptions } from './options.js';
-import { discardSafely, endEvent, failureOf, outcomeOf, resultVerdict } from './outcome.js';
+import { discardSafely, endEvent, endedByClient, failureOf, outcomeOf, resultVerdict } from './outcome.js';
 import type { CallTrace, TraceOutcome } from './trace.js';
 import type { AttemptSlice, Call, Carrier, Transport } from './transport.js';
 import type { AttemptKind, Operation, ResultVerdict } from './types.js';
@@ -82,6 +82,8 @@ export class Execution<T, C extends Carrier = Carrier>
   #dismissed: Attempt<T, C> | undefined;
   /** This call's trace, when its dependency is traced (prazo/otel, src/dependency/trace.ts). */
   #trace: CallTrace | undefined;
+  /** The transport sends no new attempt (its client is closing): no retry, no hedge ({@link wrapUp}). */
+  #closing = false;
   readonly #transport: Transport<T, C>;
 
   constructor(
@@ -211,6 +213,7 @@ export class Execution<T, C extends Carrier = Carrier>
    */
   #armHedge(timeoutMs: number, now: number): void {
     const core = this.core;
+    if (this.#closing) return;
     const delay = core.hedge?.delayMs(now, core.clock);
     if (delay === undefined || delay >= timeoutMs || this.#primary === undefined) return;
     this.#hedgeDue = now + delay;
@@ -226,7 +229,7 @@ export class Execution<T, C extends Carrier = Carrier>
   }
 
   #fireHedge(afterIo: boolean): void {
-    if (this.settled || this.#primary === undefined) return;
+    if (this.settled || this.#primary === undefined || this.#closing) return;
     const core = this.core;
     const now = core.clock.now();
     if (!afterIo && now - this.#hedgeDue >= LATE_TIMER_MS) {
@@ -397,16 +400,20 @@ export class Execution<T, C extends Carrier = Carrier>
     const latencyMs = now - attempt.startedAt;
     const verdict = ok ? this.#transport.classify(value as T) : undefined;
     const outcome = outcomeOf(ok, verdict, value, timedOut);
+    // The caller's own client closed or destroyed under the attempt: the caller's doing, not the
+    // dependency's (`endedByClient`). It ends the call (it is not retryable), and is seen as cancelled.
+    const byClient = !ok && endedByClient(value);
     // A request that waited for a connection and was never written says nothing about the dependency.
-    if (ok || !isQueueTimeout(value)) {
+    if (ok || !(isQueueTimeout(value) || byClient)) {
       core.recorder.record(latencyMs, outcome, now, core.clock);
       // The adaptive limit learns from answers and from timeouts (a lower bound: the queue is growing).
       if (core.limiter !== undefined && outcome !== 'error') core.limiter.sample(latencyMs, now);
     }
-    if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, outcome, value));
-    if (attempt.trace !== undefined) this.#endTrace(attempt, outcome, ok, value);
+    const seen = byClient ? 'cancelled' : outcome;
+    if (core.events.active) core.events.emit(endEvent(core.name, attempt, latencyMs, ok, seen, value));
+    if (attempt.trace !== undefined) this.#endTrace(attempt, seen, ok, value);
     this.#detach(attempt);
-    const throttle = core.throttle;
+    const throttle = byClient ? undefined : core.throttle;
     if (throttle !== undefined) {
       // An answer, or a pushback (the dependency is up and said so: its own dependency failed, and
       // its own throttle sees that; counting it here would throttle every route this client serves)
@@ -484,6 +491,33 @@ export class Execution<T, C extends Carrier = Carrier>
     this.#finish(false, reason);
   }
 
+  /**
+   * The transport sends no new attempt from now on: its client is closing (a graceful close lets
+   * what is on the wire finish, and sends nothing more). No retry or hedge is started. An attempt in
+   * flight goes on, and its end is the call's (a failure is not retried). A call between attempts (a
+   * backoff or Retry-After wait, a wait for a slot of the limit) ends now with what it holds, as when
+   * the budget refuses its retry: a failed answer (a 503) is delivered as the server's answer, a
+   * thrown failure as it was thrown; a call that holds nothing (its original still waiting for a
+   * slot) ends with `reason`. Without this, the call slept out its Retry-After (bounded only by its
+   * deadline) and then failed on the closed client.
+   */
+  wrapUp(reason: unknown): void {
+    if (this.settled || this.#closing) return;
+    this.#closing = true;
+    if (this.#hedgeQueue !== undefined) {
+      this.#hedgeQueue.cancel(this.#hedgeEntry);
+      this.#hedgeQueue = undefined;
+    }
+    if (this.#primary !== undefined || this.#hedge !== undefined) return; // its end decides
+    if (this.#waiting !== undefined) {
+      this.#waiting = undefined;
+      this.core.limiter?.cancel(this);
+    }
+    this.#clearTimer();
+    if (this.#rounds === 0) this.#finish(false, reason);
+    else this.#stop('closing', this.deadline.remainingMsAt(this.core.clock.now(), this.core.clock));
+  }
+
   #detach(attempt: Attempt<T, C>): void {
     if (attempt === this.#primary) this.#primary = undefined;
     else if (attempt === this.#hedge) this.#hedge = undefined;
@@ -504,6 +538,8 @@ export class Execution<T, C extends Carrier = Carrier>
     });
     if (decision.action === 'stop') {
       this.#stop(decision.reason, remaining, decision.waitMs);
+    } else if (this.#closing) {
+      this.#stop('closing', remaining);
     } else if (!this.#payExtra(now)) {
       notify.budgetRefused(core, this.#trace, 'retry');
       this.#stop('budget', remaining);
@@ -548,7 +584,7 @@ export class Execution<T, C extends Carrier = Carrier>
     }
   }
 
-  #stop(reason: StopReason | 'budget', remaining: number, waitMs?: number): void {
+  #stop(reason: StopReason | 'budget' | 'closing', remaining: number, waitMs?: number): void {
     const core = this.core;
     const next = this.#started + 1;
     if (reason === 'deadline-insufficient') {

@@ -94,6 +94,30 @@ export function discardSafely<T>(
   }
 }
 
+/**
+ * The codes of a call refused or cut by the caller's own client being closed or destroyed: undici's
+ * (`request()` on a closed or destroyed dispatcher, a request cut by `destroy()`) and prazo's
+ * `CLIENT_CLOSED`. Such an end is the caller's lifecycle, never the dependency's answer.
+ */
+const CLIENT_ENDED_CODES: ReadonlySet<unknown> = new Set([
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+  'CLIENT_CLOSED',
+]);
+
+/**
+ * True when an attempt failed because the caller's own client was closed or destroyed: like a
+ * request that waited for a connection and was never written (QUEUE_TIMEOUT), it says nothing about
+ * the dependency, so it is not recorded (latency, error rate, live calibration's health check), not
+ * sampled by the limit, not counted by the throttle, and its `attempt-end` says `cancelled`. Counted
+ * as errors, a closed client's calls made a shared executor's windows read 86 % errors.
+ */
+export function endedByClient(value: unknown): boolean {
+  return (
+    value !== null && typeof value === 'object' && CLIENT_ENDED_CODES.has((value as { code?: unknown }).code)
+  );
+}
+
 /** Success, error or timeout (any phase's, or the deadline's), for the recorder (SPEC C4, C5). */
 export function outcomeOf(
   ok: boolean,

@@ -150,6 +150,11 @@ export interface Call {
   begin(now: number): void;
   /** The caller gave up: every attempt stops, the call ends with `reason`. */
   abandon(reason: unknown): void;
+  /**
+   * The transport sends no new attempt (its client is closing): the attempt in flight finishes, no
+   * retry or hedge follows; a call between attempts ends now with what it holds, else `reason`.
+   */
+  wrapUp(reason: unknown): void;
 }
 
 /** Whoever plans with an executor besides the executor itself (prazo/http's phase timeouts). */

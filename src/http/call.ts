@@ -20,7 +20,7 @@ import {
   reachesLegacyCore,
 } from './handler.js';
 import type { Instance, Target } from './instances.js';
-import type { CallPlan, Route } from './plan.js';
+import type { CallPlan, OpenCall, Route } from './plan.js';
 import { judgeStatus, mapTransportError } from './verdict.js';
 import { WrittenHeaders } from './written.js';
 
@@ -57,7 +57,9 @@ export interface HttpCallTerms extends CallTerms {
  * The caller's handler sees one request: started once, then the winning attempt's response (head,
  * body, end) or the call's failure. It may speak undici's current handler API or the legacy one.
  */
-export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchController, AttemptCall {
+export class HttpCall
+  implements Transport<HttpAttempt, HttpAttempt>, DispatchController, AttemptCall, OpenCall
+{
   readonly route: Route;
   readonly #plan: CallPlan;
   readonly #call: Call;
@@ -112,6 +114,7 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
    */
   run(now: number, epochNow: number): boolean {
     this.#epochOffset = epochNow - now;
+    this.route.open?.add(this);
     const handler = this.#handler;
     const call = this.#call;
     try {
@@ -362,6 +365,7 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
   }
 
   deliver(ok: boolean, value: unknown): void {
+    this.route.open?.delete(this);
     if (ok) {
       const winner = value as HttpAttempt;
       this.#winner = winner;
@@ -372,6 +376,18 @@ export class HttpCall implements Transport<HttpAttempt, HttpAttempt>, DispatchCo
     } else {
       this.forwardError(value as Error);
     }
+  }
+
+  wrapUp(reason: Error): void {
+    this.#call.wrapUp(reason);
+  }
+
+  /**
+   * Ends the call now (its client destroyed): not the caller's `abort` (an attempt cut here is
+   * nobody's fault, not a censored observation of its instance).
+   */
+  end(reason: Error): void {
+    this.#call.abandon(reason);
   }
 
   // ── towards the caller's handler ───────────────────────────────────────────────────────────────

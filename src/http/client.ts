@@ -1,4 +1,4 @@
-import { Dispatcher, Pool } from 'undici';
+import { Dispatcher, errors, Pool } from 'undici';
 import type { InstanceState } from '../balance/instances.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
@@ -9,7 +9,7 @@ import { createFetch, type HttpFetch } from './fetch.js';
 import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
 import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
-import type { CurrentPlan } from './plan.js';
+import type { CurrentPlan, OpenCall } from './plan.js';
 import { createTrackedPool, type TrackedPool } from './pool.js';
 import {
   callOptions,
@@ -30,6 +30,13 @@ import { resolveHttpClientOptions } from './validate.js';
  * timed (SPEC C2, D5, D6), on a pool of its own whose connect phase has a precise timer. undici's
  * own `request()` is the handler above the call, so what `request()` resolves with is exactly
  * `undici.request`'s. Options are validated once; the per-call path only reads.
+ *
+ * Closing: the client keeps its calls not answered yet, because a call between attempts (waiting
+ * out a Retry-After, or for a slot) holds no request its pool could end. `close()` is undici's
+ * graceful close: what is on the wire finishes, nothing new is sent, so a pending retry (not in
+ * flight: nothing of it was written) is not sent and its call ends with the answer it holds.
+ * `destroy()` ends them all at once. A call after either is refused before the executor: a closed
+ * client's calls are the caller's lifecycle, no original of the budget and no error of the recorder.
  */
 
 export interface HttpClient {
@@ -58,10 +65,17 @@ export interface HttpClient {
   readonly fetch: HttpFetch;
   /**
    * Closes the pools gracefully (in-flight requests finish), one per instance, and stops discovery.
+   * Nothing new is sent: an answer in flight is final (no retry, no hedge after it), and a call
+   * between attempts (a backoff or Retry-After wait) ends at once with the answer it holds (a 503),
+   * or with the failure it would have retried. Later calls reject at once with `UND_ERR_CLOSED`.
    * Your own `dispatcher` is left open.
    */
   close(): Promise<void>;
-  /** Destroys every pool's connections now, and stops discovery. Your own `dispatcher` is left open. */
+  /**
+   * Destroys every pool's connections now, and stops discovery: every call not answered yet rejects
+   * at once with `UND_ERR_DESTROYED` (one waiting to retry too), as do later calls. Your own
+   * `dispatcher` is left open.
+   */
   destroy(): Promise<void>;
 }
 
@@ -121,6 +135,11 @@ const requestApi = Dispatcher.prototype.request as unknown as (
   options: Dispatcher.RequestOptions,
 ) => Promise<Dispatcher.ResponseData>;
 
+/** undici's own error for a call on a closed or destroyed dispatcher (`UND_ERR_CLOSED`, `UND_ERR_DESTROYED`). */
+function endedError(ended: 'closed' | 'destroyed'): Error {
+  return ended === 'closed' ? new errors.ClientClosedError() : new errors.ClientDestroyedError();
+}
+
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);
   // Several instances: a pool of its own for each one (created as it joins, closed as it leaves).
@@ -135,7 +154,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       destroy: own.destroy,
     };
   };
-  const { route, plan } = buildRoute(o, o.origin, target);
+  // Its calls not ended yet: `close()` and `destroy()` reach those between attempts too.
+  const open = new Set<OpenCall>();
+  /** Set by the first `close()` or `destroy()`: later calls are refused before the executor. */
+  let ended: 'closed' | 'destroyed' | undefined;
+  const { route, plan } = buildRoute(o, o.origin, target, open);
   const instances = route.instances;
   const pool =
     o.dispatcher === undefined && instances === undefined ? createPool(o, plan, o.origin) : undefined;
@@ -164,6 +187,9 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const context = `${o.name}.request`;
 
   function request(input: string | HttpRequestOptions, more?: HttpRequestOptions): Promise<HttpResponse> {
+    // Nothing can be sent: refused as undici refuses a closed dispatcher, before the executor, so
+    // that the call is no original of the budget and no error of the recorder (a shared executor's).
+    if (ended !== undefined) return Promise.reject(endedError(ended));
     try {
       let call = callOptions(input, more);
       checkCallOptions(context, HTTP_REQUEST_OPTIONS, call);
@@ -210,9 +236,13 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     instances: () => instances?.states() ?? [],
     fetch: createFetch(request, o.name, o.clock),
     close: async () => {
+      ended ??= 'closed';
+      for (const call of [...open]) call.wrapUp(endedError('closed'));
       await Promise.all([pool?.close(), instances?.close()]);
     },
     destroy: async () => {
+      ended = 'destroyed';
+      for (const call of [...open]) call.end(endedError('destroyed'));
       await Promise.all([pool?.destroy(), instances?.destroy()]);
     },
   });

@@ -43,6 +43,19 @@ export interface Route {
   readonly managed: boolean;
   /** The dependency's instances, when it is several (SPEC X5): each attempt is sent to one of them. */
   readonly instances: RouteInstances | undefined;
+  /**
+   * The calls not ended yet, when the route's owner must reach them (`createHttpClient`'s `close()`
+   * and `destroy()`: a call between attempts holds no request its pool could end).
+   */
+  readonly open?: Set<OpenCall> | undefined;
+}
+
+/** A call as its client's `close()` and `destroy()` reach it. */
+export interface OpenCall {
+  /** The client is closing: no retry or hedge is sent; a call between attempts ends now. */
+  wrapUp(reason: Error): void;
+  /** The client is destroyed: the call ends now with `reason`, its attempts torn down. */
+  end(reason: Error): void;
 }
 
 /**

@@ -1,0 +1,193 @@
+import { Agent, type Dispatcher, request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../../src/clock/fake.js';
+import { createDependency, type Dependency } from '../../../src/dependency/dependency.js';
+import type { DependencyEvent } from '../../../src/dependency/types.js';
+import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
+import { interceptor } from '../../../src/http/interceptor.js';
+import type { HttpClientOptions } from '../../../src/http/options.js';
+import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
+import { eventually, flush, watch } from './watch.js';
+
+/**
+ * Attacks on prazo/http's lifecycle: `close()` and `destroy()` of a client (and of the dispatcher
+ * under an interceptor) against calls before, between and during their attempts — a Retry-After
+ * wait, a drain, a hedge, discovery — and what a closed client's calls do to the metrics a shared
+ * executor keeps (SPEC C4, C5, R1, R3, X2). Real loopback servers (127.0.0.1, port 0); the fake clock
+ * wherever the wait is prazo's own (a Retry-After, a hedge delay), so nothing here sleeps for it.
+ *
+ * A test named "Was a defect" pinned a defect found here (fixed since): its comment says what was
+ * expected and what happened.
+ */
+
+const cleanup: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function serve(handler: Handler): Promise<TestServer> {
+  const server = await startServer(handler);
+  cleanup.push(() => server.close());
+  return server;
+}
+
+function client(origin: string, options: Partial<HttpClientOptions> = {}): HttpClient {
+  const given = options.dependency === undefined ? { p99Ms: 500, ...options } : options;
+  const made = createHttpClient({ name: 'inventory', origin, ...given } as HttpClientOptions);
+  cleanup.push(() => made.destroy());
+  return made;
+}
+
+/** What the recorder holds now (the window being filled). */
+function recorded(dependency: Pick<Dependency, 'recorder'>): { count: number; errors: number } {
+  const { count, errors } = dependency.recorder.currentWindow();
+  return { count, errors };
+}
+
+/** The code of a rejection, or the status and body of an answer. */
+async function settle(promise: Promise<Dispatcher.ResponseData>): Promise<string> {
+  try {
+    const res = await promise;
+    return `${res.statusCode} ${await res.body.text()}`;
+  } catch (error) {
+    return String((error as { code?: unknown }).code ?? error);
+  }
+}
+
+/** A 503 telling the client to come back in 2 s (SPEC R3). */
+const retryAfter2: Handler = (_req, res) => {
+  res.writeHead(503, { 'retry-after': '2' });
+  res.end('busy');
+};
+
+// ── a closed client's calls and the metrics ────────────────────────────────────────────────────
+
+describe('http-lifecycle attacks: calls on a closed client', () => {
+  // Was a defect (fixed): `request`/`fetch` on a closed or destroyed client went through the executor
+  // and its attempt failed on the closed pool (UND_ERR_DESTROYED): recorded as the dependency's
+  // error, counted as an original of the retry budget, an `attempt` and an `attempt-end` with outcome
+  // `error`. On a shared executor 300 such calls read 86 % errors (the error-rate SLO, live
+  // calibration's health check). Expected: refused at once, typed, nothing recorded; actual: 60 of
+  // 60 calls recorded as errors.
+  it('Was a defect: request() and fetch() on a closed or destroyed client are refused, typed, and recorded nowhere (SPEC C4, R1)', async () => {
+    const shared = createDependency({ name: 'inventory', p99Ms: 500 });
+    const events: DependencyEvent[] = [];
+    shared.on((event) => events.push(event));
+    for (const [end, code] of [
+      ['close', 'UND_ERR_CLOSED'],
+      ['destroy', 'UND_ERR_DESTROYED'],
+    ] as const) {
+      const c = client('http://127.0.0.1:9', { dependency: shared });
+      await c[end]();
+      const before = shared.budget.state().originals;
+      const got: string[] = [];
+      for (let i = 0; i < 30; i += 1) got.push(await settle(c.request('/')));
+      for (let i = 0; i < 30; i += 1) {
+        got.push(
+          await c.fetch('/').then(
+            (res) => String(res.status),
+            (error: { code?: string }) => String(error.code),
+          ),
+        );
+      }
+      expect(new Set(got), end).toEqual(new Set([code]));
+      expect(recorded(shared), end).toEqual({ count: 0, errors: 0 });
+      expect(shared.budget.state().originals, end).toBe(before);
+    }
+    expect(events).toEqual([]);
+  });
+
+  // Was a defect (fixed): under an interceptor, a call to a managed origin after its Agent was
+  // destroyed failed UND_ERR_DESTROYED in its attempt, and the executor recorded that as the
+  // dependency's error (the dispatcher is the caller's: prazo cannot refuse the call before it).
+  // Expected: nothing recorded, the attempt's end `cancelled`; actual: one error per call.
+  it('Was a defect: under an interceptor, a call on a destroyed Agent is not recorded as the dependency failing (SPEC C4)', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const shared = createDependency({ name: 'inventory', p99Ms: 500 });
+    const ends: string[] = [];
+    shared.on((event) => {
+      if (event.type === 'attempt-end') ends.push(event.outcome);
+    });
+    const agent = new Agent().compose(
+      interceptor({ dependencies: { [server.origin]: { name: 'inventory', dependency: shared } } }),
+    );
+    expect(await settle(request(server.origin, { dispatcher: agent }))).toBe('200 ok');
+    await agent.destroy();
+    for (let i = 0; i < 20; i += 1)
+      expect(await settle(request(server.origin, { dispatcher: agent }))).toBe('UND_ERR_DESTROYED');
+    expect(recorded(shared)).toEqual({ count: 1, errors: 0 });
+    expect(new Set(ends)).toEqual(new Set(['success', 'cancelled']));
+  });
+});
+
+// ── close() and destroy() between attempts ──────────────────────────────────────────────────────
+
+describe('http-lifecycle attacks: close() and destroy() during a Retry-After wait', () => {
+  /** A client on the fake clock whose call got a 503 `Retry-After: 2` and now waits to retry. */
+  async function waitingCall(): Promise<{
+    c: HttpClient;
+    server: TestServer;
+    call: ReturnType<typeof watch<Dispatcher.ResponseData>>;
+  }> {
+    const server = await serve(retryAfter2);
+    const clock = new FakeClock();
+    const c = client(server.origin, { clock, attempts: 2, p99Ms: 100 });
+    let waiting = false;
+    c.on((event) => {
+      if (event.type === 'retry-after') waiting = true;
+    });
+    const call = watch(c.request('/', { deadline: 10_000 }));
+    expect(await eventually(() => waiting)).toBe(true);
+    return { c, server, call };
+  }
+
+  // Was a defect (fixed): `destroy()` left a call waiting out its Retry-After (2 s, bounded only by
+  // its deadline), after which its retry met the destroyed pool. Expected: the call ends at once with
+  // UND_ERR_DESTROYED, no retry sent; actual: still pending (on the fake clock, until time moves).
+  it('Was a defect: destroy() during a Retry-After wait ends the call at once, UND_ERR_DESTROYED, no retry sent (SPEC R3)', async () => {
+    const { c, server, call } = await waitingCall();
+    await c.destroy();
+    await flush();
+    expect(call.state).toBe('err');
+    expect((call.error as { code?: unknown }).code).toBe('UND_ERR_DESTROYED');
+    expect(server.seen).toHaveLength(1);
+    expect(await eventually(() => server.open === 0)).toBe(true);
+  });
+
+  // Was a defect (fixed): `close()` let the call sleep out its Retry-After, then its retry failed on
+  // the closed pool (UND_ERR_CLOSED), and `close()` itself waited for that. A graceful close lets
+  // what is on the wire finish and sends nothing new: the call ends at once with the 503 it holds,
+  // as when the budget refuses its retry. Expected: 503 and its body now, close() done; actual: both
+  // pending.
+  it('Was a defect: close() during a Retry-After wait ends the call at once with the 503 it holds; close() finishes (SPEC R3)', async () => {
+    const { c, server, call } = await waitingCall();
+    const closed = watch(c.close());
+    await flush();
+    expect(call.state).toBe('ok');
+    expect(call.value!.statusCode).toBe(503);
+    expect(await call.value!.body.text()).toBe('busy');
+    expect(await eventually(() => closed.state === 'ok')).toBe(true);
+    expect(server.seen).toHaveLength(1);
+  });
+
+  // Was a defect (fixed): the same, the 503 arriving after close(): its retry was planned, slept out
+  // and failed on the closed pool. Expected: the 503 delivered; actual: UND_ERR_CLOSED after 2 s.
+  it('Was a defect: close() while the attempt is in flight: it finishes; its 503 is the answer, no retry after it (SPEC R3)', async () => {
+    let answer: (() => void) | undefined;
+    const server = await serve((req, res) => {
+      answer = () => retryAfter2(req, res, 0);
+    });
+    const c = client(server.origin, { clock: new FakeClock(), attempts: 3, p99Ms: 100 });
+    const call = watch(c.request('/', { deadline: 10_000 }));
+    expect(await eventually(() => answer !== undefined)).toBe(true);
+    const closed = watch(c.close());
+    await flush();
+    expect([call.state, closed.state]).toEqual(['pending', 'pending']);
+    answer!();
+    expect(await eventually(() => call.state !== 'pending')).toBe(true);
+    expect(call.value?.statusCode).toBe(503);
+    await call.value!.body.text();
+    expect(await eventually(() => closed.state === 'ok')).toBe(true);
+    expect(server.seen).toHaveLength(1);
+  });
+});
