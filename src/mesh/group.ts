@@ -72,26 +72,41 @@ export function labelled(base: string, label: string | undefined, suffix?: strin
 /**
  * Envoy's virtual hosts, one per host: Envoy refuses a RouteConfiguration in which a domain is given
  * twice, and a virtual host's domains are its Service's. The routes of the dependencies of one
- * Service go in one virtual host (named after them all), longest prefix first: Envoy takes the first
- * route that matches, and a `prefix` is a plain string prefix.
+ * Service go in one virtual host (named after them all, `a+b`), longest prefix first: Envoy takes the
+ * first route that matches, and a `prefix` is a plain string prefix.
+ *
+ * Names are unique too (Envoy takes a virtual host name once per route table). A joined name can
+ * meet a dependency's own (`a`, `b` merged, and a dependency named `a+b`) or another joined one
+ * (`a+b` with `c`, and `a` with `b+c`): a dependency alone keeps its name, and a joined name already
+ * taken becomes `<name>#2`, `#3`... (the first free one, in the file's order).
  */
 export function mergeVirtualHosts(hosts: readonly Record<string, unknown>[]): Record<string, unknown>[] {
   type Host = { name: string; domains: string[]; routes: Array<{ match: { prefix: string } }> };
   const merged = new Map<string, Host>();
+  const joined = new Set<Host>();
   for (const raw of hosts) {
     const host = raw as unknown as Host;
     const key = host.domains[0]!;
     const seen = merged.get(key);
     if (seen === undefined) merged.set(key, { ...host, routes: [...host.routes] });
-    else
-      merged.set(key, {
-        ...seen,
-        name: `${seen.name}+${host.name}`,
-        routes: [...seen.routes, ...host.routes],
-      });
+    else {
+      const next = { ...seen, name: `${seen.name}+${host.name}`, routes: [...seen.routes, ...host.routes] };
+      joined.delete(seen);
+      joined.add(next);
+      merged.set(key, next);
+    }
   }
-  return [...merged.values()].map((h) => ({
-    ...h,
-    routes: [...h.routes].sort((a, b) => b.match.prefix.length - a.match.prefix.length),
-  }));
+  const taken = new Set([...merged.values()].filter((h) => !joined.has(h)).map((h) => h.name));
+  return [...merged.values()].map((h) => {
+    let name = h.name;
+    if (joined.has(h)) {
+      for (let n = 2; taken.has(name); n += 1) name = `${h.name}#${n}`;
+      taken.add(name);
+    }
+    return {
+      ...h,
+      name,
+      routes: [...h.routes].sort((a, b) => b.match.prefix.length - a.match.prefix.length),
+    };
+  });
 }

@@ -104,6 +104,10 @@ function envoyFileProblems(result: MeshExport): string[] {
   const domains = (routeDoc.virtual_hosts as Any[]).flatMap((h) => h.domains as string[]);
   for (const d of new Set(domains))
     if (domains.filter((x) => x === d).length > 1) out.push(`duplicate domain ${d}`);
+  // A virtual host's name keys its stats and VHDS updates: Envoy takes one name once per route table.
+  const names = (routeDoc.virtual_hosts as Any[]).map((h) => h.name as string);
+  for (const n of new Set(names))
+    if (names.filter((x) => x === n).length > 1) out.push(`duplicate virtual host name ${n}`);
   return out;
 }
 
@@ -345,6 +349,37 @@ describe('prazo export: objects, domains and files one name apart (SPEC X10, #24
       expect.arrayContaining(['orders', 'orders:80']), // a name in one namespace keeps its short forms
     ]);
     expect(result.notes.some((n) => n.includes('inventory') && n.includes('shop, stock'))).toBe(true);
+  });
+
+  it('Was a defect: a merged Envoy virtual host (`a+b`) and a dependency named `a+b` never share a name', () => {
+    // `a` and `b` share Service `inventory`: one virtual host, named `a+b`; the dependency literally
+    // named `a+b` (Service `orders`) had its own virtual host `a+b`: two virtual hosts of one name.
+    const config = configOf(
+      { name: 'a+b', p99Ms: 10, mesh: { service: 'orders' } },
+      { name: 'a', p99Ms: 10, mesh: { service: 'inventory', path: '/a' } },
+      { name: 'b', p99Ms: 10, mesh: { service: 'inventory', path: '/b' } },
+      { name: 'a+b#2', p99Ms: 10, mesh: { service: 'stock' } },
+    );
+    const result = exportMesh(config, { target: 'envoy' });
+    expect(envoyFileProblems(result)).toEqual([]);
+    const hosts = (readBoth(result.files[0]!.text)[0] as Any).virtual_hosts as Any[];
+    // A dependency alone keeps its own name; the merged host, prazo's invention, gives way.
+    expect(hosts.map((h) => h.name)).toEqual(['a+b', 'a+b#3', 'a+b#2']);
+    expect(hosts[1].domains).toContain('inventory');
+  });
+
+  it('Was a defect: two merged Envoy virtual hosts never share a name (`a+b` + `c` vs `a` + `b+c`)', () => {
+    const config = configOf(
+      { name: 'a+b', p99Ms: 10, mesh: { service: 's1', path: '/x' } },
+      { name: 'c', p99Ms: 10, mesh: { service: 's1', path: '/y' } },
+      { name: 'a', p99Ms: 10, mesh: { service: 's2', path: '/x' } },
+      { name: 'b+c', p99Ms: 10, mesh: { service: 's2', path: '/y' } },
+      { name: 'a+b+c#2', p99Ms: 10, mesh: { service: 's3' } },
+    );
+    const result = exportMesh(config, { target: 'envoy' });
+    expect(envoyFileProblems(result)).toEqual([]);
+    const hosts = (readBoth(result.files[0]!.text)[0] as Any).virtual_hosts as Any[];
+    expect(hosts.map((h) => h.name)).toEqual(['a+b+c', 'a+b+c#3', 'a+b+c#2']);
   });
 
   it('Was a defect: Linkerd routes of two Services never share a name (`a` + `x-prazo` vs `a-prazo-x`)', () => {
