@@ -52,14 +52,19 @@ export function ejectionSettings(given: boolean | EjectionOptions | undefined): 
     baseEjectionMs: o.baseEjectionMs ?? d.baseEjectionMs,
     maxEjectionMs: o.maxEjectionMs ?? d.maxEjectionMs,
     maxEjectedShare: o.maxEjectedShare ?? d.maxEjectedShare,
-    latency:
-      l === false
-        ? undefined
-        : Object.freeze({
-            ...LATENCY_EJECTION_OPTIONS.defaults,
-            ...(l === true || l === undefined ? {} : l),
-          }),
+    latency: l === false ? undefined : latencySettings(l === true || l === undefined ? {} : l),
   });
+}
+
+/**
+ * Latency ejection's settings, defaults applied. A key given as `undefined` (valid: it reads as its
+ * default) keeps the default: spread over the defaults it would replace it, and a `factor` of
+ * undefined compared every p99 with NaN, switching latency ejection off without a word.
+ */
+function latencySettings(given: LatencyEjectionOptions): Required<LatencyEjectionOptions> {
+  const settings: Record<string, unknown> = { ...LATENCY_EJECTION_OPTIONS.defaults };
+  for (const [key, value] of Object.entries(given)) if (value !== undefined) settings[key] = value;
+  return Object.freeze(settings) as Required<LatencyEjectionOptions>;
 }
 
 /** How many of `n` instances may be out at once: the share, but at least one of two, never all. */

@@ -5,11 +5,17 @@ import { ADAPTIVE_LIMIT_OPTIONS } from './options.js';
 /** Resolved adaptive-limit settings (defaults applied). */
 export type GradientSettings = Required<AdaptiveLimitOptions>;
 
+/**
+ * The settings of `adaptive: true | {...}`, defaults applied. A key given as `undefined` (valid: it
+ * reads as its default) keeps the default: spread over the defaults it would replace it, and an
+ * `initial` of undefined made the limit NaN, which refuses nothing (no limit at all).
+ */
 export function gradientSettings(given: true | AdaptiveLimitOptions): GradientSettings {
-  return Object.freeze({
-    ...ADAPTIVE_LIMIT_OPTIONS.defaults,
-    ...(given === true ? {} : given),
-  }) as GradientSettings;
+  const settings: Record<string, unknown> = { ...ADAPTIVE_LIMIT_OPTIONS.defaults };
+  if (given !== true) {
+    for (const [key, value] of Object.entries(given)) if (value !== undefined) settings[key] = value;
+  }
+  return Object.freeze(settings) as GradientSettings;
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { LookupAddress } from 'node:dns';
 import { describe, expect, it, vi } from 'vitest';
 import { DnsDiscovery } from '../../../src/balance/discovery.js';
+import { ejectionSettings } from '../../../src/balance/ejection.js';
+import { InstanceSet } from '../../../src/balance/instances.js';
 import { INSTANCES_OPTIONS, normalizeOrigin } from '../../../src/balance/options.js';
 import { FakeClock } from '../../../src/clock/fake.js';
 import { createDependency } from '../../../src/dependency/index.js';
@@ -10,6 +12,7 @@ import { createLatencyRecorder } from '../../../src/latency/recorder.js';
 import type { LatencySource } from '../../../src/latency/types.js';
 import { ConcurrencyLimiter } from '../../../src/limit/limiter.js';
 import { readOptions } from '../../../src/options/validator.js';
+import { seededRandom } from '../../../src/testing/random.js';
 
 /**
  * Attacks on hedging, the concurrency limit, the instance set (balance, ejection, discovery) and the
@@ -207,6 +210,31 @@ describe('concurrency limit (SPEC X7)', () => {
     return { dep, call, started, results, drain };
   }
 
+  // Was a defect (fixed): the adaptive limit's settings were the defaults with the given options
+  // spread over them, so a key given as `undefined` — valid, it reads as its default, and common in
+  // `{ initial: config.initial }` — replaced the default with undefined: `initial` undefined made the
+  // limit NaN and `maxQueue` undefined, and `inFlight >= NaN` never refuses: no limit at all
+  // (src/limit/gradient.ts gradientSettings). Expected: the defaults. Actual: limit NaN, every call sent.
+  it('Was a defect: adaptive options given as undefined keep their defaults, not a NaN limit that limits nothing', async () => {
+    const dep = createDependency({
+      name: 'adaptive',
+      p99Ms: 10,
+      clock: new FakeClock(),
+      concurrencyLimit: {
+        adaptive: { initial: undefined, min: undefined, max: undefined, windowMs: undefined },
+      },
+    });
+    expect(dep.concurrency()).toEqual({ limit: 20, inFlight: 0, queued: 0, maxQueue: 20, adaptive: true });
+    const calls = Array.from({ length: 50 }, () =>
+      dep
+        .execute(() => new Promise<void>(() => {}), { idempotent: true })
+        .catch((e: { code?: string }) => e.code),
+    );
+    await Promise.resolve();
+    expect(dep.concurrency()).toMatchObject({ inFlight: 20, queued: 20 });
+    expect(await calls[49]).toBe('CONCURRENCY_LIMITED');
+  });
+
   it('waiters start first come first served; the cancelled ones and a full queue are skipped, an aborted signal takes no place', async () => {
     const { dep, call, started, results, drain } = limited(2, 4);
     const early = new AbortController();
@@ -295,6 +323,39 @@ describe('the instances of a dependency: `origins` (prazo/options INSTANCES_OPTI
     ]);
     expect(normalizeOrigin(revoked())).toBeUndefined();
     expect(normalizeOrigin(new URL('http://10.0.0.1:80'))).toBe('http://10.0.0.1');
+  });
+});
+
+describe('latency ejection (SPEC X5)', () => {
+  // Was a defect (fixed): as for the adaptive limit, latency ejection's settings spread the given
+  // options over the defaults, so `latency: { factor: undefined }` (valid) made the factor undefined:
+  // `p99 > undefined × peer` is never true, and latency ejection was off without a word
+  // (src/balance/ejection.ts). Expected: the default factor 3, a 30× slower instance ejected.
+  it('Was a defect: latency ejection options given as undefined keep their defaults, not a silent "off"', () => {
+    const ejection = ejectionSettings({
+      latency: { factor: undefined, windowMs: undefined, minSamples: 20 },
+    });
+    expect(ejection?.latency).toEqual({ factor: 3, windowMs: 10_000, minSamples: 20 });
+    const clock = new FakeClock();
+    const set = new InstanceSet<string>({
+      clock,
+      random: seededRandom(3),
+      decayMs: 10_000,
+      initialEstimateMs: 30,
+      ejection,
+      floorMs: () => 10,
+      penaltyMs: () => 1_000,
+      timeoutMs: () => 500,
+      unansweredFloor: () => 0.01,
+    });
+    set.replace(['a', 'b', 'c', 'slow'].map((key) => ({ key, value: key })));
+    for (let i = 0; i < 30; i += 1) {
+      clock.advance(340); // 30 rounds: past the 10 s window
+      for (const key of ['a', 'b', 'c', 'slow']) {
+        set.settle(set.get(key)!, 'success', key === 'slow' ? 600 : 20, clock.now());
+      }
+    }
+    expect(set.states().find((s) => s.instance === 'slow')?.state).toBe('ejected');
   });
 });
 
