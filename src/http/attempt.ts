@@ -333,6 +333,11 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     this.#role = HELD;
   }
 
+  /** True while its released answer is still being drained (its connection not back in the pool). */
+  get draining(): boolean {
+    return this.#role === RELEASED && this.phase !== DONE;
+  }
+
   /** True while held: a failed answer whose fate its call has not decided yet. */
   get held(): boolean {
     return this.#role === HELD;

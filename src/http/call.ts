@@ -1,5 +1,6 @@
 import { util } from 'undici';
 import type { InstanceVerdict } from '../balance/instances.js';
+import { runAfterIo } from '../clock/clock.js';
 import { type Deadline, writeDeadlineHeaders } from '../deadline/deadline.js';
 import { openCall } from '../dependency/dependency.js';
 import type { TraceAttributes } from '../dependency/trace.js';
@@ -76,6 +77,8 @@ export class HttpCall
   /** Wall-clock epoch ms minus the monotonic clock, read when the call started. */
   #epochOffset = 0;
   #paused = false;
+  /** The last answer of this call released and drained (a retried 503), while it may still drain. */
+  #draining: HttpAttempt | undefined;
   #aborted = false;
   #reason: Error | null = null;
   /** The call of a managed origin failed: prazo's plan is spent, nothing above may run it again. */
@@ -211,6 +214,25 @@ export class HttpCall
     } catch (error) {
       attempt.onResponseError(null, error as Error);
     }
+    const draining = this.#draining;
+    if (draining !== undefined) this.#giveWay(draining, attempt);
+  }
+
+  /**
+   * A drain never holds up this call's own next attempt: with one connection to the instance
+   * (`connections: 1`, or a pool at its limit) a retry waits for the connection a released 503 is
+   * being drained on, and a body that trickles kept it for the drain's whole bound (1 s), past the
+   * retry's own limit: the call failed QUEUE_TIMEOUT instead of being retried. Still waiting once
+   * the drain had a turn to finish what is already in its socket (most bodies), the drain is given
+   * up: its connection is destroyed, and the retry gets one of its own.
+   */
+  #giveWay(draining: HttpAttempt, next: HttpAttempt): void {
+    this.#draining = undefined;
+    if (!draining.draining || next.sent || next.done || draining.target !== next.target) return;
+    runAfterIo(this.route.clock, () => {
+      if (draining.draining && !next.sent && !next.done)
+        draining.abortRequest(new Error('prazo: drain given up: a retry waits for its connection'));
+    });
   }
 
   /** The instance hears first (before the executor decides): a retry picks with this answer known. */
@@ -362,6 +384,7 @@ export class HttpCall
 
   discard(attempt: HttpAttempt): void {
     attempt.release();
+    if (attempt.draining) this.#draining = attempt;
   }
 
   deliver(ok: boolean, value: unknown): void {

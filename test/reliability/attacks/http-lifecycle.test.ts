@@ -1,6 +1,7 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
+import { systemClock } from '../../../src/clock/system.js';
 import { createDependency, type Dependency } from '../../../src/dependency/dependency.js';
 import type { DependencyEvent } from '../../../src/dependency/types.js';
 import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
@@ -189,5 +190,41 @@ describe('http-lifecycle attacks: close() and destroy() during a Retry-After wai
     await call.value!.body.text();
     expect(await eventually(() => closed.state === 'ok')).toBe(true);
     expect(server.seen).toHaveLength(1);
+  });
+});
+
+// ── a drain in the way of the retry ─────────────────────────────────────────────────────────────
+
+describe('http-lifecycle attacks: the drain of a retried 503 and the connection its retry needs', () => {
+  // Was a defect (fixed): with `connections: 1`, a retried 503 is drained on the only connection so
+  // that it can be reused, and a body that trickles (never silent long enough for a body timeout)
+  // kept it for the drain's whole bound (1 s): the retry waited for it past its own limit and the
+  // call failed QUEUE_TIMEOUT — an error made by prazo's own drain. Expected: the drain gives way
+  // (its socket destroyed) and the retry answers; actual: QUEUE_TIMEOUT after ~450 ms.
+  it('Was a defect: connections: 1, a retried 503 whose body trickles: the retry gets a connection and answers (SPEC R2)', async () => {
+    const server = await serve((_req, res, index) => {
+      if (index === 0) {
+        res.writeHead(503, { 'content-length': '100000' });
+        const timer = setInterval(() => res.write('x'), 10);
+        res.on('close', () => clearInterval(timer));
+      } else res.end('fine');
+    });
+    const c = client(server.origin, { p99Ms: 300, attempts: 2, connections: 1 });
+    const started = systemClock.now();
+    expect(await settle(c.request('/', { deadline: 3_000 }))).toBe('200 fine');
+    expect(systemClock.now() - started).toBeLessThan(1_000);
+    expect(await eventually(() => server.seen[0]!.socketClosed)).toBe(true);
+  });
+
+  it('connections: 1, a retried 503 whose body is whole: drained, its connection reused by the retry', async () => {
+    const server = await serve((_req, res, index) => {
+      if (index === 0) {
+        res.writeHead(503, { 'content-length': '4' });
+        res.end('busy');
+      } else res.end('fine');
+    });
+    const c = client(server.origin, { p99Ms: 300, attempts: 2, connections: 1 });
+    expect(await settle(c.request('/', { deadline: 3_000 }))).toBe('200 fine');
+    expect(server.connections).toBe(1);
   });
 });
