@@ -177,7 +177,9 @@ export class Ejector {
   eject(r: EjectionRecord, now: number): number {
     const { baseEjectionMs: base, maxEjectionMs } = this.settings;
     // One level forgiven for every base period it stayed active (probation does not count).
-    const forgiven = r.phase === 'active' ? Math.floor(Math.max(0, now - r.since) / base) : 0;
+    // (`active > 0` is false for NaN: an instance added while the clock read NaN has no time in.)
+    const active = now - r.since;
+    const forgiven = r.phase === 'active' && active > 0 ? Math.floor(active / base) : 0;
     // Past the longest ejection the level stops growing, so forgiving it starts from there.
     const top = Math.ceil(Math.max(base, maxEjectionMs) / base);
     r.level = Math.min(top, Math.max(0, r.level - forgiven) + 1);

@@ -287,6 +287,11 @@ export class InstanceSet<T> {
       }
     }
     if (now >= this.#windowEnd) this.#closeWindow(now);
+    else if (Number.isNaN(this.#windowEnd)) {
+      // The clock read NaN when the set was made: the first window starts at the first real reading
+      // (left at NaN, no window would ever close: latency ejection off for good).
+      this.#windowEnd = now + this.#ejector!.settings.latency!.windowMs;
+    }
   }
 
   /**

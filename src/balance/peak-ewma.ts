@@ -70,7 +70,16 @@ export class PeakEwma {
     const w = elapsed > 0 ? Math.exp(-elapsed / this.#decayMs) : 1;
     const decayed = this.#value * w;
     this.#value = rttMs >= decayed ? rttMs : decayed + rttMs * (1 - w);
-    if (elapsed > 0) this.#at = now;
+    if (elapsed > 0 || this.#unplaced(now)) this.#at = now;
+  }
+
+  /**
+   * The estimate was stored at no time (the clock read NaN when its instance was added) and `now` is
+   * one: it takes that time. Left at NaN, every elapsed time is NaN, and the estimate never decays
+   * again — an instance that was slow once keeps its peak, and loses its traffic, for good.
+   */
+  #unplaced(now: number): boolean {
+    return Number.isNaN(this.#at) && Number.isFinite(now);
   }
 
   /**
@@ -83,7 +92,7 @@ export class PeakEwma {
     if (!(boundMs >= 0 && boundMs < Number.POSITIVE_INFINITY)) return;
     if (boundMs <= this.estimateAt(now)) return;
     this.#value = boundMs;
-    if (now > this.#at) this.#at = now;
+    if (now > this.#at || this.#unplaced(now)) this.#at = now;
   }
 
   /** Starts over from `valueMs` at `now` (an instance returning from ejection). */

@@ -327,6 +327,55 @@ describe('the instances of a dependency: `origins` (prazo/options INSTANCES_OPTI
 });
 
 describe('latency ejection (SPEC X5)', () => {
+  // Was a defect (fixed): an instance set whose clock read NaN when it was made or its instances added
+  // (a custom clock's one bad reading) kept that NaN: each estimate's time stayed NaN, so a slow answer's
+  // peak never decayed (5,000 ms an hour later: the instance starved for good); an ejection's level and
+  // length were NaN (an `instance-ejected` event with `ejectionMs` NaN, `ejections` NaN in `instances()`)
+  // and its end NaN, never reached: ejected for good; and the latency window's end NaN, so no window
+  // ever closed: latency ejection off. Expected: each takes the first real reading.
+  it('Was a defect: a clock that read NaN when instances were added does not freeze estimates, ejections or windows', () => {
+    const fake = new FakeClock();
+    let reading = Number.NaN;
+    const clock = {
+      now: () => reading,
+      epochNow: () => fake.epochNow(),
+      setTimer: (fn: () => void, ms: number) => fake.setTimer(fn, ms),
+      clearTimer: (timer: object) => fake.clearTimer(timer),
+    };
+    const ejected: [string, number, number][] = [];
+    const set = new InstanceSet<string>({
+      clock,
+      random: seededRandom(5),
+      decayMs: 10_000,
+      initialEstimateMs: 30,
+      ejection: ejectionSettings({ consecutiveFailures: 1, latency: { minSamples: 20 } }),
+      floorMs: () => 10,
+      penaltyMs: () => 100,
+      timeoutMs: () => 50,
+      unansweredFloor: () => 0.01,
+      listener: {
+        ejected: (instance, _verdict, ms, level) => ejected.push([instance, ms, level]),
+        returned: () => {},
+        added: () => {},
+        removed: () => {},
+      },
+    });
+    set.replace(['a', 'b', 'c', 'd', 'slow'].map((key) => ({ key, value: key })));
+    reading = 1_000;
+    set.settle(set.get('a')!, 'success', 5_000, 1_000);
+    expect(set.states(3_601_000).find((s) => s.instance === 'a')!.estimateMs).toBeLessThan(1);
+    set.settle(set.get('b')!, 'failure', 10, 2_000);
+    expect(ejected).toEqual([['b', 30_000, 1]]);
+    expect(set.states(40_000).find((s) => s.instance === 'b')!.state).toBe('probation');
+    for (let i = 0; i < 40; i += 1) {
+      reading += 300;
+      for (const key of ['c', 'd', 'slow']) {
+        set.settle(set.get(key)!, 'success', key === 'slow' ? 900 : 20, reading);
+      }
+    }
+    expect(ejected.map(([instance]) => instance)).toContain('slow');
+  });
+
   // Was a defect (fixed): as for the adaptive limit, latency ejection's settings spread the given
   // options over the defaults, so `latency: { factor: undefined }` (valid) made the factor undefined:
   // `p99 > undefined × peer` is never true, and latency ejection was off without a word
