@@ -138,10 +138,14 @@ const IMPLICIT: readonly RegExp[] = [new Document(null, { version: '1.1' }), new
 
 /**
  * Characters YAML 1.1 reads as a line break (NEL, LS, PS: go-yaml folds them to a space even inside
- * quotes) or may not hold raw (C0 and C1 controls, DEL, a byte-order mark): written as `\uXXXX`
- * escapes, which only a double-quoted scalar interprets, so a string holding one is double-quoted.
+ * quotes) or may not hold raw (C0 and C1 controls, DEL, a byte-order mark), and the bidi controls and
+ * invisible characters the CLI escapes on its way to a terminal (src/cli/escape.ts: they make a line
+ * read as something else): written as `\uXXXX` escapes, which only a double-quoted scalar
+ * interprets, so a string holding one is double-quoted (and `prazo export`'s output, escaped by the
+ * CLI, still reads back as the same strings).
  */
-const UNSAFE_RAW = '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ufeff';
+const UNSAFE_RAW =
+  '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff';
 const HAS_UNSAFE = new RegExp(`[\\n\\r${UNSAFE_RAW}]`);
 const escapeRaw = (text: string, also = ''): string =>
   text.replace(

@@ -433,9 +433,58 @@ describe('prazo: terminal escapes in echoed text (escape.ts, #24 item 7)', () =>
       if (ch === '\n' || ch === '\t' || (c >= 0x20 && c < 0x7f) || c === 0xa0) expect(out).toBe(`a${ch}b`);
       else expect(out).toBe(`a\\u${c.toString(16).padStart(4, '0')}b`);
     }
-    expect(escapeControl('é名\u{1F600}\u2028')).toBe('é名\u{1F600}\u2028');
+    expect(escapeControl('é名\u{1F600}')).toBe('é名\u{1F600}');
     // JSON output stays JSON that reads back to the same string
     expect(JSON.parse(escapeControl(JSON.stringify({ k: HOSTILE }))).k).toBe(HOSTILE);
+  });
+
+  /** What redraws or spoofs a line without being a C0/C1 control (escape.ts). */
+  const SPOOF: Record<string, string> = {
+    '\u2028': 'line separator',
+    '\u2029': 'paragraph separator',
+    '\u061c': 'arabic letter mark',
+    '\u200e': 'left-to-right mark',
+    '\u200f': 'right-to-left mark',
+    '\u202a': 'left-to-right embedding',
+    '\u202b': 'right-to-left embedding',
+    '\u202c': 'pop directional formatting',
+    '\u202d': 'left-to-right override',
+    '\u202e': 'right-to-left override',
+    '\u2066': 'left-to-right isolate',
+    '\u2067': 'right-to-left isolate',
+    '\u2068': 'first strong isolate',
+    '\u2069': 'pop directional isolate',
+    '\u00ad': 'soft hyphen',
+    '\u200b': 'zero width space',
+    '\u2060': 'word joiner',
+    '\u2064': 'invisible plus',
+    '\ufeff': 'byte order mark',
+  };
+
+  it('Was a defect: bidi overrides and isolates, LS/PS and invisible characters reached the terminal raw', async () => {
+    // `check` echoed a dependency named `orders\u202e...` raw: the override reversed the rest of the
+    // line on the operator's terminal (Trojan Source); U+2028 broke it in some terminals.
+    for (const [ch, what] of Object.entries(SPOOF)) {
+      const spelled = `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+      expect(escapeControl(`a${ch}b`), what).toBe(`a${spelled}b`);
+    }
+    // Judgement call (escape.ts): the joiners stay, emoji sequences and Persian/Indic words need them.
+    expect(escapeControl('👩\u200d💻 می\u200cخواهم')).toBe('👩\u200d💻 می\u200cخواهم');
+    const name = `orders\u202e\u2066evil\u2069\u2028\u200bx`;
+    writeFileSync(
+      join(dir, 'bidi.yaml'),
+      `dependencies:\n  - name: ${JSON.stringify(name)}\n    p99Ms: 100\n`,
+    );
+    for (const argv of [
+      ['check', 'bidi.yaml'],
+      ['check', 'bidi.yaml', '--json'],
+      ['calibrate', '--p99', '100', '--dependency', name, '--config', 'ok.yaml'],
+    ]) {
+      const r = await runCli(argv, dir);
+      const printed = `${r.out}${r.err}`;
+      expect(printed, JSON.stringify(argv)).not.toMatch(/[\u2028\u2029\u200b\u202a-\u202e\u2066-\u2069]/);
+      expect(printed, JSON.stringify(argv)).toMatch(/\\u202e/);
+    }
   });
 });
 
