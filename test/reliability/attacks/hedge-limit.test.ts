@@ -1,8 +1,9 @@
 import type { LookupAddress } from 'node:dns';
+import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { DnsDiscovery } from '../../../src/balance/discovery.js';
 import { ejectionSettings } from '../../../src/balance/ejection.js';
-import { InstanceSet } from '../../../src/balance/instances.js';
+import { type Instance, InstanceSet, type InstanceVerdict } from '../../../src/balance/instances.js';
 import { INSTANCES_OPTIONS, normalizeOrigin } from '../../../src/balance/options.js';
 import { FakeClock } from '../../../src/clock/fake.js';
 import { createDependency } from '../../../src/dependency/index.js';
@@ -57,6 +58,20 @@ const unprintable = (): unknown[] => [
     },
   },
 ];
+
+/** Any double: NaN, ±Infinity, ±0, the largest and smallest, and ordinary latencies. */
+const anyDouble = fc.oneof(
+  fc.double(),
+  fc.constantFrom(
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    Number.MAX_VALUE,
+    1e308,
+    -0,
+  ),
+  fc.double({ min: 0, max: 1e4, noNaN: true }),
+);
 
 const fixedSource = (value: unknown): LatencySource => ({
   record: () => {},
@@ -235,6 +250,36 @@ describe('concurrency limit (SPEC X7)', () => {
     expect(await calls[49]).toBe('CONCURRENCY_LIMITED');
   });
 
+  it('the adaptive limit stays a whole number in [min, max] whatever RTTs and readings it is fed (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(anyDouble, fc.oneof(anyDouble, fc.integer({ min: 0, max: 1e6 })), fc.boolean()), {
+          maxLength: 300,
+        }),
+        fc.record({
+          initial: fc.integer({ min: 1, max: 50 }),
+          max: fc.integer({ min: 50, max: 100 }),
+          minSamples: fc.integer({ min: 1, max: 3 }),
+          smoothing: fc.double({ min: 0.01, max: 1, noNaN: true }),
+          tolerance: fc.double({ min: 1, max: 10, noNaN: true }),
+        }),
+        (steps, given) => {
+          const adaptive = { ...given, min: 1, windowMs: 10, minRttHorizonMs: 100 };
+          const limiter = new ConcurrencyLimiter({ adaptive }, new FakeClock());
+          for (const [rtt, now, acquire] of steps) {
+            if (acquire) limiter.tryAcquire();
+            else limiter.release();
+            limiter.sample(rtt, now);
+            expect(Number.isInteger(limiter.limit)).toBe(true);
+            expect(limiter.limit).toBeGreaterThanOrEqual(1);
+            expect(limiter.limit).toBeLessThanOrEqual(adaptive.max);
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   it('waiters start first come first served; the cancelled ones and a full queue are skipped, an aborted signal takes no place', async () => {
     const { dep, call, started, results, drain } = limited(2, 4);
     const early = new AbortController();
@@ -327,6 +372,73 @@ describe('the instances of a dependency: `origins` (prazo/options INSTANCES_OPTI
 });
 
 describe('latency ejection (SPEC X5)', () => {
+  it('picks, settles with any latency and reading, and replaces: estimates finite, levels whole, one instance always in rotation (property)', () => {
+    const verdicts: InstanceVerdict[] = ['success', 'failure', 'unanswered', 'lost', 'neutral'];
+    const keys = ['a', 'b', 'c', 'd', 'e'];
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({ op: fc.constant('pick' as const), at: anyDouble }),
+            fc.record({
+              op: fc.constant('settle' as const),
+              verdict: fc.constantFrom(...verdicts),
+              ms: anyDouble,
+              at: anyDouble,
+            }),
+            fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 100_000 }) }),
+            fc.record({
+              op: fc.constant('replace' as const),
+              keys: fc.uniqueArray(fc.constantFrom(...keys), { maxLength: 5 }),
+            }),
+          ),
+          { maxLength: 150 },
+        ),
+        fc.integer({ min: 0, max: 1_000 }),
+        (ops, seed) => {
+          const clock = new FakeClock();
+          const set = new InstanceSet<string>({
+            clock,
+            random: seededRandom(seed),
+            decayMs: 10_000,
+            initialEstimateMs: 30,
+            ejection: ejectionSettings({
+              consecutiveFailures: 2,
+              latency: { minSamples: 20, windowMs: 1_000 },
+            }),
+            floorMs: () => 10,
+            penaltyMs: () => 100,
+            timeoutMs: () => 50,
+            unansweredFloor: () => 0.01,
+          });
+          set.replace(['a', 'b', 'c'].map((key) => ({ key, value: key })));
+          const open: Instance<string>[] = [];
+          for (const o of ops) {
+            if (o.op === 'pick') {
+              const picked = set.pick(o.at);
+              if (set.size > 0) {
+                expect(set.get(picked!.key)).toBe(picked);
+                open.push(picked!);
+              }
+            } else if (o.op === 'settle') {
+              const held = open.shift();
+              if (held !== undefined) set.settle(held, o.verdict, o.ms, o.at);
+            } else if (o.op === 'advance') clock.advance(o.ms);
+            else set.replace(o.keys.map((key) => ({ key, value: key })));
+            if (set.size > 0) expect(set.available).toBeGreaterThanOrEqual(1);
+            for (const s of set.states()) {
+              expect(s.estimateMs >= 0 && s.estimateMs < Number.POSITIVE_INFINITY).toBe(true);
+              expect(Number.isInteger(s.ejections)).toBe(true);
+            }
+          }
+          for (const held of open) set.settle(held, 'neutral', 0, clock.now());
+          for (const s of set.states()) expect(s.inFlight).toBe(0);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   // Was a defect (fixed): an instance set whose clock read NaN when it was made or its instances added
   // (a custom clock's one bad reading) kept that NaN: each estimate's time stayed NaN, so a slow answer's
   // peak never decayed (5,000 ms an hour later: the instance starved for good); an ejection's level and
