@@ -1,4 +1,13 @@
-import { closeSync, fsyncSync, openSync, realpathSync, renameSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { shownOrigin } from '../../balance/options.js';
 import {
@@ -169,19 +178,30 @@ export function p99ToWrite(p99Ms: number, slack: number, responseMs: number): nu
   return Number(formatNumber(p99Ms));
 }
 
-/** Writes `text` to `path` through a temporary file and a rename: a reader never sees half a file. */
-export function replaceFile(path: string, text: string): void {
+/**
+ * Writes `text` to `path` through a temporary file and a rename: a reader never sees half a file.
+ * `text` may be a function that produces it, called once the temporary file is open. When writing,
+ * producing or renaming fails, the temporary file is removed before the error is thrown: a failed
+ * `--write` leaves the directory as it found it (a full disk, a target turned directory, a read-only
+ * mount would otherwise leave a `.<name>.prazo-<pid>.tmp` beside the config at each try).
+ */
+export function replaceFile(path: string, text: string | (() => string)): void {
   const real = realpathSync(path); // a symlinked config (a mounted ConfigMap's target) is written where it lives
   const mode = statSync(real).mode & 0o7777;
   const temporary = join(dirname(real), `.${basename(real)}.prazo-${process.pid}.tmp`);
   const fd = openSync(temporary, 'w', mode);
   try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      writeSync(fd, typeof text === 'function' ? text() : text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temporary, real);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
   }
-  renameSync(temporary, real);
 }
 
 export async function fleetCommand(flags: FleetFlags, cwd: string): Promise<FleetReport> {
