@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.js';
 import { RECORDER_LIMITS } from './constants.js';
-import { type LatencyRecorderOptions, resolveRecorderOptions, type Settings } from './options.js';
+import { type LatencyRecorderOptions, resolveRecorderOptions, type Settings, thrownText } from './options.js';
 import type { LatencySnapshot, LatencySource, Outcome } from './types.js';
 import { LatencyWindow } from './window.js';
 
@@ -181,16 +181,4 @@ class RotatingRecorder implements LatencyRecorder {
  */
 export function createLatencyRecorder(options: LatencyRecorderOptions = {}): LatencyRecorder {
   return new RotatingRecorder(resolveRecorderOptions(options));
-}
-
-/**
- * A thrown value as text for a message: `String()` itself throws on some (an object without a
- * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
- */
-function thrownText(error: unknown): string {
-  try {
-    return String(error);
-  } catch {
-    return 'a value that cannot be shown';
-  }
 }

@@ -520,6 +520,26 @@ describe('latency ejection (SPEC X5)', () => {
   });
 });
 
+// ── latency recorder ────────────────────────────────────────────────────────────────────────────
+
+describe('createLatencyRecorder given options that cannot be read (SPEC C1)', () => {
+  // Was a defect (fixed): as `createHedgePolicy`'s, the recorder's options were read unguarded, so a
+  // revoked Proxy or a getter that throws threw a bare TypeError out of `createLatencyRecorder` (a
+  // root export). Expected: InvalidOptionsError with the reason. Actual: "Cannot perform 'IsArray' on
+  // a proxy that has been revoked".
+  it('Was a defect: a revoked Proxy or a throwing getter as its options is an InvalidOptionsError', () => {
+    expect(problemsOf(() => createLatencyRecorder(revoked() as never))).toEqual([
+      expect.stringMatching(/^options cannot be read: TypeError: .*revoked/),
+    ]);
+    expect(problemsOf(() => createLatencyRecorder(throwingGetter('windowMs') as never))).toEqual([
+      'options cannot be read: TypeError: no windowMs for you',
+    ]);
+    expect(
+      problemsOf(() => createLatencyRecorder(throwingGetter('onWindow', Object.create(null)) as never)),
+    ).toEqual(['options cannot be read: a value that cannot be shown']);
+  });
+});
+
 // ── values that cannot be printed, thrown by a caller's code ───────────────────────────────────
 
 describe('a callback of the caller throwing a value that cannot be printed', () => {
