@@ -77,12 +77,19 @@ describe('RE2 syntax of Prometheus regex matchers', () => {
     expect(re2Problem('*a')).toBe('missing argument to repetition operator: `*`');
     expect(re2Problem('a\\')).toBe('trailing backslash at end of expression');
     expect(re2Problem('[z-a]')).toBe('invalid character class range: `z-a`');
+    // Go's limits: a thousand levels of nesting, about 3.3 million compiled instructions.
+    expect(re2Problem(`${'('.repeat(1001)}${')'.repeat(1001)}`)).toBe('expression nests too deeply');
+    expect(re2Problem(`${'('.repeat(999)}${')'.repeat(999)}`)).toBeUndefined();
+    expect(re2Problem(`(${'a'.repeat(3400)}){1000}`)).toBe('expression too large');
   });
 
   it('Go, not RE2/J, where they differ (the documented corners)', () => {
     // Go accepts a capture name given twice (Regexp.SubexpIndex documents it); RE2/J refuses.
     expect(re2Problem('(?P<x>a)(?P<x>b)')).toBeUndefined();
     expect(re2js('(?P<x>a)(?P<x>b)')).toMatch(/duplicate capture group name/);
+    // RE2/J counts a compiled program larger than Go does: 1000 × 3002 instructions fit Go's limit.
+    expect(re2Problem(`(${'a'.repeat(3000)}){1000}`)).toBeUndefined();
+    expect(re2js(`(${'a'.repeat(3000)}){1000}`)).toMatch(/expression too large/);
     // Go has no binary properties in \p; RE2/J has (Emoji, White_Space...).
     expect(re2Problem('\\p{Emoji}')).toBe('invalid character class range: `\\p{Emoji}`');
     expect(re2js('\\p{Emoji}')).toBeUndefined();

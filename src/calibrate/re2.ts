@@ -16,7 +16,8 @@
  *   Unicode 13 scripts; Go 1.25's additions (`\p{Letter}`, `\p{ASCII}`, `Assigned`, `Cn`, `LC`, any
  *   case) and later scripts are refused.
  * Where RE2's other ports disagree with Go, Go wins: a capture name given twice is accepted (Go
- * allows it; RE2/J, C++ RE2 refuse), and binary properties (`\p{Emoji}`) are refused (Go has none).
+ * allows it; RE2/J, C++ RE2 refuse), binary properties (`\p{Emoji}`) are refused (Go has none), and
+ * the size limit is Go's count of instructions (RE2/J's comes out larger and refuses sooner).
  * Go's "expression too large" (about 3.3 million compiled instructions) and nesting depth (1000) are
  * counted on this module's own reading of the tree: Go skips the size count when a cheap estimate
  * says it fits and measures depth after its simplifications, so near those limits (only a body of
@@ -191,6 +192,11 @@ function parse(pattern: string): void {
   let i = 0;
   const rest = (from = i): string => s.slice(from).join('');
   const text = (from: number, to = i): string => s.slice(from, to).join('');
+  /** Where the pair `a` `b` first occurs from `from` on, or -1. */
+  const find = (a: string, b: string, from: number): number => {
+    for (let j = from; j + 1 < s.length; j += 1) if (s[j] === a && s[j + 1] === b) return j;
+    return -1;
+  };
   const stack: Frame[] = [{ alternatives: [], current: [], capture: false }];
   const top = (): Frame => stack[stack.length - 1]!;
   const push = (node: Node): void => {
@@ -276,11 +282,11 @@ function parse(pattern: string): void {
     while (s[i] !== ']' || first) {
       first = false;
       if (s[i] === '[' && s[i + 1] === ':' && s.length - i > 2) {
-        const end = rest(i + 2).indexOf(':]');
+        const end = find(':', ']', i + 2);
         if (end >= 0) {
-          const name = rest(i).slice(0, end + 4);
+          const name = text(i, end + 2);
           if (!POSIX_CLASSES.has(name)) throw new Refused('invalid character class range', name);
-          i += Array.from(name).length;
+          i = end + 2;
           continue;
         }
       }
@@ -429,10 +435,9 @@ function parse(pattern: string): void {
         i += 2;
       } else if (next === 'C') throw new Refused('invalid escape sequence', '\\C');
       else if (next === 'Q') {
-        const end = rest(i + 2).indexOf('\\E');
-        const lit = end < 0 ? s.slice(i + 2) : Array.from(rest(i + 2).slice(0, end));
-        for (const _ of lit) literal();
-        i = end < 0 ? s.length : i + 2 + lit.length + 2;
+        const end = find('\\', 'E', i + 2);
+        for (let k = i + 2; k < (end < 0 ? s.length : end); k += 1) literal();
+        i = end < 0 ? s.length : end + 2;
       } else if (next === 'p' || next === 'P') {
         unicodeClass();
         single();
