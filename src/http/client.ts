@@ -1,4 +1,4 @@
-import { Dispatcher, errors, Pool } from 'undici';
+import { Dispatcher, Pool } from 'undici';
 import type { InstanceState } from '../balance/instances.js';
 import type { Dependency } from '../dependency/dependency.js';
 import type { DependencyListener } from '../dependency/events.js';
@@ -10,7 +10,7 @@ import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore
 import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
 import type { CurrentPlan, OpenCall } from './plan.js';
-import { createTrackedPool, type TrackedPool } from './pool.js';
+import { createTrackedPool, endedError, type TrackedPool } from './pool.js';
 import {
   callOptions,
   callPath,
@@ -134,11 +134,6 @@ const requestApi = Dispatcher.prototype.request as unknown as (
   this: { dispatch: Dispatch },
   options: Dispatcher.RequestOptions,
 ) => Promise<Dispatcher.ResponseData>;
-
-/** undici's own error for a call on a closed or destroyed dispatcher (`UND_ERR_CLOSED`, `UND_ERR_DESTROYED`). */
-function endedError(ended: 'closed' | 'destroyed'): Error {
-  return ended === 'closed' ? new errors.ClientClosedError() : new errors.ClientDestroyedError();
-}
 
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const o = resolveHttpClientOptions(options);

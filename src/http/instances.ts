@@ -14,6 +14,7 @@ import type { ExecutorPlan } from '../dependency/transport.js';
 import type { DependencyEvent } from '../dependency/types.js';
 import { discoveryError, NoInstanceError } from '../errors/capacity.js';
 import type { Dispatch } from './handler.js';
+import { endedError } from './pool.js';
 
 /**
  * What a failed attempt costs an instance's estimate, in attempt timeouts: a failure is worth a caller
@@ -75,6 +76,12 @@ export class RouteInstances {
   /** Why there is no instance: the last lookup's error, while the set is empty. */
   #failure: Error | undefined;
   #closed = false;
+  /**
+   * Set by `close()` / `destroy()`: a call still waiting for an instance, or asking for one after,
+   * ends with undici's closed or destroyed error, the caller's lifecycle (not recorded). It ended
+   * NO_INSTANCE, recorded as the dependency failing: a closed interceptor's calls read as an outage.
+   */
+  #ended: 'closed' | 'destroyed' | undefined;
   readonly #closing = new Set<Promise<void>>();
 
   constructor(
@@ -154,7 +161,8 @@ export class RouteInstances {
    * says why there is none (discovery failed and never found one).
    */
   whenAvailable(ready: (error: Error | undefined) => void): void {
-    if (this.set.available > 0) ready(undefined);
+    if (this.#ended !== undefined) ready(endedError(this.#ended));
+    else if (this.set.available > 0) ready(undefined);
     else if (this.#failure !== undefined || this.#closed)
       ready(this.#failure ?? new NoInstanceError({ dependency: this.#name }));
     else this.#waiting.push(ready);
@@ -181,6 +189,7 @@ export class RouteInstances {
 
   /** Stops discovery and closes every target (in flight attempts finish first). */
   async close(): Promise<void> {
+    this.#ended ??= 'closed';
     this.#stop();
     const gone = this.set.replace([]);
     await Promise.all([...gone.map((t) => t.close?.()), ...this.#closing]);
@@ -195,6 +204,7 @@ export class RouteInstances {
   }
 
   async destroy(): Promise<void> {
+    this.#ended = 'destroyed';
     this.#stop();
     const gone = this.set.replace([]);
     await Promise.all(gone.map((t) => t.destroy?.()));
@@ -203,7 +213,8 @@ export class RouteInstances {
   #stop(): void {
     this.#closed = true;
     this.#discovery?.stop();
-    this.#wake(new NoInstanceError({ dependency: this.#name }));
+    const ended = this.#ended;
+    this.#wake(ended === undefined ? new NoInstanceError({ dependency: this.#name }) : endedError(ended));
   }
 
   #update(origins: readonly string[]): void {

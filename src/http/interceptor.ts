@@ -55,7 +55,9 @@ export interface PrazoInterceptor extends Dispatcher.DispatcherComposeIntercepto
   dependencies(): readonly DependencyView[];
   /**
    * Stops the DNS discovery of every dependency that has it (its timer never keeps the process alive,
-   * but a test or a shutdown may want it gone). The dispatcher below is yours to close.
+   * but a test or a shutdown may want it gone), and lets go of the instances of every dependency that
+   * has several: a call to such an origin after it fails at once with `UND_ERR_CLOSED` (not recorded
+   * as the dependency failing). The dispatcher below is yours to close.
    */
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { Client, type Dispatcher, Pool } from 'undici';
+import { Client, type Dispatcher, errors, Pool } from 'undici';
 
 /**
  * The client's connection pool: undici's `Pool`, with every client it creates tracked, so that
@@ -88,4 +88,13 @@ export function createTrackedPool(origin: string, options: PoolOptions): Tracked
       await all((client) => client.destroy());
     },
   };
+}
+
+/**
+ * undici's own error for a call on a closed or destroyed dispatcher (`UND_ERR_CLOSED`,
+ * `UND_ERR_DESTROYED`): what a client of prazo's, or its instances, answer once closed, as undici's
+ * pool would. The executor reads either as the caller's lifecycle, never the dependency's failure.
+ */
+export function endedError(ended: 'closed' | 'destroyed'): Error {
+  return ended === 'closed' ? new errors.ClientClosedError() : new errors.ClientDestroyedError();
 }

@@ -121,6 +121,72 @@ describe('http-lifecycle attacks: calls on a closed client', () => {
   });
 });
 
+describe('http-lifecycle attacks: closing instances and discovery', () => {
+  /** A lookup that answers 127.0.0.1 when the test says so (`answer()`), or at once. */
+  function lookupOf(atOnce: boolean): { lookup: never; answer: () => void } {
+    const pending: Array<() => void> = [];
+    const lookup = ((_host: string, _options: unknown, callback: (...args: unknown[]) => void) => {
+      const answer = () => callback(null, [{ address: '127.0.0.1', family: 4 }]);
+      if (atOnce) setImmediate(answer);
+      else pending.push(answer);
+    }) as never;
+    const answer = (): void => {
+      for (const one of pending.splice(0)) one();
+    };
+    return { lookup, answer };
+  }
+
+  // Was a defect (fixed): `interceptor.close()` stops discovery and empties each dependency's
+  // instances; every later call to such an origin failed NO_INSTANCE ("the dependency has no
+  // instance"), recorded as the dependency's error. Expected: UND_ERR_CLOSED, nothing recorded;
+  // actual: NO_INSTANCE, 5 errors of 6 in the window.
+  it('Was a defect: after interceptor.close(), a call to a discovered origin is UND_ERR_CLOSED, not an outage recorded as NO_INSTANCE (SPEC X5, C4)', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const origin = `http://inventory.test:${server.port}`;
+    const prazo = interceptor({
+      dependencies: {
+        [origin]: { name: 'inventory', p99Ms: 300, discovery: { lookup: lookupOf(true).lookup } },
+      },
+    });
+    const agent = new Agent().compose(prazo);
+    cleanup.push(() => agent.destroy());
+    expect(await settle(request(origin, { dispatcher: agent }))).toBe('200 ok');
+    await prazo.close();
+    for (let i = 0; i < 5; i += 1)
+      expect(await settle(request(origin, { dispatcher: agent }))).toBe('UND_ERR_CLOSED');
+    expect(recorded(prazo.dependency(origin)!)).toEqual({ count: 1, errors: 0 });
+  });
+
+  // Was a defect (fixed): the same inside a client: a call waiting for the first lookup when
+  // `close()` came ended NO_INSTANCE, recorded as an error. Expected: UND_ERR_CLOSED (nothing was
+  // sent: a graceful close sends nothing new), nothing recorded.
+  it('Was a defect: close() while a call waits for discovery: UND_ERR_CLOSED at once, nothing recorded; destroy(): UND_ERR_DESTROYED', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    for (const [end, code] of [
+      ['close', 'UND_ERR_CLOSED'],
+      ['destroy', 'UND_ERR_DESTROYED'],
+    ] as const) {
+      const { lookup, answer } = lookupOf(false);
+      const c = client(`http://inventory.test:${server.port}`, { discovery: { lookup } } as never);
+      const call = watch(c.request('/'));
+      await flush();
+      expect(call.state).toBe('pending');
+      const ended = watch(c[end]());
+      await flush();
+      answer();
+      await flush();
+      expect([end, call.state, (call.error as { code?: unknown } | undefined)?.code]).toEqual([
+        end,
+        'err',
+        code,
+      ]);
+      expect(ended.state).toBe('ok');
+      expect(recorded(c.dependency)).toEqual({ count: 0, errors: 0 });
+    }
+    expect(server.seen).toHaveLength(0);
+  });
+});
+
 // ── close() and destroy() between attempts ──────────────────────────────────────────────────────
 
 describe('http-lifecycle attacks: close() and destroy() during a Retry-After wait', () => {
