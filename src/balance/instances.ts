@@ -88,6 +88,12 @@ export interface InstanceListener {
   removed(instance: string): void;
 }
 
+/**
+ * A reading this far (ms) before the latest one is a clock stepped back, not a late reading: the
+ * readings of attempts ending about together arrive out of order by a few ms (an event loop turn).
+ */
+const STEP_BACK_MS = 1_000;
+
 export interface InstanceSetOptions {
   readonly clock: Clock;
   /** Uniform [0, 1): the dependency's PRNG. */
@@ -157,6 +163,8 @@ export class InstanceSet<T> {
   /** The earliest instant an ejected instance returns (+∞: none out). */
   #nextReturn = Number.POSITIVE_INFINITY;
   #windowEnd: number;
+  /** The latest finite reading seen (see `#time`). */
+  #latest = Number.NEGATIVE_INFINITY;
 
   constructor(options: InstanceSetOptions) {
     this.#o = options;
@@ -188,7 +196,8 @@ export class InstanceSet<T> {
    * keys no longer listed leave (their attempts in flight settle normally). Returns the values that
    * left, for their owner to close.
    */
-  replace(entries: readonly { readonly key: string; readonly value: T }[], now = this.#o.clock.now()): T[] {
+  replace(entries: readonly { readonly key: string; readonly value: T }[], at = this.#o.clock.now()): T[] {
+    const now = this.#time(at);
     const wanted = new Set<string>();
     for (const { key, value } of entries) {
       wanted.add(key);
@@ -326,10 +335,33 @@ export class InstanceSet<T> {
   /**
    * `at`, a reading the caller took, or the set's own clock when it is not a finite number: taken, one
    * `Infinity` would eject an instance until Infinity, or return every ejected one on a probation
-   * that never ends with an estimate that never decays.
+   * that never ends with an estimate that never decays. A reading more than {@link STEP_BACK_MS}
+   * before the latest one is a clock stepped back (a custom clock on `Date.now()`, or one bad reading
+   * far ahead): every instant the set keeps moves back with it (`#shift`), as the adaptive limit
+   * rebases its window. Kept where they were, an instance ejected before the step would stay out, a
+   * peak would not decay and no latency window would close until the clock came back to them.
    */
   #time(at: number): number {
-    return Number.isFinite(at) ? at : this.#o.clock.now();
+    const now = Number.isFinite(at) ? at : this.#o.clock.now();
+    if (!Number.isFinite(now)) return now;
+    const back = this.#latest - now;
+    if (back > STEP_BACK_MS) this.#shift(-back);
+    if (now > this.#latest || back > STEP_BACK_MS) this.#latest = now;
+    return now;
+  }
+
+  /** Moves every instant the set keeps by `delta` ms (see `#time`). */
+  #shift(delta: number): void {
+    this.#windowEnd += delta;
+    this.#nextReturn += delta;
+    for (const instance of this.#all.values()) {
+      instance.ewma.shift(delta);
+      instance.cutAt += delta;
+      const record = instance.ejection;
+      record.since += delta;
+      record.ejectedUntil += delta;
+      record.probationUntil += delta;
+    }
   }
 
   /** Every instance's state now (metrics, tests). */

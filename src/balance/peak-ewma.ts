@@ -95,6 +95,11 @@ export class PeakEwma {
     if (now > this.#at || this.#unplaced(now)) this.#at = now;
   }
 
+  /** Moves the instant the estimate was stored by `deltaMs` (its set's clock was stepped back). */
+  shift(deltaMs: number): void {
+    this.#at += deltaMs;
+  }
+
   /** Starts over from `valueMs` at `now` (an instance returning from ejection). */
   reset(valueMs: number, now: number): void {
     this.#value = valueMs;

@@ -372,6 +372,47 @@ describe('the instances of a dependency: `origins` (prazo/options INSTANCES_OPTI
 });
 
 describe('latency ejection (SPEC X5)', () => {
+  // Was a defect (fixed): the instance set kept every instant as read, so after its clock was stepped
+  // back (a custom clock on `Date.now()`, or one epoch reading among monotonic ones) an instance
+  // ejected before the step stayed out until the clock came back to its end — an hour later here, not
+  // 30 s — its peak did not decay (stored "in the future"), and no latency window closed
+  // (src/balance/instances.ts). The adaptive limit and the recorder already treat such a step as a
+  // pause. Expected: everything moves back with the clock. Actual: 'ejected' a minute after the step.
+  it('Was a defect: a clock stepped back an hour does not keep an instance ejected, a peak undecayed or the windows shut for that hour', () => {
+    for (const before of [3_600_000, 1.7e12]) {
+      const clock = new FakeClock();
+      let reading = before;
+      const set = new InstanceSet<string>({
+        clock: { ...clock, now: () => reading } as never,
+        random: seededRandom(2),
+        decayMs: 10_000,
+        initialEstimateMs: 30,
+        ejection: ejectionSettings({ consecutiveFailures: 1, latency: { minSamples: 20 } }),
+        floorMs: () => 10,
+        penaltyMs: () => 100,
+        timeoutMs: () => 50,
+        unansweredFloor: () => 0.01,
+      });
+      set.replace(['a', 'b', 'c', 'd', 'slow'].map((key) => ({ key, value: key })));
+      set.settle(set.get('a')!, 'success', 5_000, reading);
+      set.settle(set.get('b')!, 'failure', 10, reading);
+      expect(set.states().find((s) => s.instance === 'b')!.state).toBe('ejected');
+      reading = 0; // stepped back
+      set.pick(reading);
+      reading = 60_000;
+      const states = set.states();
+      expect(states.find((s) => s.instance === 'b')!.state, String(before)).toBe('probation');
+      expect(states.find((s) => s.instance === 'a')!.estimateMs).toBeLessThan(5_000 * Math.exp(-5));
+      for (let i = 0; i < 40; i += 1) {
+        reading += 300;
+        for (const key of ['c', 'd', 'slow']) {
+          set.settle(set.get(key)!, 'success', key === 'slow' ? 900 : 20, reading);
+        }
+      }
+      expect(set.states().find((s) => s.instance === 'slow')!.state, String(before)).toBe('ejected');
+    }
+  });
+
   it('picks, settles with any latency and reading, and replaces: estimates finite, levels whole, one instance always in rotation (property)', () => {
     const verdicts: InstanceVerdict[] = ['success', 'failure', 'unanswered', 'lost', 'neutral'];
     const keys = ['a', 'b', 'c', 'd', 'e'];
@@ -475,10 +516,10 @@ describe('latency ejection (SPEC X5)', () => {
     set.replace(['a', 'b', 'c', 'd', 'slow'].map((key) => ({ key, value: key })));
     reading = 1_000;
     set.settle(set.get('a')!, 'success', 5_000, 1_000);
-    expect(set.states(3_601_000).find((s) => s.instance === 'a')!.estimateMs).toBeLessThan(1);
     set.settle(set.get('b')!, 'failure', 10, 2_000);
     expect(ejected).toEqual([['b', 30_000, 1]]);
-    expect(set.states(40_000).find((s) => s.instance === 'b')!.state).toBe('probation');
+    reading = 40_000;
+    expect(set.states(reading).find((s) => s.instance === 'b')!.state).toBe('probation');
     for (let i = 0; i < 40; i += 1) {
       reading += 300;
       for (const key of ['c', 'd', 'slow']) {
@@ -486,6 +527,7 @@ describe('latency ejection (SPEC X5)', () => {
       }
     }
     expect(ejected.map(([instance]) => instance)).toContain('slow');
+    expect(set.states(3_601_000).find((s) => s.instance === 'a')!.estimateMs).toBeLessThan(1);
   });
 
   // Was a defect (fixed): as for the adaptive limit, latency ejection's settings spread the given
