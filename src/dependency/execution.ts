@@ -514,7 +514,9 @@ export class Execution<T, C extends Carrier = Carrier>
       this.core.limiter?.cancel(this);
     }
     this.#clearTimer();
-    if (this.#rounds === 0) this.#finish(false, reason);
+    // Nothing held: its original still waits for a slot, or its retry does (the 503 it would have
+    // retried was let go to free its connection and slot first).
+    if (this.#rounds === 0 || (!this.#heldOk && this.#held === undefined)) this.#finish(false, reason);
     else this.#stop('closing', this.deadline.remainingMsAt(this.core.clock.now(), this.core.clock));
   }
 

@@ -8,7 +8,8 @@ import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
 import { interceptor } from '../../../src/http/interceptor.js';
 import type { HttpClientOptions } from '../../../src/http/options.js';
 import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
-import { eventually, flush, watch } from './watch.js';
+import { createLatencyRecorder } from '../../../src/latency/recorder.js';
+import { eventually, flush, sleep, watch } from './watch.js';
 
 /**
  * Attacks on prazo/http's lifecycle: `close()` and `destroy()` of a client (and of the dispatcher
@@ -256,6 +257,104 @@ describe('http-lifecycle attacks: close() and destroy() during a Retry-After wai
     await call.value!.body.text();
     expect(await eventually(() => closed.state === 'ok')).toBe(true);
     expect(server.seen).toHaveLength(1);
+  });
+});
+
+describe('http-lifecycle attacks: close() and destroy() against the concurrency limit and hedges', () => {
+  // Was a defect (fixed): a call waiting in the concurrency limit's queue (SPEC X7) when `close()`
+  // came kept waiting for a slot (its retry until its deadline: 100 s here), then met the closed
+  // pool. Expected: both end at once with UND_ERR_CLOSED (nothing of them is on the wire; the 503 the
+  // retry was for was let go to free its slot), the slot in flight finishes, the limit's count is
+  // back to 0; actual: pending.
+  it('Was a defect: close() while an original and a retry wait for a slot of the concurrency limit: both UND_ERR_CLOSED at once (SPEC X7)', async () => {
+    const server = await serve((req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow'), 100);
+      else retryAfter2(req, res, 0);
+    });
+    const clock = new FakeClock();
+    const c = client(server.origin, {
+      clock,
+      attempts: 2,
+      p99Ms: 1_000,
+      concurrencyLimit: { maxInFlight: 1, maxQueue: 5 },
+      retryBudget: { minPerSecond: 100 },
+    });
+    const retried = watch(c.request('/busy', { deadline: 100_000 }));
+    expect(await eventually(() => server.seen.length === 1)).toBe(true);
+    await flush();
+    const slow = watch(c.request('/slow', { deadline: 100_000 })); // the slot's next holder
+    await flush();
+    await clock.advanceAsync(2_000); // the Retry-After: the retry now waits for the slot
+    expect(await eventually(() => server.seen.length === 2)).toBe(true);
+    const queued = watch(c.request('/queued', { deadline: 100_000 }));
+    await flush();
+    expect(c.dependency.concurrency()).toMatchObject({ inFlight: 1, queued: 2 });
+    const closed = watch(c.close());
+    await flush();
+    for (const call of [retried, queued]) {
+      expect(call.state).toBe('err');
+      expect((call.error as { code?: unknown }).code).toBe('UND_ERR_CLOSED');
+    }
+    expect(await eventually(() => slow.state !== 'pending')).toBe(true);
+    expect(await slow.value!.body.text()).toBe('slow');
+    expect(await eventually(() => closed.state === 'ok')).toBe(true);
+    expect(c.dependency.concurrency()).toMatchObject({ inFlight: 0, queued: 0 });
+    expect(server.seen.map((seen) => seen.url)).toEqual(['/busy', '/slow']);
+  });
+
+  /** A client hedging at 20 ms (a recorder on a clock that never moves keeps one full window). */
+  function hedging(origin: string, minDelayMs: number): HttpClient {
+    const stopped = new FakeClock();
+    const recorder = createLatencyRecorder({ clock: stopped, windowMs: 500, minSamples: 20 });
+    for (let i = 0; i < 20; i += 1) recorder.record(5, 'success');
+    stopped.advance(500);
+    return client(origin, { p99Ms: 1_000, hedge: { minDelayMs, maxDelayMs: 200 }, recorder });
+  }
+
+  it('destroy() with a hedge and its original in flight: UND_ERR_DESTROYED at once, both sockets closed, nothing recorded (SPEC H1)', async () => {
+    const server = await serve(() => {}); // never answers
+    const c = hedging(server.origin, 20);
+    const ends: string[] = [];
+    c.on((event) => {
+      if (event.type === 'attempt-end') ends.push(event.outcome);
+    });
+    const call = watch(c.request('/', { deadline: 5_000 }));
+    expect(await eventually(() => server.seen.length === 2)).toBe(true);
+    await c.destroy();
+    await flush();
+    expect([call.state, (call.error as { code?: unknown }).code]).toEqual(['err', 'UND_ERR_DESTROYED']);
+    expect(ends).toEqual(['cancelled', 'cancelled']);
+    expect(await eventually(() => server.open === 0)).toBe(true);
+  });
+
+  it('close() with a hedge not sent yet: it is never sent; the original answers', async () => {
+    let answer: (() => void) | undefined;
+    const server = await serve((_req, res) => {
+      answer = () => res.end('late');
+    });
+    const c = hedging(server.origin, 60);
+    const call = watch(c.request('/', { deadline: 5_000 }));
+    expect(await eventually(() => answer !== undefined)).toBe(true);
+    const closed = watch(c.close());
+    await sleep(150); // past the hedge's 60 ms
+    expect(server.seen).toHaveLength(1);
+    answer!();
+    expect(await eventually(() => call.state !== 'pending')).toBe(true);
+    expect(await call.value!.body.text()).toBe('late');
+    expect(await eventually(() => closed.state === 'ok')).toBe(true);
+  });
+
+  it('a request started in the same tick as close() is on the wire: it answers; in the same tick as destroy(): UND_ERR_DESTROYED', async () => {
+    const server = await serve((_req, res) => setTimeout(() => res.end('ok'), 20));
+    const graceful = client(server.origin);
+    const answered = settle(graceful.request('/'));
+    const closed = graceful.close();
+    expect(await answered).toBe('200 ok');
+    await closed;
+    const cut = client(server.origin);
+    const calls = [settle(cut.request('/')), settle(cut.request('/'))];
+    await cut.destroy();
+    expect(await Promise.all(calls)).toEqual(['UND_ERR_DESTROYED', 'UND_ERR_DESTROYED']);
   });
 });
 
