@@ -96,7 +96,10 @@ export class DnsDiscovery {
     const clock = this.#o.clock;
     const now = clock.now();
     for (const [seq, at] of this.#unanswered) {
-      if (now - at >= FORGET_UNANSWERED_MS) this.#unanswered.delete(seq);
+      // Also forgotten when the clock reads before it started (stepped back) or reads NaN: kept, it
+      // would count until the clock came back, and two such lookups stop discovery (EBUSY) till then.
+      const out = now - at;
+      if (!(out >= 0 && out < FORGET_UNANSWERED_MS)) this.#unanswered.delete(seq);
     }
     if (this.#unanswered.size >= MAX_UNANSWERED) {
       const said = this.#saidBusy;

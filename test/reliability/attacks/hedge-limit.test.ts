@@ -658,6 +658,42 @@ describe('a callback of the caller throwing a value that cannot be printed', () 
       return { discovery, addresses, errors, clock };
     }
 
+    // Was a defect (fixed): discovery stops starting lookups while two given-up ones are unanswered, and
+    // forgets one only a minute after it started; after its clock was stepped back (a custom clock)
+    // those minutes were counted from a start in the future, so discovery stayed stopped (EBUSY) until
+    // the clock came back — an hour here. Expected: a lookup that reads as started after now is
+    // forgotten, and lookups go on. Actual: no lookup for the hour.
+    it('Was a defect: a clock stepped back does not stop discovery until it comes back (EBUSY for an hour)', () => {
+      const fake = new FakeClock();
+      let offset = 3_600_000;
+      let lookups = 0;
+      const errors: string[] = [];
+      const discovery = new DnsDiscovery({
+        hostname: 'svc.local',
+        intervalMs: 1_000,
+        timeoutMs: 500,
+        clock: {
+          now: () => fake.now() + offset,
+          epochNow: () => fake.epochNow(),
+          setTimer: (fn, ms, o) => fake.setTimer(fn, ms, o),
+          clearTimer: (timer) => fake.clearTimer(timer),
+        },
+        lookup: (() => {
+          lookups += 1; // never answers
+        }) as never,
+        onAddresses: () => {},
+        onError: (e) => errors.push((e as { code?: string }).code ?? ''),
+      });
+      discovery.start();
+      fake.advance(3_000); // lookups at 0 and 1,500, each given up after 500 ms; at 3,000 none
+      expect(lookups).toBe(2);
+      expect(errors).toEqual(['ETIMEOUT', 'ETIMEOUT', 'EBUSY']);
+      offset = 0; // stepped back an hour
+      fake.advance(5_000);
+      expect(lookups).toBeGreaterThan(2);
+      discovery.stop();
+    });
+
     // Was a defect (fixed): a lookup's failure that is not an Error was wrapped with `String(error)`
     // (and tested with `instanceof`, which throws on a revoked Proxy). Thrown by the lookup, that threw
     // a TypeError out of `refresh()` — from the discovery's timer, an uncaught exception; passed to the
