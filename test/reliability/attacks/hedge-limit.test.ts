@@ -675,7 +675,7 @@ describe('a callback of the caller throwing a value that cannot be printed', () 
         clock: {
           now: () => fake.now() + offset,
           epochNow: () => fake.epochNow(),
-          setTimer: (fn, ms, o) => fake.setTimer(fn, ms, o),
+          setTimer: (fn, ms) => fake.setTimer(fn, ms),
           clearTimer: (timer) => fake.clearTimer(timer),
         },
         lookup: (() => {
