@@ -1,8 +1,10 @@
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { type ConfigCheck, checkConfigText } from '../../../src/config/index.js';
-import { anyText, RUNS, TEN_MB, timed } from '../fuzz/arbitraries.js';
+import { anyText, FUZZ_TIMEOUT_MS, RUNS, TEN_MB, timed } from '../fuzz/arbitraries.js';
+
+vi.setConfig({ testTimeout: FUZZ_TIMEOUT_MS });
 
 /**
  * Fuzzing the prazo.config.yaml loader (SPEC C7): documents built from the config's own vocabulary

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parse, stringify } from 'yaml';
 import {
   type DependencyProfile,
@@ -7,7 +7,9 @@ import {
   parseBudget,
   validateBudget,
 } from '../../../src/slo/index.js';
-import { anyText, RUNS } from './arbitraries.js';
+import { anyText, FUZZ_TIMEOUT_MS, RUNS } from './arbitraries.js';
+
+vi.setConfig({ testTimeout: FUZZ_TIMEOUT_MS });
 
 /**
  * Fuzzing latency budget files (SPEC B1, B2): an endpoint's SLO and its slices, from a YAML file or a

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
 import { createDeadlineReader, DeadlineHeaders } from '../../../src/deadline/index.js';
 import {
@@ -8,7 +8,9 @@ import {
   parseGrpcTimeout,
   parseRelativeMs,
 } from '../../../src/deadline/parse.js';
-import { anyText, headerValue, isSafeResult, RUNS, TEN_MB, timed } from './arbitraries.js';
+import { anyText, FUZZ_TIMEOUT_MS, headerValue, isSafeResult, RUNS, TEN_MB, timed } from './arbitraries.js';
+
+vi.setConfig({ testTimeout: FUZZ_TIMEOUT_MS });
 
 /**
  * Fuzzing the incoming deadline headers (SPEC D2, D3, D8): whatever a caller sends, the reader yields a

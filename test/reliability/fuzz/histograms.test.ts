@@ -1,12 +1,14 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   detectFormat,
   readLatencySource,
   SourceError,
   type SourceFormat,
 } from '../../../src/calibrate/sources/index.js';
-import { anyText, RUNS, TEN_MB, timed } from './arbitraries.js';
+import { anyText, FUZZ_TIMEOUT_MS, RUNS, TEN_MB, timed } from './arbitraries.js';
+
+vi.setConfig({ testTimeout: FUZZ_TIMEOUT_MS });
 
 /**
  * Fuzzing the histogram file parsers `prazo calibrate` reads (SPEC C1, C4): Prometheus exposition,

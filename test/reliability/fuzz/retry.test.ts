@@ -1,12 +1,14 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   classifyFailure,
   isValidIdempotencyKey,
   parseRetryAfter,
   retryAfterMs,
 } from '../../../src/retry/index.js';
-import { anyText, isSafeResult, RUNS, TEN_MB, timed } from './arbitraries.js';
+import { anyText, FUZZ_TIMEOUT_MS, isSafeResult, RUNS, TEN_MB, timed } from './arbitraries.js';
+
+vi.setConfig({ testTimeout: FUZZ_TIMEOUT_MS });
 
 /**
  * Fuzzing what a server (or a hostile one) controls in an answer: `Retry-After`, the status, the shape
