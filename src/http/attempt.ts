@@ -48,6 +48,8 @@ export interface AttemptCall {
   forwardData(chunk: Buffer): void;
   forwardEnd(trailers: ResponseHeaders): void;
   forwardError(error: Error): void;
+  /** `attempt`'s released answer is over (drained, or given up). */
+  drainEnded(attempt: HttpAttempt): void;
 }
 
 /**
@@ -447,6 +449,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
       this.#drainTimer = undefined;
     }
     this.slice.releasePermit();
+    if (this.#role === RELEASED) this.#call.drainEnded(this);
   }
 }
 

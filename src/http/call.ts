@@ -117,7 +117,7 @@ export class HttpCall
    */
   run(now: number, epochNow: number): boolean {
     this.#epochOffset = epochNow - now;
-    this.route.open?.add(this);
+    this.route.lifecycle?.open.add(this);
     const handler = this.#handler;
     const call = this.#call;
     try {
@@ -384,11 +384,21 @@ export class HttpCall
 
   discard(attempt: HttpAttempt): void {
     attempt.release();
-    if (attempt.draining) this.#draining = attempt;
+    if (!attempt.draining) return;
+    this.#draining = attempt;
+    const lifecycle = this.route.lifecycle;
+    if (lifecycle === undefined) return;
+    // Closing: its connection is about to close, a drain would only hold `close()` up.
+    if (lifecycle.closing) attempt.abortRequest(new Error('prazo: not drained: the client is closing'));
+    else lifecycle.drains.add(attempt);
+  }
+
+  drainEnded(attempt: HttpAttempt): void {
+    this.route.lifecycle?.drains.delete(attempt);
   }
 
   deliver(ok: boolean, value: unknown): void {
-    this.route.open?.delete(this);
+    this.route.lifecycle?.open.delete(this);
     if (ok) {
       const winner = value as HttpAttempt;
       this.#winner = winner;

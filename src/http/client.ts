@@ -9,7 +9,7 @@ import { createFetch, type HttpFetch } from './fetch.js';
 import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
 import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
-import type { CurrentPlan, OpenCall } from './plan.js';
+import type { ClientLifecycle, CurrentPlan } from './plan.js';
 import { createTrackedPool, endedError, type TrackedPool } from './pool.js';
 import {
   callOptions,
@@ -149,11 +149,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       destroy: own.destroy,
     };
   };
-  // Its calls not ended yet: `close()` and `destroy()` reach those between attempts too.
-  const open = new Set<OpenCall>();
+  // Its calls not answered yet and its drains: `close()` and `destroy()` reach them beyond the pools.
+  const lifecycle: ClientLifecycle = { open: new Set(), drains: new Set(), closing: false };
   /** Set by the first `close()` or `destroy()`: later calls are refused before the executor. */
   let ended: 'closed' | 'destroyed' | undefined;
-  const { route, plan } = buildRoute(o, o.origin, target, open);
+  const { route, plan } = buildRoute(o, o.origin, target, lifecycle);
   const instances = route.instances;
   const pool =
     o.dispatcher === undefined && instances === undefined ? createPool(o, plan, o.origin) : undefined;
@@ -232,12 +232,16 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     fetch: createFetch(request, o.name, o.clock),
     close: async () => {
       ended ??= 'closed';
-      for (const call of [...open]) call.wrapUp(endedError('closed'));
+      lifecycle.closing = true;
+      for (const call of [...lifecycle.open]) call.wrapUp(endedError('closed'));
+      const closing = new Error('prazo: drain given up: the client is closing');
+      for (const drain of [...lifecycle.drains]) drain.abortRequest(closing);
       await Promise.all([pool?.close(), instances?.close()]);
     },
     destroy: async () => {
       ended = 'destroyed';
-      for (const call of [...open]) call.end(endedError('destroyed'));
+      lifecycle.closing = true;
+      for (const call of [...lifecycle.open]) call.end(endedError('destroyed'));
       await Promise.all([pool?.destroy(), instances?.destroy()]);
     },
   });

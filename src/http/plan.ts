@@ -43,11 +43,26 @@ export interface Route {
   readonly managed: boolean;
   /** The dependency's instances, when it is several (SPEC X5): each attempt is sent to one of them. */
   readonly instances: RouteInstances | undefined;
+  /** What its client's `close()` and `destroy()` reach (`createHttpClient`); none for an interceptor. */
+  readonly lifecycle?: ClientLifecycle | undefined;
+}
+
+/** The calls and drains a client's `close()` and `destroy()` must reach beyond its pools. */
+export interface ClientLifecycle {
+  /** The calls not answered yet: a call between attempts holds no request its pool could end. */
+  readonly open: Set<OpenCall>;
   /**
-   * The calls not ended yet, when the route's owner must reach them (`createHttpClient`'s `close()`
-   * and `destroy()`: a call between attempts holds no request its pool could end).
+   * Answers released and still being drained (a retried 503): prazo's own requests, nobody waits for
+   * them, and a graceful close waited for each up to the drain's bound (1 s).
    */
-  readonly open?: Set<OpenCall> | undefined;
+  readonly drains: Set<Drain>;
+  /** True once the client is closing: a released answer is not drained, its connection is closing. */
+  closing: boolean;
+}
+
+/** A released answer being drained, as `close()` gives it up. */
+export interface Drain {
+  abortRequest(reason: Error): void;
 }
 
 /** A call as its client's `close()` and `destroy()` reach it. */

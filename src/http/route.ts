@@ -12,7 +12,7 @@ import { appendCallerHeaders, type CallerHeaders, epochHeaderName, ownedDeadline
 import { isReplayableBody } from './idempotency.js';
 import { RouteInstances, type Target } from './instances.js';
 import type { ResolvedRoute } from './options.js';
-import { type CallPlan, CurrentPlan, type OpenCall, type Route } from './plan.js';
+import { type CallPlan, type ClientLifecycle, CurrentPlan, type Route } from './plan.js';
 import type { CallOptions } from './request.js';
 
 /** What a call is started with: the per-call options, and the caller's signal when prazo holds it. */
@@ -172,7 +172,7 @@ export function buildRoute(
   o: ResolvedRoute,
   origin: string,
   target: (origin: string, plan: CurrentPlan) => Target = (instance) => ({ origin: instance }),
-  open?: Set<OpenCall>,
+  lifecycle?: ClientLifecycle,
 ): { readonly route: Route; readonly plan: CurrentPlan } {
   const plan = new CurrentPlan(o.dependency, o.explicit, o.defaultDeadlineMs);
   const live = o.live;
@@ -190,7 +190,7 @@ export function buildRoute(
     ...routeHeaders(o.deadlineHeaders),
     generateIdempotencyKey: o.generateIdempotencyKey,
     managed: true,
-    open,
+    lifecycle,
     instances:
       o.instances === undefined
         ? undefined
