@@ -358,6 +358,57 @@ describe('http-lifecycle attacks: close() and destroy() against the concurrency 
   });
 });
 
+describe('http-lifecycle attacks: an answer outliving its client or its signal', () => {
+  /** Writes `a`, then `b` 50 ms later. */
+  const twoParts: Handler = (_req, res) => {
+    res.write('a');
+    setTimeout(() => res.end('b'), 50);
+  };
+
+  it('`for await` of a body: after close() it reads to the end (close() waits for it); after destroy() it fails UND_ERR_DESTROYED, never hangs', async () => {
+    const server = await serve(twoParts);
+    const read = async (body: AsyncIterable<unknown>): Promise<string> => {
+      let text = '';
+      try {
+        for await (const chunk of body) text += String(chunk);
+        return text;
+      } catch (error) {
+        return String((error as { code?: unknown }).code);
+      }
+    };
+    const graceful = client(server.origin);
+    const kept = await graceful.request('/');
+    const closed = watch(graceful.close());
+    expect(await read(kept.body)).toBe('ab');
+    expect(await eventually(() => closed.state === 'ok')).toBe(true);
+    const cut = client(server.origin);
+    const lost = await cut.request('/');
+    await cut.destroy();
+    expect(await read(lost.body)).toBe('UND_ERR_DESTROYED');
+    const fetched = await client(server.origin).fetch('/');
+    const destroyed = client(server.origin);
+    const cutFetch = await destroyed.fetch('/');
+    await destroyed.destroy();
+    expect(await fetched.text()).toBe('ab');
+    await expect(cutFetch.text()).rejects.toMatchObject({ code: 'UND_ERR_DESTROYED' });
+  });
+
+  it('an AbortSignal aborted after the answer: mid-body it ends the body with its reason; after the end nothing happens, nothing recorded as an error', async () => {
+    const server = await serve(twoParts);
+    const c = client(server.origin);
+    const early = new AbortController();
+    const res = await c.request('/', { signal: early.signal });
+    early.abort(new Error('gone'));
+    await expect(res.body.text()).rejects.toThrow('gone');
+    const late = new AbortController();
+    const done = await c.request('/', { signal: late.signal });
+    expect(await done.body.text()).toBe('ab');
+    late.abort(new Error('too late'));
+    await flush();
+    expect(recorded(c.dependency)).toEqual({ count: 2, errors: 0 });
+  });
+});
+
 // ── a drain in the way of the retry ─────────────────────────────────────────────────────────────
 
 describe('http-lifecycle attacks: the drain of a retried 503 and the connection its retry needs', () => {
