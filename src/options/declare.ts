@@ -157,7 +157,9 @@ export function defineOptions<const S extends Specs>(specs: S, check?: Check<S>)
   const defaults: Record<string, unknown> = {};
   for (const key of keys) if (specs[key]!.default !== undefined) defaults[key] = specs[key]!.default;
   return Object.freeze({
-    specs,
+    // A frozen copy: the caller's record stays theirs, and no one can add, remove or replace a spec
+    // of a schema the whole library validates with.
+    specs: Object.freeze({ ...specs }),
     keys,
     defaults: Object.freeze(defaults) as Defaults<S>,
     check: check ?? (() => {}),
@@ -194,8 +196,23 @@ export interface StringInit extends Common {
   readonly pattern?: ValueTest;
 }
 
-const spec = (kind: OptionKind, init: object, extra: object = {}): AnySpec =>
-  Object.freeze({ required: false, default: undefined, codeOnly: false, ...init, ...extra, kind }) as AnySpec;
+/**
+ * A spec, frozen with what it holds (a number's `widen`): declarations are exported as data
+ * (`prazo/options`), and one that a caller could edit would change validation for every caller.
+ */
+const spec = (kind: OptionKind, init: object, extra: object = {}): AnySpec => {
+  const widen = (init as { widen?: object }).widen;
+  const own = widen === undefined ? {} : { widen: Object.freeze({ ...widen }) };
+  return Object.freeze({
+    required: false,
+    default: undefined,
+    codeOnly: false,
+    ...init,
+    ...own,
+    ...extra,
+    kind,
+  }) as AnySpec;
+};
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object';
