@@ -498,8 +498,8 @@ export class Execution<T, C extends Carrier = Carrier>
    * backoff or Retry-After wait, a wait for a slot of the limit) ends now with what it holds, as when
    * the budget refuses its retry: a failed answer (a 503) is delivered as the server's answer, a
    * thrown failure as it was thrown; a call that holds nothing (its original still waiting for a
-   * slot) ends with `reason`. Without this, the call slept out its Retry-After (bounded only by its
-   * deadline) and then failed on the closed client.
+   * slot) ends with `reason`. Otherwise such a call would sleep out its Retry-After (bounded only by
+   * its deadline), then fail on the closed client, holding `close()` up as long.
    */
   wrapUp(reason: unknown): void {
     if (this.settled || this.#closing) return;

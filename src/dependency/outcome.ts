@@ -110,7 +110,8 @@ const CLIENT_ENDED_CODES: ReadonlySet<unknown> = new Set([
  * request that waited for a connection and was never written (QUEUE_TIMEOUT), it says nothing about
  * the dependency, so it is not recorded (latency, error rate, live calibration's health check), not
  * sampled by the limit, not counted by the throttle, and its `attempt-end` says `cancelled`. Counted
- * as errors, a closed client's calls made a shared executor's windows read 86 % errors.
+ * as errors, a shutdown would read as an outage (300 calls on a closed client: 86 % errors in a
+ * shared executor's window, its error-rate SLO and live calibration's health check with it).
  */
 export function endedByClient(value: unknown): boolean {
   return (

@@ -77,7 +77,7 @@ export class HttpCall
   /** Wall-clock epoch ms minus the monotonic clock, read when the call started. */
   #epochOffset = 0;
   #paused = false;
-  /** The last answer of this call released and drained (a retried 503), while it may still drain. */
+  /** Its answer released last (a retried 503), while it may drain: its retry may need that connection. */
   #draining: HttpAttempt | undefined;
   #aborted = false;
   #reason: Error | null = null;
@@ -221,8 +221,8 @@ export class HttpCall
   /**
    * A drain never holds up this call's own next attempt: with one connection to the instance
    * (`connections: 1`, or a pool at its limit) a retry waits for the connection a released 503 is
-   * being drained on, and a body that trickles kept it for the drain's whole bound (1 s), past the
-   * retry's own limit: the call failed QUEUE_TIMEOUT instead of being retried. Still waiting once
+   * being drained on, and a body that trickles would keep it for the drain's whole bound (1 s), past
+   * the retry's own limit: the call would fail QUEUE_TIMEOUT, prazo's own doing. Still waiting once
    * the drain had a turn to finish what is already in its socket (most bodies), the drain is given
    * up: its connection is destroyed, and the retry gets one of its own.
    */

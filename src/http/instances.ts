@@ -78,8 +78,8 @@ export class RouteInstances {
   #closed = false;
   /**
    * Set by `close()` / `destroy()`: a call still waiting for an instance, or asking for one after,
-   * ends with undici's closed or destroyed error, the caller's lifecycle (not recorded). It ended
-   * NO_INSTANCE, recorded as the dependency failing: a closed interceptor's calls read as an outage.
+   * ends with undici's closed or destroyed error, the caller's lifecycle (not recorded): NO_INSTANCE,
+   * recorded as the dependency failing, would make a closed interceptor's calls read as an outage.
    */
   #ended: 'closed' | 'destroyed' | undefined;
   readonly #closing = new Set<Promise<void>>();

@@ -52,8 +52,8 @@ export interface ClientLifecycle {
   /** The calls not answered yet: a call between attempts holds no request its pool could end. */
   readonly open: Set<OpenCall>;
   /**
-   * Answers released and still being drained (a retried 503): prazo's own requests, nobody waits for
-   * them, and a graceful close waited for each up to the drain's bound (1 s).
+   * Answers released and still being drained (a retried 503): prazo's own requests that nobody waits
+   * for; a graceful close would wait for each up to the drain's bound (1 s).
    */
   readonly drains: Set<Drain>;
   /** True once the client is closing: a released answer is not drained, its connection is closing. */
