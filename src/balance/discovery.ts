@@ -119,30 +119,37 @@ export class DnsDiscovery {
     this.#current = { seq, timeout };
     const lookup = (this.#o.lookup ?? dnsLookup) as LookupFunction;
     let answered = false;
-    try {
-      lookup(this.#o.hostname, { all: true }, (error, address, family) => {
-        if (answered) return;
-        answered = true;
-        // A custom lookup may fail with anything (a string, a plain object), or answer what cannot be
-        // read (a revoked Proxy, a getter that throws): the owner gets an Error, never the throw (it
-        // would reach the lookup's own code, and this lookup would hang until its timeout).
-        let failure: Error | null = null;
-        let addresses: LookupAddress[] = [];
-        if (error) failure = errorOf(error);
-        else {
-          try {
-            addresses = addressesOf(address, family);
-          } catch (unreadable) {
-            failure = errorOf(unreadable);
-          }
+    // A custom lookup may fail with anything (a string, a plain object), or answer what cannot be read
+    // (a revoked Proxy, a getter that throws): the owner gets an Error, never the throw (it would reach
+    // the lookup's own code, and this lookup would hang until its timeout).
+    const settle = (error: unknown, address: unknown, family: unknown): void => {
+      if (answered) return;
+      answered = true;
+      let failure: Error | null = null;
+      let addresses: LookupAddress[] = [];
+      if (error) failure = errorOf(error);
+      else {
+        try {
+          addresses = addressesOf(address, family);
+        } catch (unreadable) {
+          failure = errorOf(unreadable);
         }
-        this.#answer(seq, failure, addresses);
-      });
-    } catch (error) {
-      if (!answered) {
-        answered = true;
-        this.#answer(seq, errorOf(error), []);
       }
+      this.#answer(seq, failure, addresses);
+    };
+    try {
+      const returned: unknown = lookup(this.#o.hostname, { all: true }, settle);
+      // `dns.promises.lookup` (or any async function) where the callback style is expected never calls
+      // back: its answer is the promise's, and its rejection, left unhandled, would end the process.
+      // The value is taken as a callback's, the rejection as a failed lookup.
+      if (isThenable(returned)) {
+        returned.then(
+          (address) => settle(null, address, undefined),
+          (error: unknown) => settle(failureOf(error), undefined, undefined),
+        );
+      }
+    } catch (error) {
+      settle(failureOf(error), undefined, undefined);
     }
   }
 
@@ -225,6 +232,19 @@ export class DnsDiscovery {
       { unref: true },
     );
   }
+}
+
+/** What a lookup threw or rejected with, as an Error (a falsy value too: it is a failure here). */
+const failureOf = (error: unknown): Error =>
+  error === undefined || error === null ? new Error('the lookup failed') : errorOf(error);
+
+/** Whether a lookup returned a promise (an async function) rather than only calling back. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 /** What a lookup failed with, as an Error (its message the value's text, when it has one). */

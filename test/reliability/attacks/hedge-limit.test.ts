@@ -658,6 +658,41 @@ describe('a callback of the caller throwing a value that cannot be printed', () 
       return { discovery, addresses, errors, clock };
     }
 
+    // Was a defect (fixed): a `lookup` in the promise style (`dns.promises.lookup`, any async function),
+    // an easy mistake for an option named after `dns.lookup`, never calls back: every lookup was given
+    // up at its timeout (ETIMEOUT, no instance ever found), and a rejected promise was left unhandled,
+    // which ends a Node process. Expected: its value taken as the addresses, its rejection a failed
+    // lookup, nothing unhandled. Actual: ETIMEOUT, and an unhandled rejection.
+    it('Was a defect: a promise-style lookup (dns.promises.lookup) is heard, and its rejection is no unhandled rejection', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown): void => {
+        unhandled.push(reason);
+      };
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const resolved = discover((async () => [{ address: '10.0.0.7', family: 4 }]) as never);
+        resolved.discovery.start();
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        expect(resolved.addresses).toEqual([[{ address: '10.0.0.7', family: 4 }]]);
+        expect(resolved.errors).toEqual([]);
+        resolved.discovery.stop();
+        for (const reason of [Object.assign(new Error('SERVFAIL'), { code: 'ESERVFAIL' }), undefined]) {
+          const rejected = discover((async () => {
+            throw reason;
+          }) as never);
+          rejected.discovery.start();
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          expect(rejected.errors).toHaveLength(1);
+          expect(rejected.errors[0]!.message).toBe(reason === undefined ? 'the lookup failed' : 'SERVFAIL');
+          rejected.discovery.stop();
+        }
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+
     // Was a defect (fixed): discovery stops starting lookups while two given-up ones are unanswered, and
     // forgets one only a minute after it started; after its clock was stepped back (a custom clock)
     // those minutes were counted from a start in the future, so discovery stayed stopped (EBUSY) until
