@@ -144,7 +144,8 @@ export const DISCOVERY_OPTIONS = defineOptions({
    */
   timeoutMs: option.number({ default: 5_000, unit: 'ms', min: 100, max: 60_000 }),
   /**
-   * A `dns.lookup`-compatible function, called with `{ all: true }` for every address of the name.
+   * A `dns.lookup`-compatible function, called with `{ all: true }` for every address of the name
+   * (one that returns a promise instead of calling back, as `dns.promises.lookup`, is heard too).
    * Default: the client's `lookup`, else Node's `dns.lookup`.
    */
   lookup: option.fn<LookupFunction>('a function like dns.lookup'),
