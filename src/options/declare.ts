@@ -197,12 +197,16 @@ export interface StringInit extends Common {
 }
 
 /**
- * A spec, frozen with what it holds (a number's `widen`): declarations are exported as data
- * (`prazo/options`), and one that a caller could edit would change validation for every caller.
+ * A spec, frozen with what it holds (a number's `widen`, a string's `pattern`): declarations are
+ * exported as data (`prazo/options`, the config's and the rules' schemas), and one that a caller could
+ * edit would change validation for every caller.
  */
 const spec = (kind: OptionKind, init: object, extra: object = {}): AnySpec => {
-  const widen = (init as { widen?: object }).widen;
-  const own = widen === undefined ? {} : { widen: Object.freeze({ ...widen }) };
+  const own: Record<string, object> = {};
+  for (const key of ['widen', 'pattern'] as const) {
+    const inner = (init as Record<string, unknown>)[key];
+    if (inner !== null && typeof inner === 'object') own[key] = Object.freeze({ ...inner });
+  }
   return Object.freeze({
     required: false,
     default: undefined,

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import * as config from '../../../src/config/index.js';
 import { createDependency } from '../../../src/dependency/index.js';
 import { isInvalidOptions } from '../../../src/errors/guards.js';
 import { defineOptions, option } from '../../../src/options/declare.js';
 import * as declarations from '../../../src/options-entry.js';
+import { RULES_DEPENDENCY } from '../../../src/rules/index.js';
 
 /**
  * Attacks on `prazo/options`, the option declarations exported as data (SPEC C1–C7): what a caller's
@@ -17,14 +19,14 @@ function unfrozen(value: unknown, path: string, seen = new Set<unknown>()): stri
   if (value === null || typeof value !== 'object' || seen.has(value)) return [];
   seen.add(value);
   const own = Object.isFrozen(value) ? [] : [path];
-  return own.concat(
-    ...Object.entries(value).map(([key, inner]) => unfrozen(inner, `${path}.${key}`, seen)),
-  );
+  return own.concat(...Object.entries(value).map(([key, inner]) => unfrozen(inner, `${path}.${key}`, seen)));
 }
 
 describe('prazo/options: the declarations are data no caller can edit', () => {
-  it('Was a defect: every exported declaration is frozen all the way down (its `specs` record and a number’s `widen` were not)', () => {
-    const exported = Object.entries(declarations).filter(([, v]) => v !== null && typeof v === 'object');
+  it('Was a defect: every exported declaration is frozen all the way down (its `specs` record, a number’s `widen` and a string’s `pattern` were not)', () => {
+    const exported = Object.entries({ ...declarations, ...config, RULES_DEPENDENCY }).filter(
+      ([, v]) => v !== null && typeof v === 'object',
+    );
     expect(exported.length).toBeGreaterThan(30);
     expect(exported.flatMap(([name, v]) => unfrozen(v, name))).toEqual([]);
   });
@@ -41,6 +43,10 @@ describe('prazo/options: the declarations are data no caller can edit', () => {
     const widen = (declarations.CALIBRATE_TIMEOUT_OPTIONS.specs.slack as { widen?: { max: number } }).widen!;
     expect(() => {
       widen.max = 1e9;
+    }).toThrow(TypeError);
+    const pattern = (config.MESH_IN_FILE.specs.service as { pattern?: { test: unknown } }).pattern!;
+    expect(() => {
+      pattern.test = () => true;
     }).toThrow(TypeError);
     // Before: "Cannot read properties of undefined (reading 'required')" from every createDependency.
     expect(createDependency({ name: 'after-an-attack', p99Ms: 100 }).timeouts.responseMs).toBe(140);
