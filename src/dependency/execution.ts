@@ -661,18 +661,21 @@ export class Execution<T, C extends Carrier = Carrier>
     return taken;
   }
 
-  /** Releases a held failed *result* (its connection and slot go back), keeping a held thrown error. */
+  /**
+   * Releases a held failed *result* (its connection and slot go back), keeping a held thrown error:
+   * the retry waits for a slot, which this result may be holding (`needed`).
+   */
   #releaseHeldResult(): void {
-    if (this.#heldOk) this.#releaseHeld();
+    if (this.#heldOk) this.#releaseHeld(true);
   }
 
-  #releaseHeld(): void {
+  #releaseHeld(needed = false): void {
     const held = this.#held;
     const ok = this.#heldOk;
     this.#heldOk = false;
     this.#held = undefined;
     // Cleared first: a `discard` that aborts the call re-enters here with nothing left to release.
-    if (ok) this.#transport.discard(held as T);
+    if (ok) this.#transport.discard(held as T, needed);
   }
 
   #clearTimer(): void {

@@ -103,8 +103,13 @@ export interface Transport<T, C extends Carrier = Carrier> {
   classify(value: T): ResultVerdict | undefined;
   /** A failed answer kept while the call decides (a 503 paused while its hedge runs). */
   hold(value: T): void;
-  /** An answer that will not be delivered (a retried 503, a loser): release it. */
-  discard(value: T): void;
+  /**
+   * An answer that will not be delivered (a retried 503, a loser): release it. `needed`: the call's
+   * retry now waits for a slot of the concurrency limit, which this answer holds until it is
+   * released on the wire: release it promptly (a graceful release, such as draining a body, may not
+   * take long).
+   */
+  discard(value: T, needed?: boolean): void;
   /** The call's end, once: the winning value, or the error. */
   deliver(ok: boolean, value: unknown): void;
   /** `carrier`'s attempt ended (heard before the executor decides what follows). */

@@ -229,9 +229,17 @@ export class HttpCall
   #giveWay(draining: HttpAttempt, next: HttpAttempt): void {
     this.#draining = undefined;
     if (!draining.draining || next.sent || next.done || draining.target !== next.target) return;
+    this.#giveUpLater(draining, () => !next.sent && !next.done);
+  }
+
+  /**
+   * Gives `draining` up once it had a turn to finish what its socket already holds, if it is still
+   * draining and `waited()` still says the retry waits for it (a connection, or a slot of the limit).
+   */
+  #giveUpLater(draining: HttpAttempt, waited: () => boolean): void {
     runAfterIo(this.route.clock, () => {
-      if (draining.draining && !next.sent && !next.done)
-        draining.abortRequest(new Error('prazo: drain given up: a retry waits for its connection'));
+      if (draining.draining && waited())
+        draining.abortRequest(new Error('prazo: drain given up: a retry waits for it'));
     });
   }
 
@@ -382,10 +390,12 @@ export class HttpCall
     attempt.hold();
   }
 
-  discard(attempt: HttpAttempt): void {
+  discard(attempt: HttpAttempt, needed?: boolean): void {
     attempt.release();
     if (!attempt.draining) return;
     this.#draining = attempt;
+    // Its retry waits for the slot of the concurrency limit this drain holds (until its last byte).
+    if (needed === true) this.#giveUpLater(attempt, () => true);
     const lifecycle = this.route.lifecycle;
     if (lifecycle === undefined) return;
     // Closing: its connection is about to close, a drain would only hold `close()` up.

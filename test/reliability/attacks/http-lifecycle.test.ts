@@ -432,6 +432,29 @@ describe('http-lifecycle attacks: the drain of a retried 503 and the connection 
     expect(await eventually(() => server.seen[0]!.socketClosed)).toBe(true);
   });
 
+  // Was a defect (fixed): the same behind the concurrency limit (SPEC X7): a drained 503 keeps its
+  // slot until its last byte (what the server counts in flight), so with `maxInFlight: 1` the retry
+  // waited in the limit's queue for its own 503's trickling drain (1 s) and, with a 900 ms deadline,
+  // the call failed CONCURRENCY_LIMITED (queue-timeout). Expected: the drain gives way, the retry
+  // answers; actual: CONCURRENCY_LIMITED after 600 ms (200 after 1.1 s with a longer deadline).
+  it('Was a defect: maxInFlight: 1, a retried 503 whose body trickles: the retry gets the slot and answers (SPEC X7, R2)', async () => {
+    const server = await serve((_req, res, index) => {
+      if (index === 0) {
+        res.writeHead(503, { 'content-length': '100000' });
+        const timer = setInterval(() => res.write('x'), 10);
+        res.on('close', () => clearInterval(timer));
+      } else res.end('fine');
+    });
+    const c = client(server.origin, {
+      p99Ms: 300,
+      attempts: 2,
+      concurrencyLimit: { maxInFlight: 1, maxQueue: 5 },
+    });
+    const started = systemClock.now();
+    expect(await settle(c.request('/', { deadline: 900 }))).toBe('200 fine');
+    expect(systemClock.now() - started).toBeLessThan(500);
+  });
+
   // Was a defect (fixed): a retried 503 is drained for its connection's reuse; `close()` (graceful)
   // waited for that drain, prazo's own request that nobody waits for, up to its bound: a body that
   // trickles held `close()` ~1 s after the call had its answer. Expected: close() at once, the
