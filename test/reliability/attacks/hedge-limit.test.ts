@@ -73,6 +73,60 @@ const anyDouble = fc.oneof(
   fc.double({ min: 0, max: 1e4, noNaN: true }),
 );
 
+/**
+ * Anything a caller can pass, hostile values too: fast-check cannot carry a revoked Proxy through its
+ * generation, so it generates markers that {@link materialize} turns into one (or into an object
+ * without a prototype, a getter that throws one, a `toString` that throws).
+ */
+const anyValue = fc.oneof(
+  fc.anything({
+    withBigInt: true,
+    withBoxedValues: true,
+    withDate: true,
+    withMap: true,
+    withSet: true,
+    withNullPrototype: true,
+    withSparseArray: true,
+    withTypedArray: true,
+  }),
+  fc.constantFrom('@@revoked', '@@no-prototype', '@@getter', '@@toString'),
+);
+
+function materialize(value: unknown, depth = 0): unknown {
+  if (value === '@@revoked') return revoked();
+  if (value === '@@no-prototype') return Object.create(null);
+  if (value === '@@getter') return throwingGetter('percentile', Object.create(null));
+  if (value === '@@toString') return unprintable()[2];
+  if (depth > 3 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => materialize(v, depth + 1));
+  if (Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    Object.defineProperty(out, key, { value: materialize(v, depth + 1), enumerable: true, writable: true });
+  }
+  return out;
+}
+
+/**
+ * Options objects of `keys` (and prototype keys) holding anything, or anything instead of options: to
+ * {@link materialize} inside the property (fast-check inspects what it generates).
+ */
+const optionsOf = (keys: string[]) =>
+  fc.oneof(
+    anyValue,
+    fc.dictionary(fc.constantFrom(...keys, '__proto__', 'constructor'), anyValue),
+    fc.record(Object.fromEntries(keys.map((k) => [k, anyValue])), { requiredKeys: [] }),
+  );
+
+/** Runs `build`: it returns, or throws prazo's InvalidOptionsError; any other throw fails the property. */
+function returnsOrRefuses(build: () => unknown): void {
+  try {
+    build();
+  } catch (error) {
+    if (!(error instanceof InvalidOptionsError)) throw error;
+  }
+}
+
 const fixedSource = (value: unknown): LatencySource => ({
   record: () => {},
   quantile: () => value as number,
@@ -144,6 +198,31 @@ describe('createHedgePolicy given what cannot be read (SPEC H1)', () => {
     } finally {
       warned.mockRestore();
     }
+  });
+});
+
+describe('options holding anything, hostile values included: a result or InvalidOptionsError, never another throw (property)', () => {
+  it('createHedgePolicy (SPEC H1), createLatencyRecorder (SPEC C1) and `origins` (SPEC X5)', () => {
+    const hedgeKeys = ['percentile', 'maxExtraLoad', 'minDelayMs', 'maxDelayMs', 'timeLeftPercentile'];
+    fc.assert(
+      fc.property(optionsOf(hedgeKeys), (options) =>
+        returnsOrRefuses(() => createHedgePolicy(fixedSource(10), materialize(options) as never)),
+      ),
+      { numRuns: 200 },
+    );
+    const recorderKeys = ['windowMs', 'minSamples', 'relativeAccuracy', 'onWindow', 'clock'];
+    fc.assert(
+      fc.property(optionsOf(recorderKeys), (options) =>
+        returnsOrRefuses(() => createLatencyRecorder(materialize(options) as never)),
+      ),
+      { numRuns: 200 },
+    );
+    fc.assert(
+      fc.property(fc.array(anyValue, { minLength: 1, maxLength: 4 }), (origins) =>
+        returnsOrRefuses(() => readOptions('origins', INSTANCES_OPTIONS, { origins: materialize(origins) })),
+      ),
+      { numRuns: 200 },
+    );
   });
 });
 
