@@ -68,7 +68,8 @@ export interface HttpClient {
    * Nothing new is sent: an answer in flight is final (no retry, no hedge after it), and a call
    * between attempts (a backoff or Retry-After wait) ends at once with the answer it holds (a 503),
    * or with the failure it would have retried. Later calls reject at once with `UND_ERR_CLOSED`.
-   * Your own `dispatcher` is left open.
+   * Called again, or after `destroy()`, it resolves once that ends. Your own `dispatcher` is left
+   * open.
    */
   close(): Promise<void>;
   /**
@@ -153,6 +154,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const lifecycle: ClientLifecycle = { open: new Set(), drains: new Set(), closing: false };
   /** Set by the first `close()` or `destroy()`: later calls are refused before the executor. */
   let ended: 'closed' | 'destroyed' | undefined;
+  let closed: Promise<void> | undefined;
+  let destroyed: Promise<void> | undefined;
   const { route, plan } = buildRoute(o, o.origin, target, lifecycle);
   const instances = route.instances;
   const pool =
@@ -230,19 +233,31 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     request: request as HttpClient['request'],
     instances: () => instances?.states() ?? [],
     fetch: createFetch(request, o.name, o.clock),
-    close: async () => {
-      ended ??= 'closed';
-      lifecycle.closing = true;
-      for (const call of [...lifecycle.open]) call.wrapUp(endedError('closed'));
-      const closing = new Error('prazo: drain given up: the client is closing');
-      for (const drain of [...lifecycle.drains]) drain.abortRequest(closing);
-      await Promise.all([pool?.close(), instances?.close()]);
+    // Once each, and a close() after either is that end: undici's pool rejects a second close() with
+    // UND_ERR_DESTROYED ("destroyed", of a client that was closed), and a shutdown may well close twice.
+    close: () => {
+      closed ??= destroyed ?? closeNow();
+      return closed;
     },
-    destroy: async () => {
-      ended = 'destroyed';
-      lifecycle.closing = true;
-      for (const call of [...lifecycle.open]) call.end(endedError('destroyed'));
-      await Promise.all([pool?.destroy(), instances?.destroy()]);
+    destroy: () => {
+      destroyed ??= destroyNow();
+      return destroyed;
     },
   });
+
+  async function closeNow(): Promise<void> {
+    ended ??= 'closed';
+    lifecycle.closing = true;
+    for (const call of [...lifecycle.open]) call.wrapUp(endedError('closed'));
+    const closing = new Error('prazo: drain given up: the client is closing');
+    for (const drain of [...lifecycle.drains]) drain.abortRequest(closing);
+    await Promise.all([pool?.close(), instances?.close()]);
+  }
+
+  async function destroyNow(): Promise<void> {
+    ended = 'destroyed';
+    lifecycle.closing = true;
+    for (const call of [...lifecycle.open]) call.end(endedError('destroyed'));
+    await Promise.all([pool?.destroy(), instances?.destroy()]);
+  }
 }

@@ -122,6 +122,35 @@ describe('http-lifecycle attacks: calls on a closed client', () => {
   });
 });
 
+describe('http-lifecycle attacks: close() and destroy() called again', () => {
+  // Was a defect (fixed): a second `close()` after the first had resolved, or a `close()` after
+  // `destroy()`, rejected with UND_ERR_DESTROYED (undici's pool, closed, reports itself destroyed):
+  // a shutdown hook and a test's cleanup closing the same client made the second one throw.
+  // Expected: each resolves; actual: rejected UND_ERR_DESTROYED.
+  it('Was a defect: close() twice in sequence, close() after destroy(), destroy() twice: each resolves', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const ends = (c: HttpClient, order: ReadonlyArray<'close' | 'destroy'>) =>
+      order.reduce<Promise<string>>(
+        (previous, end) =>
+          previous.then((text) =>
+            c[end]().then(
+              () => `${text} ${end}:ok`,
+              (error: { code?: string }) => `${text} ${end}:${error.code}`,
+            ),
+          ),
+        Promise.resolve(''),
+      );
+    const used = client(server.origin);
+    expect(await settle(used.request('/'))).toBe('200 ok');
+    expect(await ends(used, ['close', 'close', 'destroy', 'close'])).toBe(
+      ' close:ok close:ok destroy:ok close:ok',
+    );
+    expect(await ends(client(server.origin), ['destroy', 'close', 'destroy'])).toBe(
+      ' destroy:ok close:ok destroy:ok',
+    );
+  });
+});
+
 describe('http-lifecycle attacks: closing instances and discovery', () => {
   /** A lookup that answers 127.0.0.1 when the test says so (`answer()`), or at once. */
   function lookupOf(atOnce: boolean): { lookup: never; answer: () => void } {
