@@ -56,8 +56,8 @@ export interface PrazoInterceptor extends Dispatcher.DispatcherComposeIntercepto
   /**
    * Stops the DNS discovery of every dependency that has it (its timer never keeps the process alive,
    * but a test or a shutdown may want it gone), and lets go of the instances of every dependency that
-   * has several: a call to such an origin after it fails at once with `UND_ERR_CLOSED` (not recorded
-   * as the dependency failing). The dispatcher below is yours to close.
+   * has several, origins met after it included: a call to such an origin fails at once with
+   * `UND_ERR_CLOSED` (not recorded as the dependency failing). The dispatcher below is yours to close.
    */
   close(): Promise<void>;
 }
@@ -119,6 +119,11 @@ class OriginTable {
   readonly #passFormat: HeaderFormat;
   /** Relays the events of every managed origin remembered. */
   readonly #relay = new Relay<Managed>();
+  /**
+   * Set by the interceptor's `close()`: an origin met after it gets no discovery of its own (it looked
+   * its name up every interval for the life of the process, after a close meant to stop that).
+   */
+  #closed = false;
 
   constructor(clock: Clock, passFormat: HeaderFormat, resolve: Resolver | undefined) {
     this.#clock = clock;
@@ -187,6 +192,7 @@ class OriginTable {
     try {
       const managed = managedRoute(origin, resolveRouteOptions(entry, `interceptor: ${origin}`, this.#clock));
       this.#relay.attach(managed, (deliver) => managed.plan.on(deliver));
+      if (this.#closed) void managed.route.instances?.close();
       return managed;
     } catch (error) {
       return error as Error;
@@ -239,6 +245,12 @@ class OriginTable {
 
   managed(): Managed[] {
     return [...this.#relay.sources()];
+  }
+
+  /** Stops every managed origin's discovery and lets go of its instances, and of those met later. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all(this.managed().map((managed) => managed.route.instances?.close()));
   }
 
   on(listener: DependencyListener): Disposable {
@@ -462,8 +474,6 @@ export function interceptor(options: InterceptorOptions = {}): PrazoInterceptor 
       return isManaged(found) ? found.plan.dependency : undefined;
     },
     dependencies: () => table.managed().map(view),
-    close: async () => {
-      await Promise.all(table.managed().map((managed) => managed.route.instances?.close()));
-    },
+    close: () => table.close(),
   }) as unknown as PrazoInterceptor;
 }

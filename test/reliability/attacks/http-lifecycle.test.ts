@@ -187,6 +187,34 @@ describe('http-lifecycle attacks: closing instances and discovery', () => {
     expect(recorded(prazo.dependency(origin)!)).toEqual({ count: 1, errors: 0 });
   });
 
+  // Was a defect (fixed): an origin met after `interceptor.close()` (its `dependencies` a function)
+  // started a discovery of its own: its name was looked up every interval for the life of the
+  // process, after a close meant to stop exactly that. Expected: no lookup after the first, the
+  // call UND_ERR_CLOSED as for the origins met before; actual: a lookup every 100 ms, for good.
+  it('Was a defect: an origin met after interceptor.close() starts no discovery of its own', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    let lookups = 0;
+    const lookup = ((_host: string, _options: unknown, callback: (...args: unknown[]) => void) => {
+      lookups += 1;
+      setImmediate(() => callback(null, [{ address: '127.0.0.1', family: 4 }]));
+    }) as never;
+    const prazo = interceptor({
+      dependencies: (origin) =>
+        origin.includes('.test')
+          ? { name: 'late', p99Ms: 300, discovery: { lookup, intervalMs: 100 } }
+          : undefined,
+    });
+    const agent = new Agent().compose(prazo);
+    cleanup.push(() => agent.destroy());
+    await prazo.close();
+    expect(await settle(request(`http://late.test:${server.port}`, { dispatcher: agent }))).toBe(
+      'UND_ERR_CLOSED',
+    );
+    await sleep(250); // two and a half intervals
+    expect(lookups).toBeLessThanOrEqual(1);
+    expect(server.seen).toHaveLength(0);
+  });
+
   // Was a defect (fixed): the same inside a client: a call waiting for the first lookup when
   // `close()` came ended NO_INSTANCE, recorded as an error. Expected: UND_ERR_CLOSED (nothing was
   // sent: a graceful close sends nothing new), nothing recorded.
