@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Clock, Timer } from '../clock/clock.js';
+import { thrownText } from '../errors/base.js';
 import { discoveryError, noAddressError } from '../errors/capacity.js';
 import { BALANCE_LIMITS, DISCOVERY_OPTIONS } from './options.js';
 
@@ -276,16 +277,4 @@ function addressesOf(address: unknown, family: unknown): LookupAddress[] {
 export function addressOrigin(protocol: string, address: LookupAddress, port: string): string {
   const host = address.family === 6 ? `[${address.address}]` : address.address;
   return `${protocol}//${host}${port === '' ? '' : `:${port}`}`;
-}
-
-/**
- * A thrown value as text for a message: `String()` itself throws on some (an object without a
- * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
- */
-function thrownText(error: unknown): string {
-  try {
-    return String(error);
-  } catch {
-    return 'a value that cannot be shown';
-  }
 }

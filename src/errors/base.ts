@@ -69,3 +69,18 @@ export function quoteLine(text: string, max: number): string {
     (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
   );
 }
+
+/**
+ * A thrown value as text for a message: `String()` itself throws on some (an object without a
+ * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made. Quoted
+ * on one line and cut past `max` characters ({@link quoteLine}).
+ */
+export function thrownText(error: unknown, max = 200): string {
+  let text: string;
+  try {
+    text = String(error);
+  } catch {
+    return 'a value that cannot be shown';
+  }
+  return quoteLine(text, max);
+}

@@ -1,7 +1,6 @@
 import { type Clock, MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { quoteLine } from '../errors/base.js';
+import { thrownText } from '../errors/base.js';
 import type { LatencySource } from '../latency/types.js';
-import type { Resolved } from '../options/declare.js';
 import { OptionsValidator } from '../options/validator.js';
 import { HEDGE_OPTIONS, type HedgeOptions, hedgePercentile } from './options.js';
 
@@ -48,18 +47,7 @@ export interface HedgePolicy {
 /** Validates hedge options (every problem reported together) and binds them to a latency source. */
 export function createHedgePolicy(source: LatencySource, options: HedgeOptions = {}): HedgePolicy {
   const v = new OptionsValidator('createHedgePolicy');
-  // What the caller hands in may not be readable (a revoked Proxy, a getter that throws): that is a
-  // problem with the options like any other, reported with the rest, never a bare TypeError.
-  let o: Resolved<(typeof HEDGE_OPTIONS)['specs']> = {
-    ...HEDGE_OPTIONS.defaults,
-    maxExtraLoad: undefined,
-    maxDelayMs: undefined,
-  };
-  try {
-    o = v.read(HEDGE_OPTIONS, options);
-  } catch (error) {
-    v.problem(`options cannot be read: ${thrownText(error)}`);
-  }
+  const o = v.read(HEDGE_OPTIONS, options);
   const { minDelayMs, maxDelayMs, timeLeftPercentile } = o;
   const percentile = hedgePercentile(o);
   try {
@@ -110,16 +98,4 @@ export function createHedgePolicy(source: LatencySource, options: HedgeOptions =
       return live(timeLeftPercentile, now, clock);
     },
   });
-}
-
-/**
- * A thrown value as text for a message: `String()` itself throws on some (an object without a
- * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
- */
-function thrownText(error: unknown): string {
-  try {
-    return quoteLine(String(error), 200);
-  } catch {
-    return 'a value that cannot be shown';
-  }
 }

@@ -1,8 +1,7 @@
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
-import { quoteLine } from '../errors/base.js';
-import { defineOptions, type OptionsOf, option, type Resolved } from '../options/declare.js';
-import { OptionsValidator } from '../options/validator.js';
+import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { readOptions } from '../options/validator.js';
 import type { LatencySnapshot } from './types.js';
 
 /** The options of the latency recorder (SPEC C1, C4, H1), declared once. */
@@ -41,27 +40,6 @@ export interface Settings {
 }
 
 export function resolveRecorderOptions(options: LatencyRecorderOptions | undefined): Settings {
-  const v = new OptionsValidator('createLatencyRecorder');
-  let o: Resolved<(typeof RECORDER_OPTIONS)['specs']> | undefined;
-  try {
-    o = v.read(RECORDER_OPTIONS, options);
-  } catch (error) {
-    // Options that cannot be read (a revoked Proxy, a getter that throws) are a problem with the
-    // options like any other: an InvalidOptionsError, never a bare TypeError out of the factory.
-    v.problem(`options cannot be read: ${thrownText(error)}`);
-  }
-  v.done();
-  return { ...o!, clock: o!.clock ?? systemClock };
-}
-
-/**
- * A thrown value as text for a message: `String()` itself throws on some (an object without a
- * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
- */
-export function thrownText(error: unknown): string {
-  try {
-    return quoteLine(String(error), 200);
-  } catch {
-    return 'a value that cannot be shown';
-  }
+  const o = readOptions('createLatencyRecorder', RECORDER_OPTIONS, options);
+  return { ...o, clock: o.clock ?? systemClock };
 }

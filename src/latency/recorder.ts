@@ -1,6 +1,7 @@
 import type { Clock } from '../clock/clock.js';
+import { thrownText } from '../errors/base.js';
 import { RECORDER_LIMITS } from './constants.js';
-import { type LatencyRecorderOptions, resolveRecorderOptions, type Settings, thrownText } from './options.js';
+import { type LatencyRecorderOptions, resolveRecorderOptions, type Settings } from './options.js';
 import type { LatencySnapshot, LatencySource, Outcome } from './types.js';
 import { LatencyWindow } from './window.js';
 

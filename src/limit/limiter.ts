@@ -1,4 +1,5 @@
 import type { Clock } from '../clock/clock.js';
+import { thrownText } from '../errors/base.js';
 import { GradientLimit, gradientSettings } from './gradient.js';
 import type { ConcurrencyLimitOptions } from './options.js';
 
@@ -159,16 +160,4 @@ export class ConcurrencyLimiter {
 /** True for a limiter made by any copy of prazo (shared across live recalibrations of a client). */
 export function isConcurrencyLimiter(value: unknown): value is ConcurrencyLimiter {
   return value !== null && typeof value === 'object' && (value as Record<symbol, unknown>)[LIMITER] === true;
-}
-
-/**
- * A thrown value as text for a message: `String()` itself throws on some (an object without a
- * prototype, a revoked Proxy, a `toString` that throws), and the message must still be made.
- */
-function thrownText(error: unknown): string {
-  try {
-    return String(error);
-  } catch {
-    return 'a value that cannot be shown';
-  }
 }

@@ -1,4 +1,4 @@
-import { quoteLine } from '../errors/base.js';
+import { quoteLine, thrownText } from '../errors/base.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import {
   type AnySpec,
@@ -62,9 +62,63 @@ const describe = (value: unknown): string => {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
   if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
+  if (kindOf(value) === 'array') return 'an array';
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 };
+
+/**
+ * What a value is to the validator: options, an array, something else, or an object that cannot be
+ * inspected at all (a revoked Proxy, whose every inspection throws): then the reason, as text.
+ */
+function kindOf(value: unknown): 'options' | 'array' | 'other' | { readonly unreadable: string } {
+  try {
+    if (isOptionsObject(value)) return 'options';
+    return Array.isArray(value) ? 'array' : 'other';
+  } catch (error) {
+    return { unreadable: thrownText(error, 120) };
+  }
+}
+
+/** Whether `test` passes `value`; a test that throws on it (a revoked Proxy, a throwing getter) fails it. */
+function passes(test: (value: unknown) => boolean, value: unknown): boolean {
+  try {
+    return test(value);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What `raw` gives, each value read once: its own keys (what the unknown-key check lists) and the
+ * value of each declared key (own or inherited, as a class's getter). An options object that cannot
+ * be read (a revoked Proxy) or a getter that throws is a problem of its own, never a TypeError out of
+ * the validation; a getter is not asked twice (it could answer differently the second time).
+ */
+function readGiven(
+  raw: Record<string, unknown>,
+  keys: readonly string[],
+  unreadable: (key: string | undefined, reason: string) => void,
+): Record<string, unknown> {
+  // No prototype: an own `__proto__` key stays a key (and is reported unknown), as in `raw`.
+  const given = Object.create(null) as Record<string, unknown>;
+  let own: string[];
+  try {
+    own = Object.keys(raw);
+  } catch (error) {
+    unreadable(undefined, thrownText(error, 120));
+    return given;
+  }
+  for (const key of own) given[key] = undefined;
+  for (const key of keys) {
+    try {
+      const value = raw[key];
+      if (value !== undefined || Object.hasOwn(given, key)) given[key] = value;
+    } catch (error) {
+      unreadable(key, thrownText(error, 120));
+    }
+  }
+  return given;
+}
 
 const range = (rule: { min?: number; max?: number; exclusiveMin?: boolean }): string => {
   const lo = rule.min === undefined ? '' : `${rule.exclusiveMin ? '(' : '['}${rule.min}`;
@@ -173,10 +227,22 @@ export class OptionsValidator {
    */
   read<S extends Specs>(schema: OptionsSchema<S>, raw: unknown, at: OptionPath = []): Resolved<S> {
     let given: Record<string, unknown> = {};
-    if (isOptionsObject(raw)) given = raw;
-    else if (raw !== undefined) {
+    const failed = new Set<string>();
+    const kind = raw === undefined ? 'none' : kindOf(raw);
+    const top = at.length === 0 ? 'options ' : '';
+    if (kind === 'options') {
+      given = readGiven(raw as Record<string, unknown>, schema.keys, (key, reason) => {
+        if (key === undefined) this.problem(`${top}cannot be read: ${reason}`, at);
+        else {
+          this.problem(`cannot be read: ${reason}`, [...at, key]);
+          failed.add(key);
+        }
+      });
+    } else if (typeof kind === 'object') {
+      this.problem(`${top}cannot be read: ${kind.unreadable}`, at);
+    } else if (kind !== 'none') {
       const what = this.#mode === 'data' ? 'a mapping' : 'an object';
-      this.problem(`${at.length === 0 ? 'options ' : ''}must be ${what}, got ${describe(raw)}`, at);
+      this.problem(`${top}must be ${what}, got ${describe(raw)}`, at);
     }
     this.#unknownKeys(
       given,
@@ -185,8 +251,11 @@ export class OptionsValidator {
       at,
     );
     const values: Record<string, unknown> = {};
-    const failed = new Set<string>();
     for (const key of schema.keys) {
+      if (failed.has(key)) {
+        values[key] = schema.specs[key]!.default;
+        continue;
+      }
       const before = this.#issues.length;
       values[key] = this.#field(schema.specs[key]!, given[key], [...at, key], given);
       if (this.#issues.length > before) failed.add(key);
@@ -262,7 +331,7 @@ export class OptionsValidator {
           this.problem('can only be given in code, not in a config file', path);
           return undefined;
         }
-        if (s.value!.test(value)) return value;
+        if (passes(s.value!.test, value)) return value;
         this.problem(`must be ${s.value!.describe}`, path);
         return undefined;
       case 'nested':
@@ -314,10 +383,16 @@ export class OptionsValidator {
   #nested(s: AnySpec, value: unknown, path: OptionPath): unknown {
     const alt = s.alternative;
     if (alt === 'boolean' && typeof value === 'boolean') return value;
-    if (alt !== undefined && alt !== 'boolean' && this.#mode === 'code' && alt.test(value)) return value;
-    if (isOptionsObject(value)) {
+    if (alt !== undefined && alt !== 'boolean' && this.#mode === 'code' && passes(alt.test, value))
+      return value;
+    const kind = kindOf(value);
+    if (kind === 'options') {
       this.read(s.schema!, value, path);
       return value; // as given: the component the options are for applies its own defaults
+    }
+    if (typeof kind === 'object') {
+      this.problem(`cannot be read: ${kind.unreadable}`, path);
+      return undefined;
     }
     const instead = alt === undefined ? '' : alt === 'boolean' ? 'true, false or ' : `${alt.describe} or `;
     const what = this.#mode === 'data' ? 'a mapping' : 'an options object';
@@ -423,7 +498,7 @@ function clean(schema: OptionsSchema<Specs>, raw: Record<string, unknown>): bool
  * a deadline's clock, a classifier's flags) against their declaration: one loop over the given keys
  * that allocates nothing while every key is declared and every value passes; otherwise the validator
  * reads the whole object and throws one `InvalidOptionsError` listing every problem (an unknown key
- * with its "did you mean"). A getter that throws throws here, as the validator's read would.
+ * with its "did you mean"), or one that cannot be read (a revoked Proxy, a getter that throws).
  */
 export function checkCallOptions<S extends Specs>(
   context: string,
@@ -431,6 +506,10 @@ export function checkCallOptions<S extends Specs>(
   raw: unknown,
 ): void {
   if (raw === undefined) return;
-  if (isOptionsObject(raw) && clean(schema as unknown as OptionsSchema<Specs>, raw)) return;
+  try {
+    if (isOptionsObject(raw) && clean(schema as unknown as OptionsSchema<Specs>, raw)) return;
+  } catch {
+    // Unreadable (a revoked Proxy, a getter that throws): the full read says where, as a problem.
+  }
   readOptions(context, schema, raw);
 }

@@ -151,7 +151,8 @@ function problemsOf(build: () => unknown): readonly string[] {
 // ── hedge policy ─────────────────────────────────────────────────────────────────────────────────
 
 describe('createHedgePolicy given what cannot be read (SPEC H1)', () => {
-  // Was a defect (fixed): `typeof source?.quantile` and the validator's read of the options ran
+  // Was a defect (fixed): `typeof source?.quantile` and the validator's read of the options
+  // (src/options/validator.ts, which now reads what it is given once, each getter guarded) ran
   // unguarded, so a revoked Proxy or a getter that throws (as the source, or as the options) threw a
   // bare TypeError out of the factory (src/hedge/policy.ts). Expected: InvalidOptionsError, the
   // unreadable value one problem among the others. Actual: "Cannot perform 'get' on a proxy that has
@@ -173,7 +174,7 @@ describe('createHedgePolicy given what cannot be read (SPEC H1)', () => {
     for (const thrown of unprintable()) {
       expect(
         problemsOf(() => createHedgePolicy(fixedSource(10), throwingGetter('minDelayMs', thrown) as never)),
-      ).toEqual(['options cannot be read: a value that cannot be shown']);
+      ).toEqual(['`minDelayMs` cannot be read: a value that cannot be shown']);
     }
   });
 
@@ -653,11 +654,11 @@ describe('createLatencyRecorder given options that cannot be read (SPEC C1)', ()
       expect.stringMatching(/^options cannot be read: TypeError: .*revoked/),
     ]);
     expect(problemsOf(() => createLatencyRecorder(throwingGetter('windowMs') as never))).toEqual([
-      'options cannot be read: TypeError: no windowMs for you',
+      '`windowMs` cannot be read: TypeError: no windowMs for you',
     ]);
     expect(
       problemsOf(() => createLatencyRecorder(throwingGetter('onWindow', Object.create(null)) as never)),
-    ).toEqual(['options cannot be read: a value that cannot be shown']);
+    ).toEqual(['`onWindow` cannot be read: a value that cannot be shown']);
   });
 });
 

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { createRetryBudget } from '../../../src/budget/index.js';
 import * as config from '../../../src/config/index.js';
 import { createDependency } from '../../../src/dependency/index.js';
 import { isInvalidOptions } from '../../../src/errors/guards.js';
 import { defineOptions, option } from '../../../src/options/declare.js';
+import { checkCallOptions } from '../../../src/options/validator.js';
 import * as declarations from '../../../src/options-entry.js';
 import { RULES_DEPENDENCY } from '../../../src/rules/index.js';
 
@@ -69,5 +71,83 @@ describe('prazo/options: the declarations are data no caller can edit', () => {
     expect(Object.keys(schema.specs)).toEqual(['size']);
     expect(schema.keys).toEqual(['size']);
     expect(schema.specs.size).toBeDefined();
+  });
+});
+
+/** A Proxy whose every inspection throws (`Array.isArray`, a key list, a property read). */
+function revoked(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
+/** An object whose `key` getter throws `thrown`. */
+function throwing(key: string, thrown: unknown = new TypeError(`no ${key} for you`)): object {
+  return Object.defineProperty({}, key, {
+    enumerable: true,
+    get() {
+      throw thrown;
+    },
+  });
+}
+
+/** The problems of the InvalidOptionsError `fn` throws (anything else thrown fails the test). */
+function problemsOf(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (error) {
+    if (isInvalidOptions(error)) return error.problems;
+    throw error;
+  }
+  throw new Error('no error thrown');
+}
+
+describe('options that cannot be read are problems, not a TypeError out of the validation', () => {
+  // Was a defect (fixed): the validator read what it was given unguarded (`Array.isArray`, the keys,
+  // each value, a value's own test), so a revoked Proxy or a getter that throws, anywhere in the
+  // options, threw a bare TypeError out of every factory: "Cannot perform 'IsArray' on a proxy that
+  // has been revoked".
+  it('Was a defect: createDependency with a revoked Proxy as the options, as `hedge`, `concurrencyLimit`, `retryBudget`', () => {
+    expect(problemsOf(() => createDependency(revoked() as never))[0]).toMatch(
+      /^options cannot be read: TypeError: .*revoked/,
+    );
+    for (const key of ['hedge', 'concurrencyLimit', 'retryBudget'] as const) {
+      expect(
+        problemsOf(() => createDependency({ name: 'a', p99Ms: 100, [key]: revoked() } as never)),
+      ).toEqual([expect.stringMatching(new RegExp(`^\`${key}\` cannot be read: TypeError: .*revoked`))]);
+    }
+    expect(problemsOf(() => createRetryBudget(revoked() as never))).toHaveLength(1);
+  });
+
+  it('Was a defect: a getter that throws is a problem at its key, listed with the others, and read once', () => {
+    let reads = 0;
+    const options = Object.defineProperty({ name: 'a', attempts: 0 }, 'p99Ms', {
+      enumerable: true,
+      get() {
+        reads += 1;
+        throw new Error('no p99\nfor you');
+      },
+    });
+    expect(problemsOf(() => createDependency(options as never))).toEqual([
+      '`p99Ms` cannot be read: Error: no p99\\x0afor you',
+      expect.stringMatching(/^`attempts` must be an integer/),
+    ]);
+    expect(reads).toBe(1);
+    const unprintable = Object.create(null) as object;
+    expect(problemsOf(() => createRetryBudget(throwing('maxRatio', unprintable) as never))).toEqual([
+      '`maxRatio` cannot be read: a value that cannot be shown',
+    ]);
+  });
+
+  it('Was a defect: a per-call options object that cannot be read is INVALID_OPTIONS (checkCallOptions), not the caller’s own error', () => {
+    const schema = defineOptions({ deadlineMs: option.number({ min: 0, max: 10 }) });
+    expect(problemsOf(() => checkCallOptions('execute', schema, revoked()))).toEqual([
+      expect.stringMatching(/^options cannot be read/),
+    ]);
+    expect(problemsOf(() => checkCallOptions('execute', schema, throwing('deadlineMs')))).toEqual([
+      '`deadlineMs` cannot be read: TypeError: no deadlineMs for you',
+    ]);
+    // Still nothing allocated or thrown for a clean object.
+    expect(() => checkCallOptions('execute', schema, { deadlineMs: 5 })).not.toThrow();
   });
 });
