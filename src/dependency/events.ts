@@ -1,3 +1,4 @@
+import { thrownText } from '../errors/base.js';
 import type { CallTracer } from './trace.js';
 import type { DependencyEvent, Disposable } from './types.js';
 
@@ -48,7 +49,7 @@ export class Listeners {
       try {
         listener(event);
       } catch (error) {
-        process.emitWarning(`prazo: a dependency event listener threw: ${String(error)}`, 'PrazoWarning');
+        process.emitWarning(`prazo: a dependency event listener threw: ${thrownText(error)}`, 'PrazoWarning');
       }
     }
   }

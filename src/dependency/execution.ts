@@ -2,6 +2,7 @@ import { LATE_TIMER_MS, MAX_TIMER_DELAY_MS, runAfterIo, type Timer } from '../cl
 import { ON_DUE, type QueuedBound, type TimerQueue } from '../clock/timer-queue.js';
 import type { Deadline } from '../deadline/deadline.js';
 import { fitsDeadline, insufficientError, neededMs } from '../deadline/fits.js';
+import { thrownText } from '../errors/base.js';
 import { RetryBudgetExhaustedError } from '../errors/budget.js';
 import { ConcurrencyLimitError } from '../errors/capacity.js';
 import { isQueueTimeout } from '../errors/guards.js';
@@ -154,7 +155,7 @@ export class Execution<T, C extends Carrier = Carrier>
       return core.budget.tryConsume(now, core.clock);
     } catch (error) {
       process.emitWarning(
-        `prazo: the retry budget of ${core.name} threw: ${String(error)}; the extra attempt is not sent`,
+        `prazo: the retry budget of ${core.name} threw: ${thrownText(error)}; the extra attempt is not sent`,
         'PrazoWarning',
       );
       return false;

@@ -1,4 +1,4 @@
-import { isPrazoError } from '../errors/base.js';
+import { isPrazoError, thrownText } from '../errors/base.js';
 import { isTimeoutError } from '../errors/guards.js';
 import type { Outcome } from '../latency/types.js';
 import type { ClassifyOptions, FailureVerdict } from '../retry/classify.js';
@@ -28,7 +28,7 @@ export function resultVerdict<T>(
     if (verdict !== null && typeof verdict === 'object') return checkedVerdict(verdict as ResultVerdict);
     why = `returned ${verdict === null ? 'null' : typeof verdict}, not a verdict`;
   } catch (error) {
-    why = `threw: ${String(error)}`;
+    why = `threw: ${thrownText(error)}`;
   }
   process.emitWarning(`prazo: classify() ${String(why)}; result returned as is`, 'PrazoWarning');
   return undefined;
@@ -90,7 +90,7 @@ export function discardSafely<T>(
   try {
     discard(value);
   } catch (error) {
-    process.emitWarning(`prazo: discard() threw for ${dependency}: ${String(error)}`, 'PrazoWarning');
+    process.emitWarning(`prazo: discard() threw for ${dependency}: ${thrownText(error)}`, 'PrazoWarning');
   }
 }
 

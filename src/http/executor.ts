@@ -4,6 +4,7 @@ import type { HeaderFormat } from '../deadline/deadline.js';
 import { createDependency, type Dependency } from '../dependency/dependency.js';
 import { DEPENDENCY_OPTIONS, type DependencyOptions } from '../dependency/options.js';
 import { executorOf } from '../dependency/transport.js';
+import { thrownText } from '../errors/base.js';
 import { createLatencyRecorder, type LatencyRecorderOptions } from '../latency/recorder.js';
 import type { LatencySnapshot } from '../latency/types.js';
 import { option } from '../options/declare.js';
@@ -103,7 +104,7 @@ function readLive(
         return current;
       } catch (error) {
         process.emitWarning(
-          `prazo: live calibration of ${options.name} kept p99 ${current.p99Ms} ms: ${String(error)}`,
+          `prazo: live calibration of ${options.name} kept p99 ${current.p99Ms} ms: ${thrownText(error)}`,
         );
         return undefined;
       }

@@ -10,6 +10,7 @@ import type { Dependency } from '../dependency/dependency.js';
 import { type DependencyListener, Relay } from '../dependency/events.js';
 import { resolveDeadline } from '../dependency/options.js';
 import type { Disposable } from '../dependency/types.js';
+import { thrownText } from '../errors/base.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
 import { InvalidOptionsError } from '../errors/options.js';
 import { defineOptions, option } from '../options/declare.js';
@@ -204,7 +205,7 @@ class OriginTable {
       return this.#resolve!(origin) ?? undefined;
     } catch (error) {
       return new InvalidOptionsError(`interceptor: ${origin}`, [
-        `\`dependencies(origin)\` threw: ${String(error)}`,
+        `\`dependencies(origin)\` threw: ${thrownText(error)}`,
       ]);
     }
   }

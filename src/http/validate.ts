@@ -172,15 +172,15 @@ function readInstances(v: OptionsValidator, raw: Record<string, unknown>): Insta
 /** Validates every option, lists all problems in one InvalidOptionsError, and applies defaults. */
 export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHttpClientOptions {
   const v = new OptionsValidator('createHttpClient');
-  const raw = (options !== null && typeof options === 'object' ? options : {}) as Record<string, unknown>;
-  if (raw !== (options as unknown)) v.problem('options must be an object with at least `name` and `origin`');
+  const given = options !== null && typeof options === 'object';
+  if (!given) v.problem('options must be an object with at least `name` and `origin`');
+  const raw = given ? v.snapshot(options, KNOWN) : {};
   v.unknownKeys(raw, KNOWN);
   let origin: string;
   if (raw.origins !== undefined) {
     if (raw.origin !== undefined)
       v.problem('give `origin` (one, or a name to discover) or `origins` (the instances), not both');
-    const first = Array.isArray(raw.origins) ? normalizeOrigin(raw.origins[0]) : undefined;
-    origin = first ?? 'http://invalid.invalid';
+    origin = firstOrigin(raw.origins) ?? 'http://invalid.invalid';
   } else origin = readOrigin(v, raw.origin);
   let connectTimeoutMs = 0;
   const route = readRoute(v, raw, {
@@ -228,9 +228,18 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
     connectTimeoutMs,
     connections,
     autoSelectFamily,
-    lookup: options.lookup,
-    dispatcher: options.dispatcher,
+    lookup: raw.lookup as HttpClientOptions['lookup'],
+    dispatcher: raw.dispatcher as HttpClientOptions['dispatcher'],
   });
+}
+
+/** The first of `origins`, normalised, if it can be read (what cannot is `INSTANCES_OPTIONS`' problem). */
+function firstOrigin(origins: unknown): string | undefined {
+  try {
+    return Array.isArray(origins) ? normalizeOrigin(origins[0]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -239,8 +248,9 @@ export function resolveHttpClientOptions(options: HttpClientOptions): ResolvedHt
  */
 export function resolveRouteOptions(entry: unknown, where: string, clock: Clock): ResolvedRoute {
   const v = new OptionsValidator(where);
-  const raw = (entry !== null && typeof entry === 'object' ? entry : {}) as Record<string, unknown>;
-  if (raw !== entry) v.problem('must be an object with at least `name` and `p99Ms`, or a `dependency`');
+  const given = entry !== null && typeof entry === 'object';
+  if (!given) v.problem('must be an object with at least `name` and `p99Ms`, or a `dependency`');
+  const raw = given ? v.snapshot(entry, ROUTE_KNOWN) : {};
   v.unknownKeys(raw, ROUTE_KNOWN);
   const route = readRoute(v, raw, { clock: () => clock });
   v.done();

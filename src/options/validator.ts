@@ -268,6 +268,20 @@ export class OptionsValidator {
   }
 
   /**
+   * `raw` read once, for options read key by key rather than through a declaration: its own keys,
+   * and the value of each of `keys` (own or inherited). An object that cannot be read (a revoked
+   * Proxy) or a getter that throws is a problem, at its key, and reads as absent ({@link read} reads
+   * what it is given the same way).
+   */
+  snapshot(raw: object, keys: Iterable<string>, at: OptionPath = []): Record<string, unknown> {
+    return readGiven(raw as Record<string, unknown>, [...keys], (key, reason) =>
+      key === undefined
+        ? this.problem(`${at.length === 0 ? 'options ' : ''}cannot be read: ${reason}`, at)
+        : this.problem(`cannot be read: ${reason}`, [...at, key]),
+    );
+  }
+
+  /**
    * Reports every key of `raw` that is not in `known`, as {@link read} reports undeclared ones (the
    * same "did you mean", the same cap): for options read key by key rather than from a declaration.
    */

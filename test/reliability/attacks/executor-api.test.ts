@@ -586,6 +586,24 @@ describe('executor-api attacks: re-entrancy', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
+  // Was a defect (fixed): the warning about a listener that throws was made with `String(error)`,
+  // which itself throws on a value without a prototype ("Cannot convert object to primitive value"):
+  // the guard meant to contain the listener's throw threw, and the call rejected with that TypeError.
+  it('Was a defect: a listener that throws a value String() cannot print changes nothing but a warning', async () => {
+    const { clock, dep } = setup();
+    dep.on(() => {
+      throw Object.create(null);
+    });
+    const box = watch(dep.execute((ctx) => answer(clock, ctx, 1, () => 'ok')));
+    await clock.runAllAsync();
+    await flush();
+    expect(box).toEqual({ state: 'ok', value: 'ok' });
+    expect(warn).toHaveBeenCalledWith(
+      'prazo: a dependency event listener threw: a value that cannot be shown',
+      'PrazoWarning',
+    );
+  });
+
   // Was a defect (fixed): an `attempt` listener that aborts the caller's signal ends the call (abandon → the
   // attempt is cancelled, its slot released), but Execution.#start then runs carrier.start() anyway
   // (src/dependency/execution.ts #start: no `settled` check between notify.attempt and

@@ -3,6 +3,7 @@ import { createRetryBudget } from '../../../src/budget/index.js';
 import * as config from '../../../src/config/index.js';
 import { createDependency } from '../../../src/dependency/index.js';
 import { isInvalidOptions } from '../../../src/errors/guards.js';
+import { createHttpClient } from '../../../src/http/index.js';
 import { defineOptions, option } from '../../../src/options/declare.js';
 import { checkCallOptions } from '../../../src/options/validator.js';
 import * as declarations from '../../../src/options-entry.js';
@@ -149,5 +150,28 @@ describe('options that cannot be read are problems, not a TypeError out of the v
     ]);
     // Still nothing allocated or thrown for a clean object.
     expect(() => checkCallOptions('execute', schema, { deadlineMs: 5 })).not.toThrow();
+  });
+});
+
+describe('createHttpClient options that cannot be read (prazo/http reads its options key by key)', () => {
+  // Was a defect (fixed): createHttpClient read its options unguarded (`Object.keys`, each key,
+  // `Array.isArray(origins)`), so a revoked Proxy as the options or as `origins`, or a getter that
+  // throws, threw a bare TypeError out of it.
+  it('Was a defect: a revoked Proxy as the options or as `origins`, or a throwing getter, is an InvalidOptionsError', () => {
+    expect(problemsOf(() => createHttpClient(revoked() as never))[0]).toMatch(
+      /^options cannot be read: TypeError: .*revoked/,
+    );
+    expect(
+      problemsOf(() => createHttpClient({ name: 'a', p99Ms: 100, origins: revoked() } as never)).join('\n'),
+    ).toMatch(/origins/);
+    const options = Object.defineProperty({ name: 'a', origin: 'http://127.0.0.1:1' }, 'p99Ms', {
+      enumerable: true,
+      get() {
+        throw Object.create(null);
+      },
+    });
+    expect(problemsOf(() => createHttpClient(options as never))).toContain(
+      '`p99Ms` cannot be read: a value that cannot be shown',
+    );
   });
 });
