@@ -5,7 +5,7 @@ import { Headers, type RequestInit, Response } from 'undici';
 import type { Clock } from '../clock/clock.js';
 import { isPrazoError } from '../errors/base.js';
 import { ConnectFailedError } from '../errors/timeout.js';
-import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { defineOptions, isAbortSignal, type OptionsOf, option } from '../options/declare.js';
 import { checkCallOptions } from '../options/validator.js';
 import { classifyFailure } from '../retry/classify.js';
 import {
@@ -61,7 +61,7 @@ const HTTP_FETCH_OPTIONS = defineOptions({
   /** A stream is sent once (it cannot be replayed by a retry or a hedge). */
   body: option.value<FetchBody>('a body', () => true),
   /** The caller's own cancellation. */
-  signal: option.value<AbortSignal | null>('an AbortSignal', (v) => v === null || v instanceof AbortSignal),
+  signal: option.value<AbortSignal | null>('an AbortSignal', (v) => v === null || isAbortSignal(v)),
   cache: fetchOwn<'cache'>(),
   credentials: fetchOwn<'credentials'>(),
   integrity: fetchOwn<'integrity'>(),

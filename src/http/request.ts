@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { EXECUTE_OPTIONS } from '../dependency/options.js';
 import { InvalidOptionsError } from '../errors/options.js';
-import { defineOptions, type OptionsOf, option } from '../options/declare.js';
+import { defineOptions, isAbortSignal, type OptionsOf, option } from '../options/declare.js';
 import { HTTP_LIMITS } from './constants.js';
 import type { RequestHeaders } from './headers.js';
 
@@ -97,7 +97,7 @@ export const HTTP_REQUEST_OPTIONS = defineOptions({
   /** Query parameters appended to the path (undici's `query`). */
   query: undici<Record<string, unknown>>(),
   /** The caller's own cancellation: the call rejects with the signal's reason. `null`: none. */
-  signal: option.value<AbortSignal | null>('an AbortSignal', (v) => v === null || v instanceof AbortSignal),
+  signal: option.value<AbortSignal | null>('an AbortSignal', (v) => v === null || isAbortSignal(v)),
   /** undici's `highWaterMark` of the response body stream. */
   highWaterMark: undici<number>(),
   ...UNDICI_REQUEST_OPTIONS.specs,

@@ -14,6 +14,11 @@ export function gradientSettings(given: true | AdaptiveLimitOptions): GradientSe
   const settings: Record<string, unknown> = { ...ADAPTIVE_LIMIT_OPTIONS.defaults };
   if (given !== true) {
     for (const [key, value] of Object.entries(given)) if (value !== undefined) settings[key] = value;
+    // The default start brought into the range the caller gave: `{ max: 10 }` starts at 10, not 20.
+    if (given.initial === undefined) {
+      const { min, max, initial } = settings as GradientSettings;
+      settings.initial = initial > max ? max : initial < min ? min : initial;
+    }
   }
   return Object.freeze(settings) as GradientSettings;
 }

@@ -30,7 +30,10 @@ import { defineOptions, type OptionsOf, option } from '../options/declare.js';
  */
 export const ADAPTIVE_LIMIT_OPTIONS = defineOptions(
   {
-    /** The limit before the first judged window. Default 20; integer [1, 100000]. */
+    /**
+     * The limit before the first judged window. Default 20, brought into [`min`, `max`] when those
+     * are given (`{ max: 10 }` starts at 10); integer [1, 100000].
+     */
     initial: option.integer({ default: 20, min: 1, max: 100_000 }),
     /** The least the limit falls to. Default 2; integer [1, 100000]. */
     min: option.integer({ default: 2, min: 1, max: 100_000 }),
@@ -47,9 +50,16 @@ export const ADAPTIVE_LIMIT_OPTIONS = defineOptions(
     /** The minimum RTT is the least over this horizon, in ms. Default 60000; [100, 86400000]. */
     minRttHorizonMs: option.number({ default: 60_000, unit: 'ms', min: 100, max: 86_400_000 }),
   },
-  (o, report, { valid }) => {
+  (o, report, { valid, given }) => {
     if (valid('min', 'max') && o.min > o.max) report('min', `(${o.min}) must not exceed \`max\` (${o.max})`);
-    if (valid('initial', 'min', 'max') && o.min <= o.max && (o.initial < o.min || o.initial > o.max)) {
+    // Only an `initial` the caller gave: the default is brought into the range (gradientSettings).
+    const initial = given.initial !== undefined;
+    if (
+      initial &&
+      valid('initial', 'min', 'max') &&
+      o.min <= o.max &&
+      (o.initial < o.min || o.initial > o.max)
+    ) {
       report('initial', `(${o.initial}) must lie in [\`min\`, \`max\`] = [${o.min}, ${o.max}]`);
     }
   },

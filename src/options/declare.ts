@@ -218,6 +218,21 @@ const spec = (kind: OptionKind, init: object, extra: object = {}): AnySpec => {
   }) as AnySpec;
 };
 
+/**
+ * A real `AbortSignal`: `instanceof` alone takes `Object.create(AbortSignal.prototype)`, on which
+ * every use (`aborted`, `addEventListener`) throws ERR_INVALID_THIS, out of a call that accepted it.
+ * Node's own getter checks the brand.
+ */
+export function isAbortSignal(value: unknown): value is AbortSignal {
+  if (!(value instanceof AbortSignal)) return false;
+  try {
+    Reflect.get(AbortSignal.prototype, 'aborted', value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object';
 
@@ -285,7 +300,7 @@ export const option = Object.freeze({
   },
   /** An `AbortSignal`. */
   signal(): OptionSpec<AbortSignal, false, false> {
-    return option.value<AbortSignal>('an AbortSignal', (v) => v instanceof AbortSignal);
+    return option.value<AbortSignal>('an AbortSignal', isAbortSignal);
   },
   /** A nested options object, read with its own schema. */
   nested<S extends Specs>(schema: OptionsSchema<S>): OptionSpec<OptionsOf<OptionsSchema<S>>, false, false> {
@@ -320,5 +335,16 @@ export const option = Object.freeze({
 export const isOptionsObject = (value: unknown): value is Record<string, unknown> =>
   isObject(value) &&
   !Array.isArray(value) &&
-  // A collection's entries are no properties: read as options it would be `{}`, every default silently.
-  !(value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet);
+  // A collection's entries are no properties, and a date, a pattern, a promise or a buffer has none
+  // either: read as options each would be `{}`, every default applied without a word.
+  !(
+    value instanceof Map ||
+    value instanceof Set ||
+    value instanceof WeakMap ||
+    value instanceof WeakSet ||
+    value instanceof Date ||
+    value instanceof RegExp ||
+    value instanceof Promise ||
+    value instanceof ArrayBuffer ||
+    ArrayBuffer.isView(value)
+  );

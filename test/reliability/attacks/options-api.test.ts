@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createRetryBudget } from '../../../src/budget/index.js';
+import { FakeClock } from '../../../src/clock/fake.js';
 import * as config from '../../../src/config/index.js';
 import { createDependency } from '../../../src/dependency/index.js';
 import { isInvalidOptions } from '../../../src/errors/guards.js';
 import { createHttpClient } from '../../../src/http/index.js';
+import { ConcurrencyLimiter } from '../../../src/limit/limiter.js';
 import { defineOptions, option } from '../../../src/options/declare.js';
 import { checkCallOptions } from '../../../src/options/validator.js';
 import * as declarations from '../../../src/options-entry.js';
@@ -173,5 +175,51 @@ describe('createHttpClient options that cannot be read (prazo/http reads its opt
     expect(problemsOf(() => createHttpClient(options as never))).toContain(
       '`p99Ms` cannot be read: a value that cannot be shown',
     );
+  });
+});
+
+describe('what is not an options object, or not what it claims', () => {
+  // Was a defect (fixed): a Date, a RegExp, a Promise or a buffer passed as options was read as `{}`
+  // (none of their state is a property): every default applied without a word.
+  it('Was a defect: a Date, RegExp, Promise or buffer as options is refused, not read as `{}`', () => {
+    for (const value of [new Date(0), /x/, Promise.resolve(), new ArrayBuffer(8), new Uint8Array(4)]) {
+      expect(problemsOf(() => createRetryBudget(value as never))).toEqual([
+        'options must be an object, got an object',
+      ]);
+      expect(
+        problemsOf(() => createDependency({ name: 'a', p99Ms: 100, hedge: value } as never)).join('\n'),
+      ).toMatch(/^`hedge` must be/);
+    }
+  });
+
+  // Was a defect (fixed): `Object.create(AbortSignal.prototype)` passed `instanceof AbortSignal`, was
+  // accepted as a call's signal, and the call then rejected with Node's ERR_INVALID_THIS TypeError.
+  it('Was a defect: a fake AbortSignal (its prototype, not its brand) is refused as a call signal', async () => {
+    const dep = createDependency({ name: 'a', p99Ms: 100, clock: new FakeClock() });
+    const fake = Object.create(AbortSignal.prototype) as AbortSignal;
+    const error = await dep
+      .execute(async () => 'sent', { signal: fake, idempotent: true })
+      .catch((e: unknown) => e);
+    expect(isInvalidOptions(error)).toBe(true);
+    expect(
+      await dep.execute(async () => 'sent', { signal: new AbortController().signal, idempotent: true }),
+    ).toBe('sent');
+  });
+
+  // Was a defect (fixed): the adaptive limit's default start (20) was checked against a `max` the
+  // caller gave: `adaptive: { max: 10 }` was refused ("initial (20) must lie in [min, max]") although
+  // the caller never named `initial`. A default now starts inside the caller's range.
+  it('Was a defect: `adaptive: { max: 10 }` is accepted and starts at 10; an `initial` given outside the range is still refused', () => {
+    expect(() =>
+      createDependency({ name: 'a', p99Ms: 100, concurrencyLimit: { adaptive: { max: 10 } } }),
+    ).not.toThrow();
+    expect(new ConcurrencyLimiter({ adaptive: { max: 10 } }, new FakeClock()).limit).toBe(10);
+    expect(new ConcurrencyLimiter({ adaptive: { min: 50 } }, new FakeClock()).limit).toBe(50);
+    expect(new ConcurrencyLimiter({ adaptive: true }, new FakeClock()).limit).toBe(20);
+    expect(
+      problemsOf(() =>
+        createDependency({ name: 'a', p99Ms: 100, concurrencyLimit: { adaptive: { max: 10, initial: 20 } } }),
+      ).join('\n'),
+    ).toMatch(/initial.*must lie in/);
   });
 });
