@@ -113,6 +113,12 @@ export const PRAZO_STACK_DEFAULTS = Object.freeze({
    */
   poolReserve: 2,
   /**
+   * Checkouts the gateway's client lets wait for a slot of its limit (topology.ts `hopCapacity`): a
+   * burst of healthy traffic at 100/s waits a few ms instead of being refused (1–2.3 % of healthy
+   * checkouts were, with none).
+   */
+  gatewayQueue: 3,
+  /**
    * Requests the throttle's window (1 s) needs before it refuses anything (the library's default is
    * 10). With capacity-aware waiting, a hung supplier's failures reach the throttle only as patient
    * attempts reach their deadline: at most `maxInFlight` (13) every ~1.8 s, about 7 a second, and the

@@ -46,7 +46,11 @@ describe('hopCapacity', () => {
     const hedgesPaid =
       Math.ceil(gateway * P.budgetRatio) + Math.ceil((P.budgetMinPerSecond * P.budgetWindowMs) / 1_000);
     expect(hopCapacity('supplier', pool).maxInFlight).toBeGreaterThanOrEqual(gateway + hedgesPaid);
-    for (const next of ['orders', 'inventory', 'supplier'] as const) {
+    // Only the gateway lets a few wait (a healthy burst); below it a queue is never needed: no more
+    // than the gateway's limit is ever in flight there.
+    expect(hopCapacity('orders', pool).maxQueue).toBe(P.gatewayQueue);
+    expect(P.gatewayQueue).toBeGreaterThan(0);
+    for (const next of ['inventory', 'supplier'] as const) {
       expect(hopCapacity(next, pool).maxQueue).toBe(0);
     }
   });
