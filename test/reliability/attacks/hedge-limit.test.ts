@@ -14,6 +14,7 @@ import type { LatencySource } from '../../../src/latency/types.js';
 import { ConcurrencyLimiter } from '../../../src/limit/limiter.js';
 import { readOptions } from '../../../src/options/validator.js';
 import { seededRandom } from '../../../src/testing/random.js';
+import { anyCallerValue } from '../fuzz/arbitraries.js';
 
 /**
  * Attacks on hedging, the concurrency limit, the instance set (balance, ejection, discovery) and the
@@ -79,16 +80,7 @@ const anyDouble = fc.oneof(
  * without a prototype, a getter that throws one, a `toString` that throws).
  */
 const anyValue = fc.oneof(
-  fc.anything({
-    withBigInt: true,
-    withBoxedValues: true,
-    withDate: true,
-    withMap: true,
-    withSet: true,
-    withNullPrototype: true,
-    withSparseArray: true,
-    withTypedArray: true,
-  }),
+  anyCallerValue,
   fc.constantFrom('@@revoked', '@@no-prototype', '@@getter', '@@toString'),
 );
 

@@ -21,6 +21,7 @@ import {
 } from '../../../src/retry/index.js';
 import { mergeFailures } from '../../../src/retry/merge.js';
 import { planRetry } from '../../../src/retry/planner.js';
+import { anyCallerValue } from '../fuzz/arbitraries.js';
 
 /**
  * Attacks on `prazo/retry` from the outside: what a user's transport hands its parsers (header values
@@ -68,17 +69,7 @@ const throwingGetter = (key: string, base: object = {}): object =>
     },
   });
 
-/** Anything a caller can pass: BigInts, boxed values, Maps, typed and sparse arrays, null prototypes too. */
-const anyValue = fc.anything({
-  withBigInt: true,
-  withBoxedValues: true,
-  withDate: true,
-  withMap: true,
-  withSet: true,
-  withNullPrototype: true,
-  withSparseArray: true,
-  withTypedArray: true,
-});
+const anyValue = anyCallerValue;
 
 /** A value of a header: what parseRetryAfter / parsePushback accept must be within these bounds. */
 const isWait = (ms: unknown): boolean =>

@@ -83,3 +83,15 @@ export function timed(fn: () => unknown): number {
 /** A finite, non-negative number, or undefined: what every duration parser must return. */
 export const isSafeResult = (v: unknown): boolean =>
   v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+
+/** Anything a caller can pass: BigInts, boxed values, Maps, typed and sparse arrays, null prototypes too. */
+export const anyCallerValue = fc.anything({
+  withBigInt: true,
+  withBoxedValues: true,
+  withDate: true,
+  withMap: true,
+  withSet: true,
+  withNullPrototype: true,
+  withSparseArray: true,
+  withTypedArray: true,
+});
