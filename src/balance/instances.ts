@@ -336,7 +336,7 @@ export class InstanceSet<T> {
    * `at`, a reading the caller took, or the set's own clock when it is not a finite number: taken, one
    * `Infinity` would eject an instance until Infinity, or return every ejected one on a probation
    * that never ends with an estimate that never decays. A reading more than {@link STEP_BACK_MS}
-   * before the latest one is a clock stepped back (a custom clock on `Date.now()`, or one bad reading
+   * before the latest one is a clock stepped back (a custom clock on the wall time, or one bad reading
    * far ahead): every instant the set keeps moves back with it (`#shift`), as the adaptive limit
    * rebases its window. Kept where they were, an instance ejected before the step would stay out, a
    * peak would not decay and no latency window would close until the clock came back to them.

@@ -122,11 +122,13 @@ describe('npm pack: what ships (SPEC P3)', () => {
   // of 2026-12-03 were answered (typed refusals and guards across the surface, the config's depth
   // measured by the yaml lexer, gRPC reading a caller's deadline metadata, CLIENT_CLOSED), 1,227 kB /
   // 4.84 MB after the second round (prazo/calibrate's sources, rules, otel, retry and http made total on
-  // hostile input: +58 kB packed over seven entries, no new dependency). The bound is a budget that a
-  // new feature must argue for, not a ratchet.
+  // hostile input: +58 kB packed over seven entries, no new dependency), 1,268 kB / 4.99 MB after the
+  // third (a check of Prometheus regexes by Go's RE2 grammar, src/calibrate/re2.ts, instead of a
+  // runtime dependency on an RE2 port; prazo/http's closing, options that cannot be read: +41 kB). The
+  // bound is a budget that a new feature must argue for, not a ratchet.
   it('stays a library-sized download', () => {
-    expect(dry.size).toBeLessThan(1_260_000);
-    expect(dry.unpackedSize).toBeLessThan(5_000_000);
+    expect(dry.size).toBeLessThan(1_300_000);
+    expect(dry.unpackedSize).toBeLessThan(5_200_000);
   });
 });
 
