@@ -13,7 +13,7 @@ import { soakBehaviour } from './mix.js';
  * server (in this process) never received an unkeyed POST twice (SPEC R5).
  *
  * PRAZO_SOAK_CALLS scales the run (default 200,000: one to two minutes on two shared cores; .ci/matrix
- * runs half of it on Node 20 and a quarter of it on Node 26).
+ * runs a quarter of it on Node 20 and an eighth of it on Node 26).
  */
 
 const CALLS = Number(process.env.PRAZO_SOAK_CALLS ?? 200_000);
