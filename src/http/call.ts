@@ -85,6 +85,8 @@ export class HttpCall
   #final = false;
   readonly #signal: AbortSignal | undefined;
   #onSignal: (() => void) | undefined;
+  openPrev: OpenCall | undefined;
+  openNext: OpenCall | undefined;
 
   constructor(
     route: Route,

@@ -9,7 +9,7 @@ import { createFetch, type HttpFetch } from './fetch.js';
 import { type Dispatch, type DispatchHandler, type DispatchOptions, mayReachCore } from './handler.js';
 import type { Target } from './instances.js';
 import type { HttpClientOptions, ResolvedHttpClientOptions } from './options.js';
-import type { ClientLifecycle, CurrentPlan } from './plan.js';
+import { type ClientLifecycle, type CurrentPlan, OpenCalls } from './plan.js';
 import { createTrackedPool, endedError, type TrackedPool } from './pool.js';
 import {
   callOptions,
@@ -151,7 +151,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     };
   };
   // Its calls not answered yet and its drains: `close()` and `destroy()` reach them beyond the pools.
-  const lifecycle: ClientLifecycle = { open: new Set(), drains: new Set(), closing: false };
+  const lifecycle: ClientLifecycle = { open: new OpenCalls(), drains: new Set(), closing: false };
   /** Set by the first `close()` or `destroy()`: later calls are refused before the executor. */
   let ended: 'closed' | 'destroyed' | undefined;
   let closed: Promise<void> | undefined;
@@ -248,7 +248,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   async function closeNow(): Promise<void> {
     ended ??= 'closed';
     lifecycle.closing = true;
-    for (const call of [...lifecycle.open]) call.wrapUp(endedError('closed'));
+    for (const call of lifecycle.open.list()) call.wrapUp(endedError('closed'));
     const closing = new Error('prazo: drain given up: the client is closing');
     for (const drain of [...lifecycle.drains]) drain.abortRequest(closing);
     await Promise.all([pool?.close(), instances?.close()]);
@@ -257,7 +257,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   async function destroyNow(): Promise<void> {
     ended = 'destroyed';
     lifecycle.closing = true;
-    for (const call of [...lifecycle.open]) call.end(endedError('destroyed'));
+    for (const call of lifecycle.open.list()) call.end(endedError('destroyed'));
     await Promise.all([pool?.destroy(), instances?.destroy()]);
   }
 }
