@@ -153,6 +153,33 @@ async function throttleCase(healthy) {
   };
 }
 
+/** undici's request() on the in-process core, its body dumped: the floor of prazo's request(). */
+function bareCoreRequest() {
+  const core = inProcessCore();
+  const options = { origin: CORE_ORIGIN, path: '/', method: 'GET' };
+  return async () => (await core.request(options)).body.dump();
+}
+
+/** prazo's request() on the same core, with the HTTP suite's settings. */
+async function prazoCoreRequest() {
+  const [createHttpClient, Deadline, createRetryBudget] = await Promise.all([
+    prazo('http', 'createHttpClient'),
+    prazo('deadline', 'Deadline'),
+    prazo('budget', 'createRetryBudget'),
+  ]);
+  const client = createHttpClient({
+    name: 'bench',
+    origin: CORE_ORIGIN,
+    dispatcher: inProcessCore(),
+    p99Ms: 1_000,
+    attempts: 2,
+    defaultDeadlineMs: 5_000,
+    retryBudget: createRetryBudget(),
+    hedge: { minDelayMs: 1_000 },
+  });
+  return async () => (await client.request({ path: '/', deadline: Deadline.after(5_000) })).body.dump();
+}
+
 export const MICRO_CASES = [
   {
     name: 'await (bare)',
@@ -252,11 +279,7 @@ export const MICRO_CASES = [
     about:
       "undici's request() (its RequestHandler, body stream, handler API checks) on undici's DispatcherBase answering in a microtask, body dumped: the floor of prazo's request()",
     async: true,
-    setup: async () => {
-      const core = inProcessCore();
-      const options = { origin: CORE_ORIGIN, path: '/', method: 'GET' };
-      return async () => (await core.request(options)).body.dump();
-    },
+    setup: async () => bareCoreRequest(),
   },
   {
     name: 'prazo request() on an in-process undici core',
@@ -264,24 +287,25 @@ export const MICRO_CASES = [
     about:
       "createHttpClient({ dispatcher: core }).request({ path, deadline }) with the HTTP suite's settings (budget, recorder, hedge armed at ≥ 1 s), on the same core: what prazo/http adds to a request, without the network",
     async: true,
-    setup: async () => {
-      const [createHttpClient, Deadline, createRetryBudget] = await Promise.all([
-        prazo('http', 'createHttpClient'),
-        prazo('deadline', 'Deadline'),
-        prazo('budget', 'createRetryBudget'),
-      ]);
-      const client = createHttpClient({
-        name: 'bench',
-        origin: CORE_ORIGIN,
-        dispatcher: inProcessCore(),
-        p99Ms: 1_000,
-        attempts: 2,
-        defaultDeadlineMs: 5_000,
-        retryBudget: createRetryBudget(),
-        hedge: { minDelayMs: 1_000 },
-      });
-      return async () => (await client.request({ path: '/', deadline: Deadline.after(5_000) })).body.dump();
-    },
+    setup: async () => prazoCoreRequest(),
+  },
+  {
+    name: 'request() on an in-process undici core, 50 in flight',
+    kind: 'baseline',
+    about:
+      'the same with 50 calls in flight at once (as a service under load has them): objects that outlive their call show here, as garbage collection',
+    async: true,
+    inFlight: 50,
+    setup: async () => bareCoreRequest(),
+  },
+  {
+    name: 'prazo request() on an in-process undici core, 50 in flight',
+    kind: 'prazo',
+    about:
+      'the same with 50 calls in flight at once: a call kept reachable after its end (by a long-lived table) gets its objects promoted to the old generation, which this case shows and the one above, a call at a time, does not',
+    async: true,
+    inFlight: 50,
+    setup: async () => prazoCoreRequest(),
   },
   {
     name: 'executor execute() fixed cost',

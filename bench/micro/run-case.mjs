@@ -52,7 +52,21 @@ async function runAsync(n) {
   return performance.now() - t0;
 }
 
-const run = spec.async ? runAsync : runSync;
+/** `n` operations by `spec.inFlight` workers at once, each awaiting its own: calls that overlap. */
+async function runInFlight(n) {
+  const t0 = performance.now();
+  let left = n;
+  const worker = async () => {
+    while (left > 0) {
+      left -= 1;
+      consume(await op());
+    }
+  };
+  await Promise.all(Array.from({ length: spec.inFlight }, worker));
+  return performance.now() - t0;
+}
+
+const run = spec.inFlight ? runInFlight : spec.async ? runAsync : runSync;
 let n = 1_000;
 for (let elapsed = await run(n); elapsed < batchMs / 4; elapsed = await run(n)) n *= 2;
 const measured = await run(n);
