@@ -180,6 +180,33 @@ async function prazoCoreRequest() {
   return async () => (await client.request({ path: '/', deadline: Deadline.after(5_000) })).body.dump();
 }
 
+/** undici's request() through `core.compose(interceptor())`, the origin managed with the HTTP suite's settings. */
+async function interceptorCoreRequest() {
+  const [interceptor, Deadline] = await Promise.all([
+    prazo('http', 'interceptor'),
+    prazo('deadline', 'Deadline'),
+  ]);
+  const dependencies = {
+    [CORE_ORIGIN]: {
+      name: 'bench',
+      p99Ms: 1_000,
+      attempts: 2,
+      defaultDeadlineMs: 5_000,
+      hedge: { minDelayMs: 1_000 },
+    },
+  };
+  const dispatcher = inProcessCore().compose(interceptor({ dependencies }));
+  return async () => {
+    const options = {
+      origin: CORE_ORIGIN,
+      path: '/',
+      method: 'GET',
+      prazo: { deadline: Deadline.after(5_000) },
+    };
+    return (await dispatcher.request(options)).body.dump();
+  };
+}
+
 export const MICRO_CASES = [
   {
     name: 'await (bare)',
@@ -306,6 +333,15 @@ export const MICRO_CASES = [
     async: true,
     inFlight: 50,
     setup: async () => prazoCoreRequest(),
+  },
+  {
+    name: 'interceptor request() on an in-process undici core, 50 in flight',
+    kind: 'prazo',
+    about:
+      "undici's request() through core.compose(interceptor()) on the same core, the origin managed with the HTTP suite's settings and a deadline per call: what the interceptor adds, without the network (read against the first of the 50-in-flight cases)",
+    async: true,
+    inFlight: 50,
+    setup: async () => interceptorCoreRequest(),
   },
   {
     name: 'executor execute() fixed cost',
