@@ -81,42 +81,14 @@ export interface HttpClient {
 }
 
 /**
- * undici's own header and body timeouts stay armed as backstops only: they run on 500 ms "fast
- * timers" that can fire up to a tick early or late, so they are set a safe margin past prazo's.
+ * The client's own pools arm none of undici's header and body timers (`0`): prazo's phase timer
+ * bounds every phase of every attempt (queued, head, body, drain), to the call's deadline when the
+ * attempt is patient. undici's timers run on 500 ms "fast timers" (a timer of a given delay can fire a
+ * tick early or late), and as a backstop a second past prazo's they cut what prazo meant to wait for:
+ * a patient attempt (`concurrencyLimit.patience`) waiting for its deadline, or the longer attempts of
+ * a plan updated since the pool was made. A caller's own `headersTimeout` / `bodyTimeout` still applies.
  */
-const BACKSTOP_MS = 1_000;
-
-/** The largest slack the executor accepts without `forceSlack` (SPEC C1). */
-const MAX_SLACK = 1.5;
-
-/**
- * undici's backstops of the client's own pool, past the largest attempt timeout it plans with at first
- * (live calibration moves it up to `maxP99Ms`). An update may plan longer still: such calls carry a
- * backstop of their own ({@link backstopsOf}).
- */
-function poolBackstops(o: ResolvedHttpClientOptions): { readonly headMs: number; readonly bodyMs: number } {
-  const headMs = o.live === undefined ? o.responseTimeoutMs : Math.ceil(o.live.p99.maxP99Ms * MAX_SLACK);
-  return {
-    headMs: Math.max(headMs, o.responseTimeoutMs) + BACKSTOP_MS,
-    bodyMs: Math.max(o.explicit.bodyMs ?? headMs, o.bodyTimeoutMs) + BACKSTOP_MS,
-  };
-}
-
-/** Per-request backstops for a plan longer than the pool's (after `dependency.update`), else none. */
-function backstopsOf(
-  plan: CurrentPlan,
-  pool: { readonly headMs: number; readonly bodyMs: number },
-  dispatched: Dispatcher.RequestOptions,
-): void {
-  const { responseTimeoutMs, bodyTimeoutMs } = plan.current;
-  if (dispatched.headersTimeout == null && responseTimeoutMs + BACKSTOP_MS > pool.headMs)
-    dispatched.headersTimeout = responseTimeoutMs + BACKSTOP_MS;
-  if (dispatched.bodyTimeout == null && bodyTimeoutMs + BACKSTOP_MS > pool.bodyMs)
-    dispatched.bodyTimeout = bodyTimeoutMs + BACKSTOP_MS;
-}
-
 function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan, origin: string): TrackedPool {
-  const backstops = poolBackstops(o);
   return createTrackedPool(origin, {
     connect: createConnector({
       clock: o.clock,
@@ -125,8 +97,8 @@ function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan, origin: str
       lookup: o.lookup,
     }),
     connections: o.connections ?? null,
-    headersTimeout: backstops.headMs,
-    bodyTimeout: backstops.bodyMs,
+    headersTimeout: 0,
+    bodyTimeout: 0,
   });
 }
 
@@ -160,8 +132,6 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const instances = route.instances;
   const pool =
     o.dispatcher === undefined && instances === undefined ? createPool(o, plan, o.origin) : undefined;
-  // Every pool of ours (one, or one per instance) has the same backstops.
-  const backstops = o.dispatcher === undefined ? poolBackstops(o) : undefined;
   const below = o.dispatcher ?? pool?.dispatcher;
   const next: Dispatch =
     below === undefined
@@ -201,9 +171,6 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         query: call.query,
         highWaterMark: call.highWaterMark,
       };
-      if (call.responseTimeoutMs !== undefined)
-        dispatched.headersTimeout = call.responseTimeoutMs + BACKSTOP_MS;
-      if (call.bodyTimeoutMs !== undefined) dispatched.bodyTimeout = call.bodyTimeoutMs + BACKSTOP_MS;
       // undici's own options, as given (its request() above the call, or the pool below, reads them).
       for (const key in call) {
         if (Object.hasOwn(UNDICI_REQUEST_OPTIONS.specs, key)) {
@@ -211,7 +178,6 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           if (value !== undefined) (dispatched as unknown as Record<string, unknown>)[key] = value;
         }
       }
-      if (backstops !== undefined) backstopsOf(plan, backstops, dispatched);
       if (call.signal === null) call = { ...call, signal: undefined };
       given = call as CallInput;
       return requestApi.call(face, dispatched);

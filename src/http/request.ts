@@ -63,11 +63,11 @@ export const UNDICI_REQUEST_OPTIONS = defineOptions({
   /** undici's `responseHeaders`: `'raw'` for the headers as a flat list. */
   responseHeaders: undici<Dispatcher.RequestOptions['responseHeaders']>(),
   /**
-   * undici's own head timer, in ms: a backstop only (prazo's is `responseTimeoutMs`, bounded by the
-   * attempt and the deadline). Default: a second past prazo's.
+   * undici's own head timer, in ms, beside prazo's (`responseTimeoutMs`, bounded by the attempt and
+   * the deadline). Default: none on the client's own pool; your `dispatcher`'s own otherwise.
    */
   headersTimeout: undici<number | null>(),
-  /** undici's own body timer, in ms: a backstop only (prazo's is `bodyTimeoutMs`). Default: past prazo's. */
+  /** undici's own body timer, in ms, beside prazo's (`bodyTimeoutMs`). Default: as `headersTimeout`. */
   bodyTimeout: undici<number | null>(),
   /** undici's `reset`: close the connection after this request. */
   reset: undici<boolean>(),

@@ -60,9 +60,9 @@ export function judgeStatus(
 /**
  * Turns undici's own timeout errors into prazo's typed ones (SPEC D6), so a caller matches on one
  * set of codes whatever produced the timeout: prazo's precise per-call timer, the connector's connect
- * timer, or undici's coarse internal timers (kept as backstops, and in force when the caller brings
- * their own dispatcher). Anything else (refused, reset, closed) passes through untouched: its Node or
- * undici `code` is what retry classification reads (SPEC R2).
+ * timer, or undici's coarse internal timers (in force when the caller brings their own dispatcher,
+ * or gives `headersTimeout` / `bodyTimeout`). Anything else (refused, reset, closed) passes through
+ * untouched: its Node or undici `code` is what retry classification reads (SPEC R2).
  */
 
 /** What a mapped error needs to say where the time ran out. */

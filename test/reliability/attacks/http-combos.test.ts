@@ -831,6 +831,33 @@ describe('http-combos attacks: update() and close() while calls run (SPEC X9)', 
     expect(await outcome(c.request('/10', { deadline: 4_000 }))).toBe('200 ok');
   });
 
+  it('a patient attempt on the client’s own pool waits for its deadline: no undici timer of the pool cuts it (V2, patience)', async () => {
+    // p99 100 ms: attempts of 140 ms. undici's header timer a second past them (what the pool used to
+    // arm, on its 500 ms fast timers) fired at 1.0–1.5 s and failed the patient call RESPONSE_TIMEOUT.
+    const server = await serve((req, res) => setTimeout(() => res.end('late'), Number(req.url!.slice(1))));
+    const client = (patience: boolean) =>
+      createHttpClient({
+        name: 'slow',
+        origin: server.origin,
+        p99Ms: 100,
+        concurrencyLimit: { maxInFlight: 4, patience },
+      });
+    const patient = client(true);
+    const impatient = client(false);
+    cleanup.push(
+      () => patient.destroy(),
+      () => impatient.destroy(),
+    );
+    const started = Date.now();
+    const [waited, cut] = await Promise.all([
+      outcome(patient.request('/1700', { deadline: 4_000 })),
+      outcome(impatient.request('/1700', { deadline: 4_000, retryResponseTimeout: false })),
+    ]);
+    expect(waited).toBe('200 late');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_650);
+    expect(cut).toBe('RESPONSE_TIMEOUT'); // the rule still bites where it should: p99 × slack
+  });
+
   it('update() turning hedging on and attempts down while a hedged dependency of two instances is busy: no call lost, none hangs', async () => {
     const a = await serve((_req, res) => setTimeout(() => res.end('a'), 40));
     const b = await serve((_req, res) => setTimeout(() => res.end('b'), 40));
