@@ -78,10 +78,11 @@ export interface OpenCall {
 
 /**
  * A client's open calls, linked through the calls themselves: a call joins and leaves by writing two
- * fields. Not a `Set`: every call passes through it, and a long-lived Set's hash table kept the
- * calls it had held reachable at young-generation collections, which then promoted each call's
- * whole object graph to the old generation (measured with 50 calls in flight: 4 MB promoted per
- * scavenge instead of none, and 2.5 times the CPU per request; `npm run bench`).
+ * fields, and a call that left is referenced by nothing of the client's. Not a `Set`, for what it was
+ * measured to cost: with one here, under load every call's objects were promoted to the old
+ * generation at young-generation collections (50 calls in flight on an in-process undici core:
+ * 4.2 MB promoted per scavenge instead of none, 2.5 times the CPU per call; the bench's
+ * "50 in flight" cases watch it).
  */
 export class OpenCalls {
   #head: OpenCall | undefined;
