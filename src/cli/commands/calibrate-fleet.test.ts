@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../cli.test-helpers.js';
-import { replaceFile } from './calibrate-fleet.js';
 import { formatEpoch } from './calibrate-render.js';
 
 /**
@@ -460,37 +459,5 @@ describe('formatEpoch', () => {
         expect(shown.length === 17).toBe(ms % 60_000 === 0);
       }),
     );
-  });
-});
-
-describe('replaceFile: the --write of prazo calibrate', () => {
-  const temporaries = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith('.tmp'));
-
-  it('Was a defect: a failed rename or write left the temporary file beside the target', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'prazo-replace-'));
-    try {
-      // The rename fails: the target is a non-empty directory.
-      const target = join(dir, 'prazo.config.yaml');
-      mkdirSync(target);
-      writeFileSync(join(target, 'inside'), 'x');
-      expect(() => replaceFile(target, 'version: 1\n')).toThrow(/EISDIR|ENOTEMPTY|EEXIST|EPERM/);
-      expect(temporaries(dir)).toEqual([]);
-      // The producer of the text throws: nothing written, the target as it was.
-      const file = join(dir, 'other.yaml');
-      writeFileSync(file, 'before\n');
-      expect(() =>
-        replaceFile(file, () => {
-          throw new Error('no text');
-        }),
-      ).toThrow('no text');
-      expect(temporaries(dir)).toEqual([]);
-      expect(readFileSync(file, 'utf8')).toBe('before\n');
-      // And the way it works: replaced, nothing left over.
-      replaceFile(file, () => 'after\n');
-      expect(readFileSync(file, 'utf8')).toBe('after\n');
-      expect(readdirSync(dir).sort()).toEqual(['other.yaml', 'prazo.config.yaml']);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
   });
 });

@@ -1,14 +1,4 @@
-import {
-  closeSync,
-  fsyncSync,
-  openSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { shownOrigin } from '../../balance/options.js';
 import {
   calibrateFleet,
@@ -36,6 +26,7 @@ import { DEPENDENCY_IN_FILE } from '../../config/schema.js';
 import { isInvalidOptions } from '../../errors/guards.js';
 import { latencySeries, type NamingScheme } from '../../rules/names.js';
 import { UsageError } from '../context.js';
+import { replaceFile } from '../files.js';
 
 /**
  * `prazo calibrate --prometheus URL --config prazo.config.yaml`: every dependency of the config
@@ -176,32 +167,6 @@ export function p99ToWrite(p99Ms: number, slack: number, responseMs: number): nu
     if (v > 0 && slackedTimeoutMs(v, slack) === responseMs) return v;
   }
   return Number(formatNumber(p99Ms));
-}
-
-/**
- * Writes `text` to `path` through a temporary file and a rename: a reader never sees half a file.
- * `text` may be a function that produces it, called once the temporary file is open. When writing,
- * producing or renaming fails, the temporary file is removed before the error is thrown: a failed
- * `--write` leaves the directory as it found it (a full disk, a target turned directory, a read-only
- * mount would otherwise leave a `.<name>.prazo-<pid>.tmp` beside the config at each try).
- */
-export function replaceFile(path: string, text: string | (() => string)): void {
-  const real = realpathSync(path); // a symlinked config (a mounted ConfigMap's target) is written where it lives
-  const mode = statSync(real).mode & 0o7777;
-  const temporary = join(dirname(real), `.${basename(real)}.prazo-${process.pid}.tmp`);
-  const fd = openSync(temporary, 'w', mode);
-  try {
-    try {
-      writeSync(fd, typeof text === 'function' ? text() : text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temporary, real);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
 }
 
 export async function fleetCommand(flags: FleetFlags, cwd: string): Promise<FleetReport> {

@@ -16,8 +16,9 @@ import { DEPENDENCY_IN_FILE } from '../../config/schema.js';
 import { isInvalidOptions } from '../../errors/guards.js';
 import { NAMING_SCHEMES } from '../../rules/names.js';
 import { cliContext, ExitCode, UsageError } from '../context.js';
+import { replaceFile } from '../files.js';
 import { choiceArg, numberArg } from '../parse-args.js';
-import { type FleetFlags, fleetCommand, p99ToWrite, replaceFile } from './calibrate-fleet.js';
+import { type FleetFlags, fleetCommand, p99ToWrite } from './calibrate-fleet.js';
 import {
   type CalibrateReport,
   type ConfigWrite,

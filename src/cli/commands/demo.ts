@@ -1,4 +1,4 @@
-import { accessSync, constants, type Stats, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, type Stats, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { systemClock } from '../../clock/system.js';
@@ -10,6 +10,7 @@ import { DEFAULT_SCENARIOS, SCENARIOS } from '../../demo/scenarios.js';
 import type { StackName } from '../../demo/types.js';
 import { isInvalidOptions } from '../../errors/guards.js';
 import { cliContext, loadWithUndici, UsageError } from '../context.js';
+import { replaceFile } from '../files.js';
 import { runInterruptible } from '../interruptible.js';
 
 /** "10 for healthy, tail, ...; 6 for instance-503": the scenarios that load longer, from their declarations. */
@@ -103,7 +104,7 @@ export function register(program: Command): void {
           else io.stdout(`\n${renderTable(result)}`);
           if (flags.report !== false) {
             const path = resolve(io.cwd, flags.report);
-            writeFileSync(path, renderHtml(result));
+            replaceFile(path, renderHtml(result));
             io.stderr(`report: ${path}\n`);
           }
         },

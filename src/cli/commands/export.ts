@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CONFIG_LIMITS, DEFAULT_CONFIG_FILE } from '../../config/constants.js';
@@ -8,6 +8,7 @@ import { formatPath, formatProblem } from '../../config/problem.js';
 import { exportMesh, MESH_TARGETS, type MeshExport, type MeshTarget } from '../../mesh/export.js';
 import { GATEWAY_CHANNELS, type GatewayChannel } from '../../mesh/gateway-api.js';
 import { cliContext, ExitCode, UsageError } from '../context.js';
+import { replaceFile } from '../files.js';
 import { choiceArg } from '../parse-args.js';
 
 /**
@@ -128,7 +129,7 @@ export function exportCommand(
     const out = resolve(cwd, flags.out);
     try {
       mkdirSync(out, { recursive: true });
-      for (const f of result.files) writeFileSync(join(out, f.name), f.text);
+      for (const f of result.files) replaceFile(join(out, f.name), f.text);
     } catch (error) {
       throw new UsageError(`cannot write to ${flags.out}: ${(error as Error).message}`);
     }

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULT_CONFIG_FILE } from '../../config/constants.js';
@@ -10,6 +10,7 @@ import { generateDashboard } from '../../rules/dashboard.js';
 import { rulesInputFromConfig } from '../../rules/from-config.js';
 import { NAMING_SCHEMES, type NamingScheme } from '../../rules/names.js';
 import { cliContext, UsageError } from '../context.js';
+import { replaceFile } from '../files.js';
 import { choiceArg } from '../parse-args.js';
 
 /**
@@ -75,8 +76,8 @@ export function rulesCommand(flags: Flags, cwd: string): RulesReport {
     mkdirSync(out, { recursive: true });
     const alertsFile = join(out, OUTPUT_FILES.alerts);
     const dashboardFile = join(out, OUTPUT_FILES.dashboard);
-    writeFileSync(alertsFile, alerts);
-    writeFileSync(dashboardFile, `${JSON.stringify(dashboard, null, 2)}\n`);
+    replaceFile(alertsFile, alerts);
+    replaceFile(dashboardFile, `${JSON.stringify(dashboard, null, 2)}\n`);
     return {
       alertsFile,
       dashboardFile,
