@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { sleep } from '../clock/clock.js';
+import { sleep, type Timer } from '../clock/clock.js';
 import { systemClock } from '../clock/system.js';
 
 /**
@@ -113,6 +113,24 @@ export const faults = {
     (_req, res) => {
       res.writeHead(status, headers);
       res.end(String(status));
+    },
+  /**
+   * Sends the head of `status` with a 100 kB body, then a byte every 10 ms: never silent long enough
+   * for a body timeout, so a drain of it lasts as long as its own bound.
+   */
+  trickling:
+    (status = 503): Handler =>
+    (_req, res) => {
+      res.writeHead(status, { 'content-length': '100000' });
+      let timer: Timer | undefined;
+      const drip = (): void => {
+        res.write('x');
+        timer = systemClock.setTimer(drip, 10);
+      };
+      timer = systemClock.setTimer(drip, 10);
+      res.on('close', () => {
+        if (timer !== undefined) systemClock.clearTimer(timer);
+      });
     },
   /** Runs `handlers[i]` for the i-th request, the last one for every request after. */
   sequence:

@@ -22,7 +22,12 @@ import { InvalidOptionsError } from '../../../src/errors/options.js';
 import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
 import { interceptor } from '../../../src/http/interceptor.js';
 import type { HttpClientOptions } from '../../../src/http/options.js';
-import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
+import {
+  faults,
+  type Handler,
+  startServer,
+  type TestServer,
+} from '../../../src/http/servers.test-helpers.js';
 import { eventually, sleep } from './watch.js';
 
 /**
@@ -785,13 +790,7 @@ describe('http-api attacks: what a server answers', () => {
   // for ever and `close()` never finishes. Expected: close() finishes within 3 s, the socket closed;
   // actual: close() still pending.
   it('Was a defect: a drained 503 whose body trickles does not hold its socket (or close()) past the answer', async () => {
-    const server = await serve((_req, res, index) => {
-      if (index === 0) {
-        res.writeHead(503, { 'content-length': '100000' });
-        const timer = setInterval(() => res.write('x'), 10);
-        res.on('close', () => clearInterval(timer));
-      } else res.end('fine');
-    });
+    const server = await serve(faults.sequence(faults.trickling(503), faults.ok('fine')));
     const c = client(server, { p99Ms: 300, attempts: 2 }); // body timeout 420 ms: never reached by the trickle
     const got = await settle(c.request('/', { deadline: Deadline.after(Number.POSITIVE_INFINITY) }));
     expect(got.status).toBe(200);

@@ -7,7 +7,12 @@ import type { DependencyEvent } from '../../../src/dependency/types.js';
 import { createHttpClient, type HttpClient } from '../../../src/http/client.js';
 import { interceptor } from '../../../src/http/interceptor.js';
 import type { HttpClientOptions } from '../../../src/http/options.js';
-import { type Handler, startServer, type TestServer } from '../../../src/http/servers.test-helpers.js';
+import {
+  faults,
+  type Handler,
+  startServer,
+  type TestServer,
+} from '../../../src/http/servers.test-helpers.js';
 import { createLatencyRecorder } from '../../../src/latency/recorder.js';
 import { eventually, flush, sleep, watch } from './watch.js';
 
@@ -475,13 +480,7 @@ describe('http-lifecycle attacks: the drain of a retried 503 and the connection 
   // call failed QUEUE_TIMEOUT — an error made by prazo's own drain. Expected: the drain gives way
   // (its socket destroyed) and the retry answers; actual: QUEUE_TIMEOUT after ~450 ms.
   it('Was a defect: connections: 1, a retried 503 whose body trickles: the retry gets a connection and answers (SPEC R2)', async () => {
-    const server = await serve((_req, res, index) => {
-      if (index === 0) {
-        res.writeHead(503, { 'content-length': '100000' });
-        const timer = setInterval(() => res.write('x'), 10);
-        res.on('close', () => clearInterval(timer));
-      } else res.end('fine');
-    });
+    const server = await serve(faults.sequence(faults.trickling(503), faults.ok('fine')));
     const c = client(server.origin, { p99Ms: 300, attempts: 2, connections: 1 });
     const started = systemClock.now();
     expect(await settle(c.request('/', { deadline: 3_000 }))).toBe('200 fine');
@@ -495,13 +494,7 @@ describe('http-lifecycle attacks: the drain of a retried 503 and the connection 
   // the call failed CONCURRENCY_LIMITED (queue-timeout). Expected: the drain gives way, the retry
   // answers; actual: CONCURRENCY_LIMITED after 600 ms (200 after 1.1 s with a longer deadline).
   it('Was a defect: maxInFlight: 1, a retried 503 whose body trickles: the retry gets the slot and answers (SPEC X7, R2)', async () => {
-    const server = await serve((_req, res, index) => {
-      if (index === 0) {
-        res.writeHead(503, { 'content-length': '100000' });
-        const timer = setInterval(() => res.write('x'), 10);
-        res.on('close', () => clearInterval(timer));
-      } else res.end('fine');
-    });
+    const server = await serve(faults.sequence(faults.trickling(503), faults.ok('fine')));
     const c = client(server.origin, {
       p99Ms: 300,
       attempts: 2,
@@ -517,13 +510,7 @@ describe('http-lifecycle attacks: the drain of a retried 503 and the connection 
   // trickles held `close()` ~1 s after the call had its answer. Expected: close() at once, the
   // drained socket closed; actual: 990 ms.
   it('Was a defect: close() gives up the drain of a retried 503 at once instead of waiting up to 1 s for it', async () => {
-    const server = await serve((_req, res, index) => {
-      if (index === 0) {
-        res.writeHead(503, { 'content-length': '100000' });
-        const timer = setInterval(() => res.write('x'), 10);
-        res.on('close', () => clearInterval(timer));
-      } else res.end('fine');
-    });
+    const server = await serve(faults.sequence(faults.trickling(503), faults.ok('fine')));
     const c = client(server.origin, { p99Ms: 300, attempts: 2 });
     expect(await settle(c.request('/', { deadline: 3_000 }))).toBe('200 fine');
     const started = systemClock.now();
