@@ -87,7 +87,11 @@ export interface HttpClient {
  * tick early or late), and as a backstop a second past prazo's they cut what prazo meant to wait for:
  * a patient attempt (`concurrencyLimit.patience`) waiting for its deadline, or the longer attempts of
  * a plan updated since the pool was made. A caller's own `headersTimeout` / `bodyTimeout` still applies.
+ * On your own dispatcher its timers apply, and a per-call phase timeout is carried to them.
  */
+/** How far past prazo's phase timeout a per-call one is carried to your dispatcher's undici timers. */
+const UNDICI_TIMER_MARGIN_MS = 1_000;
+
 function createPool(o: ResolvedHttpClientOptions, plan: CurrentPlan, origin: string): TrackedPool {
   return createTrackedPool(origin, {
     connect: createConnector({
@@ -171,6 +175,14 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         query: call.query,
         highWaterMark: call.highWaterMark,
       };
+      // On your own dispatcher its undici timers apply: a per-call phase timeout is carried to them,
+      // a second past prazo's (undici's fast timers fire up to a tick off), as a longer wait asked for.
+      if (o.dispatcher !== undefined) {
+        if (call.responseTimeoutMs !== undefined)
+          dispatched.headersTimeout = call.responseTimeoutMs + UNDICI_TIMER_MARGIN_MS;
+        if (call.bodyTimeoutMs !== undefined)
+          dispatched.bodyTimeout = call.bodyTimeoutMs + UNDICI_TIMER_MARGIN_MS;
+      }
       // undici's own options, as given (its request() above the call, or the pool below, reads them).
       for (const key in call) {
         if (Object.hasOwn(UNDICI_REQUEST_OPTIONS.specs, key)) {

@@ -64,7 +64,8 @@ export const UNDICI_REQUEST_OPTIONS = defineOptions({
   responseHeaders: undici<Dispatcher.RequestOptions['responseHeaders']>(),
   /**
    * undici's own head timer, in ms, beside prazo's (`responseTimeoutMs`, bounded by the attempt and
-   * the deadline). Default: none on the client's own pool; your `dispatcher`'s own otherwise.
+   * the deadline). Default: none on the client's own pool; on your `dispatcher`, its own, or a
+   * per-call `responseTimeoutMs` plus a second when one is given.
    */
   headersTimeout: undici<number | null>(),
   /** undici's own body timer, in ms, beside prazo's (`bodyTimeoutMs`). Default: as `headersTimeout`. */

@@ -858,6 +858,18 @@ describe('http-combos attacks: update() and close() while calls run (SPEC X9)', 
     expect(cut).toBe('RESPONSE_TIMEOUT'); // the rule still bites where it should: p99 × slack
   });
 
+  it('on your own dispatcher, a per-call responseTimeoutMs longer than its undici header timer is carried to it', async () => {
+    // The caller's Agent cuts heads at 1 s (undici's fast timer: 1.0–1.5 s); the call asks for 2.5 s.
+    const server = await serve((_req, res) => setTimeout(() => res.end('late'), 1_700));
+    const dispatcher = new Agent({ headersTimeout: 1_000 });
+    const c = createHttpClient({ name: 'slow', origin: server.origin, p99Ms: 2_000, dispatcher });
+    cleanup.push(
+      () => c.destroy(),
+      () => dispatcher.destroy(),
+    );
+    expect(await outcome(c.request('/', { deadline: 5_000, responseTimeoutMs: 2_500 }))).toBe('200 late');
+  });
+
   it('update() turning hedging on and attempts down while a hedged dependency of two instances is busy: no call lost, none hangs', async () => {
     const a = await serve((_req, res) => setTimeout(() => res.end('a'), 40));
     const b = await serve((_req, res) => setTimeout(() => res.end('b'), 40));
