@@ -14,6 +14,11 @@ import { prazo, Unavailable } from '../lib/prazo.mjs';
  *   (`x-deadline-epoch-ms`, the epoch ms of a 5 s deadline, read from the wall clock per call): read
  *   against `prazo-request`, what prazo costs beyond carrying the deadline itself (undici validates and
  *   writes the header, the server parses it), which no implementation of SPEC D1 can skip.
+ * - `undici-header`: bare `undici.request` on its own Agent carrying the same deadline header: read
+ *   against `undici-interceptor` (which writes it), what the interceptor costs beyond carrying it.
+ * - `undici-signal-header`: the same with a fresh `AbortController`'s signal per call as well, the two
+ *   things `prazo-execute`'s operation passes on (the attempt's `signal` and `headers`): read against
+ *   it, what the executor costs beyond what its operation chose to do with them.
  * - `fetch`: Node's global `fetch` (the undici bundled in Node 20).
  * - `cockatiel`: cockatiel 3's `wrap(retry, timeout)` around `undici.request`, the usual way to add
  *   retries and a timeout today (its timeout creates an AbortController per call).
@@ -38,6 +43,8 @@ export const HTTP_VARIANTS = [
   'undici',
   'undici-pool',
   'undici-pool-header',
+  'undici-header',
+  'undici-signal-header',
   'prazo-request',
   'prazo-fetch',
   'prazo-execute',
@@ -60,8 +67,18 @@ export const HTTP_PAIRS = [
     why: 'the same request with the same deadline header, sent by bare undici',
   },
   { variant: 'undici-interceptor', against: 'undici', why: 'undici.request on the same kind of Agent' },
+  {
+    variant: 'undici-interceptor',
+    against: 'undici-header',
+    why: 'the same call carrying the same deadline header, sent by bare undici',
+  },
   { variant: 'fetch-interceptor', against: 'fetch-agent', why: 'global fetch on a bare Agent' },
   { variant: 'prazo-execute', against: 'undici', why: 'the executor around undici.request' },
+  {
+    variant: 'prazo-execute',
+    against: 'undici-signal-header',
+    why: "the same call with what the operation passes on (a signal per call, the deadline header), without the executor",
+  },
 ];
 
 /** Per-call deadline and attempt settings shared by the resilient variants. */
@@ -108,6 +125,20 @@ export async function createVariant(name, { origin }) {
           await res.body.dump();
         },
         close: () => pool.close(),
+      };
+    }
+    case 'undici-header':
+    case 'undici-signal-header': {
+      const dispatcher = new Agent();
+      const signals = name === 'undici-signal-header';
+      return {
+        call: async () => {
+          const headers = { 'x-deadline-epoch-ms': String(Math.floor(Date.now() + CALL_DEADLINE_MS)) };
+          const signal = signals ? new AbortController().signal : undefined;
+          const res = await request(url, { dispatcher, headers, signal });
+          await res.body.dump();
+        },
+        close: () => dispatcher.close(),
       };
     }
     case 'fetch':
