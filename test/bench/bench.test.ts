@@ -143,9 +143,11 @@ describe('npm run bench -- --quick', () => {
       'prazo-fetch',
       'prazo-request',
       'undici',
+      'undici-header',
       'undici-interceptor',
       'undici-pool',
       'undici-pool-header',
+      'undici-signal-header',
     ]);
     for (const [name, v] of Object.entries(variants)) {
       // Only the interceptor's variants may be "not available", and only while the build has none.
@@ -174,7 +176,9 @@ describe('npm run bench -- --quick', () => {
         'prazo-request/undici-pool',
         'prazo-request/undici-pool-header',
         'undici-interceptor/undici',
+        'undici-interceptor/undici-header',
         'fetch-interceptor/fetch-agent',
+        'prazo-execute/undici-signal-header',
       ]),
     );
     // Recording is part of what prazo-request is measured with: check it was on, not assumed.
