@@ -43,7 +43,7 @@ export class Attempt<T, C extends Carrier = Carrier>
 {
   readonly kind: AttemptKind;
   readonly attempt: number;
-  readonly attemptTimeoutMs: number;
+  readonly timeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly startedAt: number;
   readonly byDeadline: boolean;
@@ -70,23 +70,18 @@ export class Attempt<T, C extends Carrier = Carrier>
     owner: AttemptOwner<T, C>,
     kind: AttemptKind,
     attempt: number,
-    attemptTimeoutMs: number,
+    timeoutMs: number,
     byDeadline: boolean,
     startedAt: number,
   ) {
     this.#owner = owner;
     this.kind = kind;
     this.attempt = attempt;
-    this.attemptTimeoutMs = attemptTimeoutMs;
+    this.timeoutMs = timeoutMs;
     const connectTimeoutMs = owner.core.connectTimeoutMs;
-    this.connectTimeoutMs = connectTimeoutMs < attemptTimeoutMs ? connectTimeoutMs : attemptTimeoutMs;
+    this.connectTimeoutMs = connectTimeoutMs < timeoutMs ? connectTimeoutMs : timeoutMs;
     this.byDeadline = byDeadline;
     this.startedAt = startedAt;
-  }
-
-  /** `AttemptContext`'s name of the attempt timeout (`attemptTimeoutMs`). */
-  get timeoutMs(): number {
-    return this.attemptTimeoutMs;
   }
 
   get done(): boolean {
@@ -125,7 +120,7 @@ export class Attempt<T, C extends Carrier = Carrier>
   /** This attempt's deadline: the call's, cut to the end of this attempt's slice. */
   get deadline(): Deadline {
     if (this.#deadline === undefined) {
-      const left = this.attemptTimeoutMs - (this.clock.now() - this.startedAt);
+      const left = this.timeoutMs - (this.clock.now() - this.startedAt);
       this.#deadline = this.#owner.deadline.cap(left);
     }
     return this.#deadline;
@@ -206,9 +201,9 @@ export class Attempt<T, C extends Carrier = Carrier>
   /** Arms the timer and runs the operation. Settlement is always asynchronous. */
   start(): void {
     const queue = this.timers;
-    if (queue !== undefined && queue.delayMs === this.attemptTimeoutMs) {
+    if (queue !== undefined && queue.delayMs === this.timeoutMs) {
       this.#queued = queue.add(this, this.startedAt);
-    } else this.#arm(this.attemptTimeoutMs);
+    } else this.#arm(this.timeoutMs);
     let pending: Promise<T>;
     try {
       pending = this.#operation!(this);
@@ -258,7 +253,7 @@ export class Attempt<T, C extends Carrier = Carrier>
     if (this.#over) return;
     const clock = this.clock;
     const elapsedMs = clock.now() - this.startedAt;
-    const timeoutMs = this.attemptTimeoutMs;
+    const timeoutMs = this.timeoutMs;
     if (timeoutMs > MAX_TIMER_DELAY_MS && elapsedMs < timeoutMs) {
       this.#arm(timeoutMs - elapsedMs); // a range of a bound beyond one timer's reach has passed
       return;

@@ -54,13 +54,16 @@ export interface AttemptSlice {
   readonly attempt: number;
   /** Monotonic ms (the plan's clock) at which the attempt started. */
   readonly startedAt: number;
-  /** This attempt's limit from `startedAt`: min(attempt timeout, remaining deadline) (SPEC R6). */
-  readonly attemptTimeoutMs: number;
-  /** min(the calibrated connect timeout, `attemptTimeoutMs`) (SPEC C2). */
+  /**
+   * This attempt's limit from `startedAt`, in ms: min(the plan's `attemptTimeoutMs`, remaining
+   * deadline) (SPEC R6); the `AttemptContext`'s `timeoutMs`, by the same name.
+   */
+  readonly timeoutMs: number;
+  /** min(the calibrated connect timeout, `timeoutMs`) (SPEC C2). */
   readonly connectTimeoutMs: number;
   /** True when the remaining deadline, not the attempt timeout, sets this attempt's limit. */
   readonly byDeadline: boolean;
-  /** The call's deadline (the attempt's own ends at `startedAt + attemptTimeoutMs`, or earlier). */
+  /** The call's deadline (the attempt's own ends at `startedAt + timeoutMs`, or earlier). */
   readonly callDeadline: Deadline;
   readonly dependency: string;
   readonly clock: Clock;

@@ -514,7 +514,7 @@ export class GrpcCall implements Transport<StatusObject, GrpcAttempt> {
             elapsedMs,
             deadlineEpochMs: Math.floor(slice.callDeadline.epochMs()),
           })
-        : new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: slice.attemptTimeoutMs });
+        : new ResponseTimeoutError({ dependency, elapsedMs, timeoutMs: slice.timeoutMs });
       this.#timedOut = { error, status: received };
       slice.report(false, error, true);
       return;
@@ -605,16 +605,16 @@ export class GrpcAttempt implements Carrier, InterceptingListener {
   }
 
   /**
-   * The attempt's end, min(the call's deadline, `startedAt + attemptTimeoutMs`), read once: the ms
+   * The attempt's end, min(the call's deadline, `startedAt + timeoutMs`), read once: the ms
    * left to it (never negative; `Infinity` when endless) and the wall clock at that reading. Its
    * epoch ms, rounded down (never later than the executor's own), is `floor(epochNow + leftMs)`: the
    * channel call's deadline and the absolute header; `leftMs` is the relative header.
    */
   end(): AttemptEnd {
-    const { clock, startedAt, attemptTimeoutMs, callDeadline } = this.slice;
+    const { clock, startedAt, timeoutMs, callDeadline } = this.slice;
     const now = clock.now();
     const callLeft = callDeadline.remainingMsAt(now, clock);
-    const attemptLeft = startedAt + attemptTimeoutMs - now;
+    const attemptLeft = startedAt + timeoutMs - now;
     const left = attemptLeft < callLeft ? attemptLeft : callLeft;
     return { leftMs: left > 0 ? left : 0, epochNow: clock.epochNow() };
   }

@@ -148,7 +148,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     // `responseTimeoutMs` cannot end before the attempt's own limit and no header needs the instant.
     const now =
       this.#dispatching ||
-      (this.responseTimeoutMs >= this.slice.attemptTimeoutMs && this.#written === undefined)
+      (this.responseTimeoutMs >= this.slice.timeoutMs && this.#written === undefined)
         ? this.slice.startedAt
         : this.clock.now();
     this.phase = RESPONSE;

@@ -159,7 +159,7 @@ export class HttpCall
     const { responseTimeoutMs, bodyTimeoutMs, executor } = this.#plan;
     // A patient attempt (`concurrencyLimit.patience`) is given more than the calibrated slice: its
     // response phase waits as long as the attempt does.
-    const timeoutMs = slice.attemptTimeoutMs;
+    const timeoutMs = slice.timeoutMs;
     const waitMs = timeoutMs > executor.attemptTimeoutMs ? timeoutMs : responseTimeoutMs;
     const attempt = new HttpAttempt(this, slice, waitMs, bodyTimeoutMs);
     if (this.route.instances !== undefined) this.#pick(attempt, slice.startedAt);
@@ -356,7 +356,7 @@ export class HttpCall
       dependency: name,
       elapsedMs: clock.now() - attempt.slice.startedAt,
       connectTimeoutMs: this.#plan.connectTimeoutMs,
-      responseTimeoutMs: queued ? attempt.slice.attemptTimeoutMs : this.#plan.responseTimeoutMs,
+      responseTimeoutMs: queued ? attempt.slice.timeoutMs : this.#plan.responseTimeoutMs,
       bodyTimeoutMs: this.#plan.bodyTimeoutMs,
     }) as Error;
   }

@@ -38,7 +38,7 @@ export abstract class PhaseTimer implements QueuedBound {
   /** The call's deadline, as an instant of `clock`. */
   protected readonly deadlineAt: number;
   /**
-   * The instant the attempt's own limit ends (`startedAt + attemptTimeoutMs`, never past the
+   * The instant the attempt's own limit ends (`startedAt + timeoutMs`, never past the
    * deadline): its bound, and what its deadline headers tell the next hop.
    */
   readonly attemptEndAt: number;
@@ -65,7 +65,7 @@ export abstract class PhaseTimer implements QueuedBound {
     this.clock = clock;
     // Same clock (the common case): the deadline's own instant, without reading the clock again.
     this.deadlineAt = deadline.clock === clock ? deadline.at : startedAt + deadline.remainingMs();
-    const endAt = startedAt + slice.attemptTimeoutMs;
+    const endAt = startedAt + slice.timeoutMs;
     this.attemptEndAt = endAt < this.deadlineAt ? endAt : this.deadlineAt;
     this.responseTimeoutMs = responseTimeoutMs;
     this.bodyTimeoutMs = bodyTimeoutMs;
@@ -161,7 +161,7 @@ export abstract class PhaseTimer implements QueuedBound {
       const details = {
         dependency,
         elapsedMs: now - this.slice.startedAt,
-        timeoutMs: this.slice.attemptTimeoutMs,
+        timeoutMs: this.slice.timeoutMs,
       };
       this.expire(this.phase === QUEUED ? new QueueTimeoutError(details) : new ResponseTimeoutError(details));
     } else if (this.phase === RESPONSE && due(this.phaseAt + this.responseTimeoutMs)) {
@@ -183,7 +183,7 @@ export abstract class PhaseTimer implements QueuedBound {
     this.#deferred = false;
     const queue = this.slice.timers;
     // The attempt's own calibrated limit (most attempts': not cut by the deadline): the shared queue.
-    if (at === this.attemptEndAt && queue !== undefined && queue.delayMs === this.slice.attemptTimeoutMs) {
+    if (at === this.attemptEndAt && queue !== undefined && queue.delayMs === this.slice.timeoutMs) {
       this.#queued = queue.add(this, this.slice.startedAt);
     } else {
       this.#fire ??= () => this.#onTimer();
