@@ -19,6 +19,8 @@ export class BucketWindow {
   /** Slot of the newest bucket, and that bucket's index on the time axis (`floor(now / bucketMs)`). */
   #head = 0;
   #headIndex: number;
+  /** Where the head bucket ends (`(headIndex + 1) × bucketMs`): a reading before it moves nothing. */
+  #headEndsAt: number;
   #sumOriginals = 0;
   #sumExtras = 0;
 
@@ -28,6 +30,7 @@ export class BucketWindow {
     this.#originals = new Float64Array(this.#slots);
     this.#extras = new Float64Array(this.#slots);
     this.#headIndex = Math.floor(now / this.#bucketMs);
+    this.#headEndsAt = headEnd(this.#headIndex, this.#bucketMs);
   }
 
   /**
@@ -45,14 +48,15 @@ export class BucketWindow {
    * extra attempt: a budget that fails open. This one cannot.
    */
   advance(now: number): void {
+    if (now < this.#headEndsAt) return; // still in the head bucket (most calls), or back in time
     const index = Math.floor(now / this.#bucketMs);
     if (!Number.isFinite(index)) return;
     let steps = index - this.#headIndex;
     if (!(steps > 0 && steps < Number.POSITIVE_INFINITY)) {
-      if (!Number.isFinite(this.#headIndex)) this.#headIndex = index;
+      if (!Number.isFinite(this.#headIndex)) this.#moveHead(index);
       return;
     }
-    this.#headIndex = index;
+    this.#moveHead(index);
     if (steps >= this.#slots) {
       this.#originals.fill(0);
       this.#extras.fill(0);
@@ -74,6 +78,11 @@ export class BucketWindow {
     }
   }
 
+  #moveHead(index: number): void {
+    this.#headIndex = index;
+    this.#headEndsAt = headEnd(index, this.#bucketMs);
+  }
+
   addOriginal(): void {
     this.#originals[this.#head]! += 1;
     this.#sumOriginals += 1;
@@ -93,4 +102,13 @@ export class BucketWindow {
   extras(): number {
     return this.#sumExtras;
   }
+}
+
+/**
+ * Where the bucket `index` of a ring of `bucketMs` buckets ends: a reading before it moves nothing,
+ * which spares most readings a division (several per call). A head never placed on a finite reading
+ * gets NaN, which no reading is before: the next one takes the full path, and places it.
+ */
+export function headEnd(index: number, bucketMs: number): number {
+  return Number.isFinite(index) ? (index + 1) * bucketMs : Number.NaN;
 }

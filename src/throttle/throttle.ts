@@ -1,3 +1,4 @@
+import { headEnd } from '../budget/window.js';
 import type { Clock } from '../clock/clock.js';
 import { ThrottledError } from '../errors/throttle.js';
 import { readOptions } from '../options/validator.js';
@@ -55,6 +56,8 @@ export class AdaptiveThrottle {
   readonly #random: RandomSource;
   #head = 0;
   #headIndex: number;
+  /** Where the head bucket ends (`(headIndex + 1) × bucketMs`): a reading before it moves nothing. */
+  #headEndsAt: number;
   #sumRequests = 0;
   #sumAccepts = 0;
   /** The admission share accumulated since the last call let through while refusing (see above). */
@@ -78,6 +81,7 @@ export class AdaptiveThrottle {
     this.#clock = clock;
     this.#random = random;
     this.#headIndex = Math.floor(clock.now() / this.#bucketMs);
+    this.#headEndsAt = headEnd(this.#headIndex, this.#bucketMs);
   }
 
   /**
@@ -149,6 +153,11 @@ export class AdaptiveThrottle {
   }
 
   /** A threshold uniform in [0.5, 1.5) (a source that gives anything outside [0, 1) gets 1). */
+  #moveHead(index: number): void {
+    this.#headIndex = index;
+    this.#headEndsAt = headEnd(index, this.#bucketMs);
+  }
+
   #draw(): number {
     const u = this.#random();
     return u >= 0 && u < 1 ? 0.5 + u : 1;
@@ -168,14 +177,15 @@ export class AdaptiveThrottle {
    * never placed on a finite reading (a clock that read NaN at first) is placed on the first one.
    */
   #advance(now: number): void {
+    if (now < this.#headEndsAt) return; // still in the head bucket (most calls), or back in time
     const index = Math.floor(now / this.#bucketMs);
     if (!Number.isFinite(index)) return;
     let steps = index - this.#headIndex;
     if (!(steps > 0 && steps < Number.POSITIVE_INFINITY)) {
-      if (!Number.isFinite(this.#headIndex)) this.#headIndex = index;
+      if (!Number.isFinite(this.#headIndex)) this.#moveHead(index);
       return;
     }
-    this.#headIndex = index;
+    this.#moveHead(index);
     if (steps >= this.#slots) {
       this.#requests.fill(0);
       this.#accepts.fill(0);
