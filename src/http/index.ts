@@ -12,7 +12,6 @@ export { createHttpClient, type HttpClient } from './client.js';
 export { HTTP_DEFAULTS, HTTP_LIMITS } from './constants.js';
 export type { HttpFetch, HttpFetchInit, HttpFetchInput } from './fetch.js';
 export type { RequestHeaders } from './headers.js';
-export { isReplayableBody } from './idempotency.js';
 export { type DependencyView, interceptor, type PrazoInterceptor } from './interceptor.js';
 export type {
   HttpClientBaseOptions,
@@ -24,5 +23,6 @@ export type {
   SharedExecutorOptions,
 } from './options.js';
 export type { CallOptions, HttpRequestOptions, HttpResponse } from './request.js';
+export { isReplayableBody } from './route.js';
 export type {} from './undici-augment.js';
 export { statusOutcome } from './verdict.js';

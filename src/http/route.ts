@@ -9,7 +9,6 @@ import { HTTP_LIMITS } from './constants.js';
 import type { Dispatch, DispatchHandler, DispatchOptions } from './handler.js';
 import { speaksCurrentApi } from './handler.js';
 import { appendCallerHeaders, type CallerHeaders, epochHeaderName, ownedDeadlineNames } from './headers.js';
-import { isReplayableBody } from './idempotency.js';
 import { RouteInstances, type Target } from './instances.js';
 import type { ResolvedRoute } from './options.js';
 import { type CallPlan, type ClientLifecycle, CurrentPlan, type Route } from './plan.js';
@@ -133,6 +132,27 @@ export function callOn(
   }
   return call.run(now, epochNow);
 }
+
+/**
+ * A body that can be sent again as is (SPEC R5, H2): none, a string, bytes, a FormData or a Blob
+ * (undici reads them afresh for each attempt). Never a stream: anything with `pipe` and `on`
+ * functions (undici's own test, which also covers `form-data` and legacy `Stream`s that are not
+ * `Readable`s), nor an (async) iterable, which a first attempt consumes: a request with one is sent
+ * once even when its method is idempotent.
+ */
+export function isReplayableBody(body: unknown): boolean {
+  if (body == null || typeof body === 'string' || body instanceof Uint8Array) return true;
+  if (typeof body !== 'object') return false;
+  const b = body as Record<string | symbol, unknown>;
+  if (isFunction(b.pipe) && isFunction(b.on)) return false;
+  if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) return true;
+  const tag = b[Symbol.toStringTag];
+  if (tag === 'FormData') return true;
+  if ((tag === 'Blob' || tag === 'File') && isFunction(b.stream) && isFunction(b.arrayBuffer)) return true;
+  return !(Symbol.asyncIterator in body || Symbol.iterator in body);
+}
+
+const isFunction = (value: unknown): boolean => typeof value === 'function';
 
 function hasHost(headers: readonly string[]): boolean {
   for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() === 'host') return true;
