@@ -147,8 +147,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
     // Written inside dispatch (a kept-alive connection): no need to read the clock. Nor when
     // `responseTimeoutMs` cannot end before the attempt's own limit and no header needs the instant.
     const now =
-      this.#dispatching ||
-      (this.responseTimeoutMs >= this.slice.timeoutMs && this.#written === undefined)
+      this.#dispatching || (this.responseTimeoutMs >= this.slice.timeoutMs && this.#written === undefined)
         ? this.slice.startedAt
         : this.clock.now();
     this.phase = RESPONSE;
