@@ -77,7 +77,7 @@ export const HTTP_PAIRS = [
   {
     variant: 'prazo-execute',
     against: 'undici-signal-header',
-    why: "the same call with what the operation passes on (a signal per call, the deadline header), without the executor",
+    why: 'the same call with what the operation passes on (a signal per call, the deadline header), without the executor',
   },
 ];
 
