@@ -4,7 +4,7 @@ import { defineOptions, type OptionsOf, option, type Resolved } from '../options
 import { readOptions } from '../options/validator.js';
 import { DeadlineHeaders, MAX_DEADLINE_HEADER_LENGTH } from './constants.js';
 import { Deadline, refuseBareClock } from './deadline.js';
-import { parseConnectTimeout, parseEpochMs, parseGrpcTimeout, parseRelativeMs } from './parse.js';
+import { parseConnectTimeout, parseEnvoyTimeoutMs, parseEpochMs, parseGrpcTimeout } from './parse.js';
 
 /** Header containers prazo reads: fetch `Headers` (or anything with `get`), or Node's header object. */
 export type HeadersLike =
@@ -207,9 +207,8 @@ export function deadlineReader(resolved: ResolvedIncoming): (headers: HeadersLik
         rel = grpc;
         source = DeadlineHeaders.grpcTimeout;
       }
-      // Envoy reads 0 in its header as "no timeout" (its router never writes below 1): not a limit.
-      const envoy = read(headers, DeadlineHeaders.envoyExpected, parseRelativeMs);
-      if (envoy !== undefined && envoy > 0 && envoy < rel) {
+      const envoy = read(headers, DeadlineHeaders.envoyExpected, parseEnvoyTimeoutMs);
+      if (envoy !== undefined && envoy < rel) {
         rel = envoy;
         source = DeadlineHeaders.envoyExpected;
       }

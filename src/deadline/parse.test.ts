@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   formatGrpcTimeout,
   parseConnectTimeout,
+  parseEnvoyTimeoutMs,
   parseEpochMs,
   parseGrpcTimeout,
   parseRelativeMs,
@@ -17,6 +18,19 @@ describe('deadline header parsers', () => {
     }
     expect(parseRelativeMs('250')).toBe(250);
     expect(parseRelativeMs('12345678901')).toBeUndefined();
+  });
+
+  it('Envoy\'s header: 0 is its "no timeout", read as no limit; anything else as parseRelativeMs reads it (property)', () => {
+    expect(parseEnvoyTimeoutMs('0')).toBeUndefined();
+    expect(parseEnvoyTimeoutMs(' 0000 ')).toBeUndefined();
+    expect(parseEnvoyTimeoutMs('1')).toBe(1);
+    expect(parseEnvoyTimeoutMs('250')).toBe(250);
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 14 }), fc.nat().map(String)), (text) => {
+        const relative = parseRelativeMs(text);
+        expect(parseEnvoyTimeoutMs(text)).toBe(relative === 0 ? undefined : relative);
+      }),
+    );
   });
 
   it('parse every grpc-timeout unit', () => {
@@ -51,7 +65,13 @@ describe('deadline header parsers', () => {
   it('property: parsers return undefined or a finite non-negative number', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 64 }), (s) => {
-        for (const parse of [parseEpochMs, parseRelativeMs, parseGrpcTimeout, parseConnectTimeout]) {
+        for (const parse of [
+          parseEpochMs,
+          parseRelativeMs,
+          parseEnvoyTimeoutMs,
+          parseGrpcTimeout,
+          parseConnectTimeout,
+        ]) {
           const v = parse(s);
           if (v !== undefined) {
             expect(Number.isFinite(v)).toBe(true);

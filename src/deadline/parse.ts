@@ -36,6 +36,17 @@ export function parseRelativeMs(value: string): number | undefined {
   return v !== undefined && RELATIVE_MS.test(v) ? Number(v) : undefined;
 }
 
+/**
+ * `x-envoy-expected-rq-timeout-ms` as a limit, in ms: `0` is Envoy's "no timeout" (its router never
+ * writes below 1), not an expired call, and reads as none (undefined), as anything unparsable does.
+ * Every reader of the header (prazo/server, prazo/http's caller headers, prazo/grpc's metadata) reads
+ * it through this one rule; the writer's twin is in `writeDeadlineHeaders` (never below 1).
+ */
+export function parseEnvoyTimeoutMs(value: string): number | undefined {
+  const ms = parseRelativeMs(value);
+  return ms === 0 ? undefined : ms;
+}
+
 /** Connect's `Timeout-Milliseconds` (connectrpc.com/docs/protocol): 1 to 10 ASCII digits. */
 const CONNECT_TIMEOUT = /^[0-9]{1,10}$/;
 

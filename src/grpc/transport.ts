@@ -11,7 +11,7 @@ import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { currentDeadline } from '../deadline/ambient.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import { Deadline, type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
-import { parseEpochMs, parseGrpcTimeout, parseRelativeMs } from '../deadline/parse.js';
+import { parseEnvoyTimeoutMs, parseEpochMs, parseGrpcTimeout } from '../deadline/parse.js';
 import { openCall } from '../dependency/dependency.js';
 import type { TraceAttributes } from '../dependency/trace.js';
 import type { AttemptSlice, Call, Carrier, ExecutorPlan, Transport } from '../dependency/transport.js';
@@ -172,7 +172,7 @@ export function callersLeftMs(metadata: Metadata, format: HeaderFormat, epochNow
   const grpc = earliestRelativeMs(metadata, DeadlineHeaders.grpcTimeout, parseGrpcTimeout);
   if (grpc < left) left = grpc;
   if (format.envoy) {
-    const envoy = earliestRelativeMs(metadata, DeadlineHeaders.envoyExpected, envoyMs);
+    const envoy = earliestRelativeMs(metadata, DeadlineHeaders.envoyExpected, parseEnvoyTimeoutMs);
     if (envoy < left) left = envoy;
   }
   return left > MAX_TIMER_DELAY_MS ? Number.POSITIVE_INFINITY : left;
@@ -200,12 +200,6 @@ function earliestRelativeMs(
     if (ms !== undefined && ms < earliest) earliest = ms;
   }
   return earliest;
-}
-
-/** Envoy's header as a limit: 0 is Envoy's "no timeout", not an expired call. */
-function envoyMs(text: string): number | undefined {
-  const ms = parseRelativeMs(text);
-  return ms === 0 ? undefined : ms;
 }
 
 /**

@@ -155,6 +155,12 @@ describe('outgoing headers', () => {
     // Not written by this route: it travels as the caller gave it, and is not read.
     expect(got.out).toEqual([EPOCH, '5']);
     expect(append({ 'grpc-timeout': '1m' }).relativeMs).toBe(Number.POSITIVE_INFINITY);
+    // Envoy's 0 is its "no timeout" (deadline/parse.ts, the one rule): no limit, not an expired call.
+    const envoy = ownedDeadlineNames({ envoy: true });
+    expect(append({ 'x-envoy-expected-rq-timeout-ms': '0' }, envoy, undefined).relativeMs).toBe(
+      Number.POSITIVE_INFINITY,
+    );
+    expect(append({ 'x-envoy-expected-rq-timeout-ms': ['0', '800'] }, envoy, undefined).relativeMs).toBe(800);
   });
 });
 

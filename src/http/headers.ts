@@ -1,7 +1,7 @@
 import { errors } from 'undici';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import type { HeaderFormat } from '../deadline/deadline.js';
-import { parseEpochMs, parseGrpcTimeout, parseRelativeMs } from '../deadline/parse.js';
+import { parseEnvoyTimeoutMs, parseEpochMs, parseGrpcTimeout } from '../deadline/parse.js';
 
 /**
  * Outgoing headers: the caller's, then the ones prazo owns (the deadline, SPEC D1/D5, and the
@@ -127,16 +127,10 @@ class Reader implements CallerHeaders {
       lower === DeadlineHeaders.grpcTimeout
         ? parseGrpcTimeout(text)
         : lower === DeadlineHeaders.envoyExpected
-          ? envoyMs(text)
+          ? parseEnvoyTimeoutMs(text)
           : undefined;
     if (ms !== undefined && ms < this.relativeMs) this.relativeMs = ms;
   }
-}
-
-/** Envoy's header as a limit: 0 is Envoy's "no timeout", not an expired call. */
-function envoyMs(text: string): number | undefined {
-  const ms = parseRelativeMs(text);
-  return ms === 0 ? undefined : ms;
 }
 
 /**
