@@ -1,7 +1,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
-import { callersLeftMs, channelDeadline, GRPC_DEADLINE_REACH_MS } from './transport.js';
+import { callersLeftMs, channelDeadline, GRPC_DEADLINE_REACH_MS } from './deadline.js';
 
 /**
  * `callersLeftMs`: the caller's own deadline metadata as prazo/grpc reads it (SPEC D1, D3, D5, D8),

@@ -4,7 +4,7 @@ import { runWithDeadline } from '../deadline/ambient.js';
 import { Deadline } from '../deadline/deadline.js';
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../errors/guards.js';
 import { deadlineInterceptor } from './client.js';
-import { grpcDeadlineEpochMs } from './epoch.js';
+import { grpcDeadlineEpochMs } from './deadline.js';
 import { echoClient, type SayReply, say, startEcho } from './grpc.test-helpers.js';
 import { prazoErrorOf } from './status.js';
 

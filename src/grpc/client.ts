@@ -26,19 +26,16 @@ import type { RandomSource } from '../retry/backoff.js';
 import { readPushback } from '../retry/pushback.js';
 import { THROTTLE_OPTIONS } from '../throttle/options.js';
 import { type AdaptiveThrottle, type ThrottleState, throttleFrom } from '../throttle/throttle.js';
-import { grpcDeadlineEpochMs } from './epoch.js';
-import { deadlineStatus } from './status.js';
 import {
   callersLeftMs,
   channelDeadline,
-  explainStatus,
-  GrpcCall,
+  grpcDeadlineEpochMs,
   grpcHeaderFormat,
   isGrpcMetadataKey,
-  NOT_ACCEPTED,
   putDeadlineMetadata,
-  refusedStatus,
-} from './transport.js';
+} from './deadline.js';
+import { deadlineStatus, explainStatus, NOT_ACCEPTED, refusedStatus } from './status.js';
+import { GrpcCall } from './transport.js';
 
 /** The options the executor owns: refused beside `dependency`. */
 const besideExecutor = besideDependency(['p99Ms', 'throttle', 'random', 'deadlineHeaders']);

@@ -29,7 +29,7 @@ import {
   isThrottled,
 } from '../errors/guards.js';
 import { deadlineInterceptor } from './client.js';
-import { grpcDeadlineEpochMs } from './epoch.js';
+import { grpcDeadlineEpochMs } from './deadline.js';
 import { echoClient, type SayReply, type SayRequest, say, startEcho } from './grpc.test-helpers.js';
 import { prazoErrorOf } from './status.js';
 

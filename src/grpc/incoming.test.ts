@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/fake.js';
 import { createDeadlineReader } from '../deadline/headers.js';
-import { grpcDeadlineEpochMs } from './epoch.js';
+import { grpcDeadlineEpochMs } from './deadline.js';
 import { readCallDeadline } from './incoming.js';
 
 const EPOCH = 1_700_000_000_000;

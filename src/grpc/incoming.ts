@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock.js';
 import { DeadlineHeaders } from '../deadline/constants.js';
 import type { HeadersLike, IncomingDeadline } from '../deadline/headers.js';
 import { formatGrpcTimeout } from '../deadline/parse.js';
-import { grpcDeadlineEpochMs } from './epoch.js';
+import { grpcDeadlineEpochMs } from './deadline.js';
 
 /** What the server wrapper reads from a call. */
 export interface CallLike {

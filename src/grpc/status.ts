@@ -1,11 +1,20 @@
 import { Metadata, type StatusObject, status } from '@grpc/grpc-js';
 import { isPrazoError, type PrazoError } from '../errors/base.js';
-import { isDeadlineError } from '../errors/guards.js';
+import type { DeadlineExceededError } from '../errors/deadline.js';
+import { DependencyFailedError } from '../errors/dependency.js';
+import { isConcurrencyLimited, isDeadlineError, isThrottled } from '../errors/guards.js';
 import { PUSHBACK_HEADER } from '../retry/constants.js';
-import { type DependencyFailure, DO_NOT_RETRY, dependencyFailureOf } from '../retry/pushback.js';
+import {
+  type DependencyFailure,
+  DO_NOT_RETRY,
+  dependencyFailureOf,
+  readPushback,
+} from '../retry/pushback.js';
 import { DETAILS_PREFIX } from './constants.js';
 
 /**
+ * prazo's errors as gRPC statuses, and gRPC statuses as what they say of a dependency.
+ *
  * How prazo's deadline errors travel in gRPC (SPEC D1, D6). Both "exceeded" and "insufficient" are
  * reported as `DEADLINE_EXCEEDED`, the code gRPC itself uses when a deadline cannot be met, so any
  * gRPC client and dashboard reads them right. The prazo error rides along as the status' `cause`:
@@ -63,4 +72,68 @@ export function prazoErrorOf(error: unknown): PrazoError | undefined {
   const cause =
     error !== null && typeof error === 'object' ? (error as { cause?: unknown }).cause : undefined;
   return isPrazoError(cause) ? cause : undefined;
+}
+
+/** The statuses that are the dependency's failure (not accepted by the throttle; recorded as errors). */
+export const NOT_ACCEPTED: ReadonlySet<number> = new Set([
+  status.UNAVAILABLE,
+  status.DEADLINE_EXCEEDED,
+  status.RESOURCE_EXHAUSTED,
+  status.INTERNAL,
+  status.UNKNOWN,
+  status.DATA_LOSS,
+]);
+
+/**
+ * The dependency's failure statuses (what HTTP calls a 5xx): a handler that fails with one of them has
+ * a dependency that failed (SPEC X6), which prazo/grpc's and prazo/server's pushback read from the
+ * attached `cause`.
+ */
+const FAILURE_CODES: ReadonlySet<number> = new Set([
+  status.UNKNOWN,
+  status.RESOURCE_EXHAUSTED,
+  status.INTERNAL,
+  status.UNAVAILABLE,
+  status.DATA_LOSS,
+]);
+
+/**
+ * Names what a status means as its `cause` (SPEC D6, X6): a DeadlineExceededError for
+ * `DEADLINE_EXCEEDED` (when a deadline was in force: `onDeadline`), a DependencyFailedError for a
+ * failure status (saying whether the dependency itself pushed back), so that a handler passing the
+ * error on is answered with a pushback by prazo's servers. A status that already has a cause keeps it.
+ */
+export function explainStatus(
+  received: StatusObject,
+  dependency: string,
+  onDeadline: (() => DeadlineExceededError) | undefined,
+): StatusObject {
+  if ('cause' in received) return received;
+  if (received.code === status.DEADLINE_EXCEEDED && onDeadline !== undefined)
+    return Object.assign({}, received, { cause: onDeadline() });
+  if (!FAILURE_CODES.has(received.code)) return received;
+  const told = readPushback(received.metadata);
+  const cause = new DependencyFailedError({
+    dependency,
+    grpcCode: received.code,
+    pushback: told !== undefined && !told.retry,
+  });
+  return Object.assign({}, received, { cause });
+}
+
+/**
+ * The status of a call that ended with `error` before (or instead of) a channel's status:
+ * `DEADLINE_EXCEEDED` for a deadline error, `UNAVAILABLE` for the throttle's and the limit's refusals
+ * (the table in transport.ts), `UNKNOWN` for anything else (a channel that could not be created). The error
+ * rides along as the status' `cause`: grpc-js copies it onto the error the caller gets.
+ */
+export function refusedStatus(error: unknown): StatusObject & { cause: unknown } {
+  const code = isDeadlineError(error)
+    ? status.DEADLINE_EXCEEDED
+    : isThrottled(error) || isConcurrencyLimited(error)
+      ? status.UNAVAILABLE
+      : status.UNKNOWN;
+  const message = error instanceof Error ? error.message : String(error);
+  const details = isPrazoError(error) ? `${DETAILS_PREFIX}${message}` : message;
+  return { code, details, metadata: new Metadata(), cause: error };
 }

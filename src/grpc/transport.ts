@@ -7,23 +7,23 @@ import {
   type StatusObject,
   status,
 } from '@grpc/grpc-js';
-import { MAX_TIMER_DELAY_MS } from '../clock/clock.js';
 import { currentDeadline } from '../deadline/ambient.js';
-import { DeadlineHeaders } from '../deadline/constants.js';
-import { Deadline, type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
-import { parseEnvoyTimeoutMs, parseEpochMs, parseGrpcTimeout } from '../deadline/parse.js';
+import { Deadline, type HeaderFormat } from '../deadline/deadline.js';
 import { openCall } from '../dependency/dependency.js';
 import type { TraceAttributes } from '../dependency/trace.js';
 import type { AttemptSlice, Call, Carrier, ExecutorPlan, Transport } from '../dependency/transport.js';
 import type { ResultVerdict } from '../dependency/types.js';
-import { isPrazoError } from '../errors/base.js';
 import { DeadlineExceededError } from '../errors/deadline.js';
-import { DependencyFailedError } from '../errors/dependency.js';
-import { isConcurrencyLimited, isDeadlineError, isThrottled } from '../errors/guards.js';
 import { ResponseTimeoutError } from '../errors/timeout.js';
 import { readPushback } from '../retry/pushback.js';
-import { DETAILS_PREFIX } from './constants.js';
-import { grpcDeadlineEpochMs } from './epoch.js';
+import {
+  callersLeftMs,
+  channelDeadline,
+  grpcDeadlineEpochMs,
+  grpcHeaderFormat,
+  putDeadlineMetadata,
+} from './deadline.js';
+import { explainStatus, NOT_ACCEPTED, refusedStatus } from './status.js';
 
 /**
  * prazo/grpc's side of the executor's seam (docs/ARCHITECTURE.md, "The executor's seam"): a gRPC
@@ -63,184 +63,6 @@ import { grpcDeadlineEpochMs } from './epoch.js';
  * record time to first byte, but could not judge the outcome (a stream fails at its status), and
  * would free the slot while the stream still loads the server.
  */
-
-/** The statuses that are the dependency's failure (not accepted by the throttle; recorded as errors). */
-export const NOT_ACCEPTED: ReadonlySet<number> = new Set([
-  status.UNAVAILABLE,
-  status.DEADLINE_EXCEEDED,
-  status.RESOURCE_EXHAUSTED,
-  status.INTERNAL,
-  status.UNKNOWN,
-  status.DATA_LOSS,
-]);
-
-/**
- * The dependency's failure statuses (what HTTP calls a 5xx): a handler that fails with one of them has
- * a dependency that failed (SPEC X6), which prazo/grpc's and prazo/server's pushback read from the
- * attached `cause`.
- */
-const FAILURE_CODES: ReadonlySet<number> = new Set([
-  status.UNKNOWN,
-  status.RESOURCE_EXHAUSTED,
-  status.INTERNAL,
-  status.UNAVAILABLE,
-  status.DATA_LOSS,
-]);
-
-/**
- * Names what a status means as its `cause` (SPEC D6, X6): a DeadlineExceededError for
- * `DEADLINE_EXCEEDED` (when a deadline was in force: `onDeadline`), a DependencyFailedError for a
- * failure status (saying whether the dependency itself pushed back), so that a handler passing the
- * error on is answered with a pushback by prazo's servers. A status that already has a cause keeps it.
- */
-export function explainStatus(
-  received: StatusObject,
-  dependency: string,
-  onDeadline: (() => DeadlineExceededError) | undefined,
-): StatusObject {
-  if ('cause' in received) return received;
-  if (received.code === status.DEADLINE_EXCEEDED && onDeadline !== undefined)
-    return Object.assign({}, received, { cause: onDeadline() });
-  if (!FAILURE_CODES.has(received.code)) return received;
-  const told = readPushback(received.metadata);
-  const cause = new DependencyFailedError({
-    dependency,
-    grpcCode: received.code,
-    pushback: told !== undefined && !told.retry,
-  });
-  return Object.assign({}, received, { cause });
-}
-
-/**
- * The status of a call that ended with `error` before (or instead of) a channel's status:
- * `DEADLINE_EXCEEDED` for a deadline error, `UNAVAILABLE` for the throttle's and the limit's refusals
- * (the table above), `UNKNOWN` for anything else (a channel that could not be created). The error
- * rides along as the status' `cause`: grpc-js copies it onto the error the caller gets.
- */
-export function refusedStatus(error: unknown): StatusObject & { cause: unknown } {
-  const code = isDeadlineError(error)
-    ? status.DEADLINE_EXCEEDED
-    : isThrottled(error) || isConcurrencyLimited(error)
-      ? status.UNAVAILABLE
-      : status.UNKNOWN;
-  const message = error instanceof Error ? error.message : String(error);
-  const details = isPrazoError(error) ? `${DETAILS_PREFIX}${message}` : message;
-  return { code, details, metadata: new Metadata(), cause: error };
-}
-
-/** The defaults of `HEADER_FORMAT_OPTIONS`: `x-deadline-epoch-ms` alone. */
-const DEFAULT_FORMAT: HeaderFormat = Object.freeze({});
-
-/**
- * `format` (undefined: the defaults) as a gRPC call writes it: never `grpc-timeout`, which grpc-js
- * writes itself from the channel call's deadline (a second one would be a duplicate key).
- */
-export function grpcHeaderFormat(format: HeaderFormat | undefined): HeaderFormat {
-  if (format === undefined) return DEFAULT_FORMAT;
-  return format.grpcTimeout ? { ...format, grpcTimeout: false } : format;
-}
-
-/**
- * True for a header name grpc-js takes as a string-valued metadata key: lowercased, only letters,
- * digits, `-`, `_`, `.`, and not ending in `-bin` (those carry bytes). An HTTP header name may hold more
- * (`!`, `~`, ...): grpc-js would throw on it when the call starts.
- */
-export function isGrpcMetadataKey(name: string): boolean {
-  const key = name.toLowerCase();
-  return /^[0-9a-z_.-]+$/.test(key) && !key.endsWith('-bin');
-}
-
-/**
- * The ms left from `epochNow` to the earliest deadline the caller's own `metadata` declares for the
- * call (SPEC D1, D3, D5, D8), +∞ for none: `x-deadline-epoch-ms` (whatever name `format` writes: a
- * caller's deadline all the same) and the absolute name `format` writes, in epoch ms; a
- * `grpc-timeout` key (grpc-js writes the call's own over it, made no later by this); Envoy's relative
- * header when `format` writes it (a relative header set on the call is its limit from now). Each
- * value is read alone by the strict parsers, as prazo/http reads a caller's header: garbage and an
- * Envoy `0` ("no timeout") are ignored, so the result is never NaN. So is a limit further away than
- * a timer holds (2^31-1 ms): it bounds nothing in practice, and as a call's deadline grpc-js would
- * throw on it (past 10^8 hours) or a grpc-js server read its `grpc-timeout` as already gone. A
- * deadline already gone is negative (the call is refused, D4).
- */
-export function callersLeftMs(metadata: Metadata, format: HeaderFormat, epochNow: number): number {
-  let left = earliestEpochMs(metadata, DeadlineHeaders.epochMs) - epochNow;
-  const name = format.epochMs;
-  if (typeof name === 'string' && name.toLowerCase() !== DeadlineHeaders.epochMs) {
-    const own = earliestEpochMs(metadata, name) - epochNow;
-    if (own < left) left = own;
-  }
-  const grpc = earliestRelativeMs(metadata, DeadlineHeaders.grpcTimeout, parseGrpcTimeout);
-  if (grpc < left) left = grpc;
-  if (format.envoy) {
-    const envoy = earliestRelativeMs(metadata, DeadlineHeaders.envoyExpected, parseEnvoyTimeoutMs);
-    if (envoy < left) left = envoy;
-  }
-  return left > MAX_TIMER_DELAY_MS ? Number.POSITIVE_INFINITY : left;
-}
-
-/** The earliest valid epoch ms among `metadata`'s values of `name`; +∞ for none. */
-function earliestEpochMs(metadata: Metadata, name: string): number {
-  let earliest = Number.POSITIVE_INFINITY;
-  for (const value of metadata.get(name)) {
-    const epoch = typeof value === 'string' ? parseEpochMs(value) : undefined;
-    if (epoch !== undefined && epoch < earliest) earliest = epoch;
-  }
-  return earliest;
-}
-
-/** The shortest valid relative limit among `metadata`'s values of `name`, read by `parse`; +∞ for none. */
-function earliestRelativeMs(
-  metadata: Metadata,
-  name: string,
-  parse: (text: string) => number | undefined,
-): number {
-  let earliest = Number.POSITIVE_INFINITY;
-  for (const value of metadata.get(name)) {
-    const ms = typeof value === 'string' ? parse(value) : undefined;
-    if (ms !== undefined && ms < earliest) earliest = ms;
-  }
-  return earliest;
-}
-
-/**
- * The farthest limit, in ms, a channel call's deadline can carry (2^31 − 1 ms rounded down to whole
- * seconds, about 24.8 days). grpc-js writes a limit of 10^8 ms or more in whole seconds rounded up,
- * a grpc-js server reads a `grpc-timeout` above 2^31 − 1 ms as already expired (its 32-bit count
- * wraps), and grpc-js's client throws on one past 10^8 hours, outside any listener.
- */
-export const GRPC_DEADLINE_REACH_MS = Math.floor(MAX_TIMER_DELAY_MS / 1000) * 1000;
-
-/**
- * The deadline a channel call is created with for a limit `leftMs` from `epochNow`: its instant,
- * rounded down, or none (`Infinity`) when it is farther than {@link GRPC_DEADLINE_REACH_MS} or
- * endless. A far deadline then neither fails the call early at a grpc-js server nor makes grpc-js
- * throw; the deadline headers still carry it (as far as a timer reaches, as prazo/http writes them),
- * and on the executor path its timer still ends the attempt at the real instant.
- */
-export function channelDeadline(leftMs: number, epochNow: number): number {
-  return leftMs <= GRPC_DEADLINE_REACH_MS ? Math.floor(epochNow + leftMs) : Number.POSITIVE_INFINITY;
-}
-
-/**
- * Puts the deadline headers of a limit `leftMs` from `epochNow` (one reading of the clock) into
- * `metadata` in `format` (a {@link grpcHeaderFormat}), written by the deadline's one writer (SPEC D1,
- * D5): the absolute instant beside grpc-js's relative `grpc-timeout`, and Envoy's header on request.
- * A receiver reads a relative timeout from when it *reads* the call, so a busy receiver (or a slow
- * network) stretches it by the transit; the absolute instant does not stretch, and prazo's reader
- * takes the earlier of the two. A value the caller set under one of these names is replaced: the
- * call's limit was made no later than it ({@link callersLeftMs}), so the one written is the earliest
- * known (D5), and a garbage or later one never travels beside it.
- */
-export function putDeadlineMetadata(
-  metadata: Metadata,
-  format: HeaderFormat,
-  leftMs: number,
-  epochNow: number,
-): void {
-  const out: string[] = [];
-  writeDeadlineHeaders(out, format, leftMs, epochNow);
-  for (let i = 0; i < out.length; i += 2) metadata.set(out[i]!, out[i + 1]!);
-}
 
 /** A failure status the dependency answered: not accepted, recorded as an error, never retried here. */
 const FAILED: ResultVerdict = Object.freeze({ retryable: true });

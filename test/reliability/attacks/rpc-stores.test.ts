@@ -32,7 +32,7 @@ import { createDependency } from '../../../src/dependency/dependency.js';
 import { isPrazoError } from '../../../src/errors/base.js';
 import { isDeadlineExceeded, isDeadlineInsufficient, isInvalidOptions } from '../../../src/errors/guards.js';
 import { deadlineInterceptor } from '../../../src/grpc/client.js';
-import { grpcDeadlineEpochMs } from '../../../src/grpc/epoch.js';
+import { grpcDeadlineEpochMs } from '../../../src/grpc/deadline.js';
 import { echoClient, type SayReply, say, startEcho } from '../../../src/grpc/grpc.test-helpers.js';
 import { withGrpcDeadline } from '../../../src/grpc/server.js';
 import { freePort } from '../../../src/mysql/mariadb.test-helpers.js';
