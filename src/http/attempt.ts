@@ -1,5 +1,5 @@
 import { util } from 'undici';
-import type { Timer } from '../clock/clock.js';
+import { runAfterIo, type Timer } from '../clock/clock.js';
 import { type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import {
@@ -254,6 +254,8 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
   #legacy: LegacyFace | undefined;
   /** The bound of a drain (a released answer still streaming), when one is under way. */
   #drainTimer: Timer | undefined;
+  /** Ended by prazo on its connection (an abort, not the response's end): the socket is closing. */
+  #tornDown = false;
 
   /** Its legacy face: the controller its current-API callbacks are given when undici speaks legacy. */
   get legacy(): LegacyFace {
@@ -431,6 +433,7 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
       this.#finish(); // still queued: refused when undici gets to it
       return;
     }
+    this.#tornDown = true;
     try {
       controller.abort(reason); // undici calls onResponseError back
     } catch {
@@ -447,8 +450,23 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
       this.clock.clearTimer(this.#drainTimer);
       this.#drainTimer = undefined;
     }
-    this.slice.releasePermit();
+    if (this.#tornDown) this.#releaseOnceClosed();
+    else this.slice.releasePermit();
     if (this.#role === RELEASED) this.#call.drainEnded(this);
+  }
+
+  /**
+   * Gives the limit's slot of a request prazo tore down on its connection back once undici has let
+   * that connection go. undici reports the aborted request's end at once, but its pool counts the
+   * request as running until the socket's close is handled, in the loop's close phase: given back at
+   * once, the slot lets the next call waiting for it take another connection meanwhile, one more in
+   * flight than the limit allows (measured: a pool of 3 under a limit of 2 seen with 3 running), and
+   * a pool sized to the limit plus a reserve (the catalog's, in the demo) finds its reserve taken.
+   * Two turns of the check phase: the first may come before this loop turn's close phase.
+   */
+  #releaseOnceClosed(): void {
+    const { clock, slice } = this;
+    runAfterIo(clock, () => runAfterIo(clock, () => slice.releasePermit()));
   }
 }
 

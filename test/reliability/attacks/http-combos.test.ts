@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import zlib from 'node:zlib';
-import { Agent, type Dispatcher, interceptors, request, upgrade as undiciUpgrade } from 'undici';
+import { Agent, type Dispatcher, interceptors, Pool, request, upgrade as undiciUpgrade } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/clock/fake.js';
 import { createDependency } from '../../../src/dependency/dependency.js';
@@ -583,6 +583,39 @@ describe('http-combos attacks: a caller abort at every phase, the connections co
     expect(await slow).toBe('200 slow');
     expect(await outcome(c.request('/'))).toBe('200 ok');
     expect(c.dependency.concurrency()).toMatchObject({ inFlight: 0, queued: 0 });
+  });
+
+  it('Was a defect: a limit of 2 on a pool of 3, a dependency that never answers: as requests are torn down at their deadlines and waiting calls take their slots, the pool never runs more than 2 (SPEC X7)', async () => {
+    // undici reports an aborted request's end at once but counts it as running until its socket's
+    // close is handled; a slot given back at once let the next call take a third connection.
+    const hung = await serve(() => {});
+    const pool = new Pool(hung.origin, { connections: 3, pipelining: 1 });
+    cleanup.push(() => pool.destroy());
+    const c = client({
+      origin: hung.origin,
+      dispatcher: pool,
+      p99Ms: 20,
+      throttle: false,
+      concurrencyLimit: { maxInFlight: 2, maxQueue: 50, patience: true },
+    });
+    let most = 0;
+    let sampling = true;
+    const sample = (): void => {
+      most = Math.max(most, pool.stats.running);
+      if (sampling) setImmediate(sample);
+    };
+    sample();
+    const calls: Promise<string>[] = [];
+    for (let i = 0; i < 30; i += 1) {
+      calls.push(outcome(c.request('/', { deadline: 100 + (i % 5) * 30 })));
+      await sleep(15);
+    }
+    const ends = await Promise.all(calls);
+    sampling = false;
+    const torn = ends.filter((e) => e === 'DEADLINE_EXCEEDED' || e === 'RESPONSE_TIMEOUT').length;
+    expect(torn, ends.join(', ')).toBeGreaterThanOrEqual(5); // slots changed hands at aborts
+    expect(most).toBe(2);
+    expect(await eventually(() => c.dependency.concurrency()?.inFlight === 0)).toBe(true);
   });
 
   it('an abort during a Retry-After wait on an instance: the call ends at once with the reason, no retry goes out to any instance', async () => {
