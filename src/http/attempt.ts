@@ -1,5 +1,5 @@
 import { util } from 'undici';
-import { runAfterIo, type Timer } from '../clock/clock.js';
+import type { Timer } from '../clock/clock.js';
 import { type HeaderFormat, writeDeadlineHeaders } from '../deadline/deadline.js';
 import type { AttemptSlice, Carrier } from '../dependency/transport.js';
 import {
@@ -462,11 +462,12 @@ export class HttpAttempt extends PhaseTimer implements DispatchHandler, WrittenH
    * once, the slot lets the next call waiting for it take another connection meanwhile, one more in
    * flight than the limit allows (measured: a pool of 3 under a limit of 2 seen with 3 running), and
    * a pool sized to the limit plus a reserve (the catalog's, in the demo) finds its reserve taken.
-   * Two turns of the check phase: the first may come before this loop turn's close phase.
+   * Two turns of the loop's check phase (the first may come before this turn's close phase), on the
+   * real loop whatever the clock: what is waited for is a real socket's close, not time.
    */
   #releaseOnceClosed(): void {
-    const { clock, slice } = this;
-    runAfterIo(clock, () => runAfterIo(clock, () => slice.releasePermit()));
+    const slice = this.slice;
+    setImmediate(() => setImmediate(() => slice.releasePermit()));
   }
 }
 
